@@ -1,0 +1,3 @@
+from mfu_sweep.cli import main
+
+main()

@@ -1,0 +1,53 @@
+"""The host CPU through torch: host clock, estimated peak."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from mfu_sweep.backends.base import DeviceInfo, TorchBackend
+from mfu_sweep.specs import ChipSpec, Peak
+from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
+
+
+def last_level_cache_bytes() -> int | None:
+    """Largest cache size sysfs reports for cpu0, or None."""
+    best = None
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        try:
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+            value = int(text.rstrip("KMG")) * mult
+        except ValueError:
+            continue
+        best = max(best or 0, value)
+    return best
+
+
+class CpuBackend(TorchBackend):
+    name = "cpu"
+    timer_name = "host"
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self.device = torch.device("cpu")
+
+    def describe(self) -> DeviceInfo:
+        model, clock, flags = read_cpuinfo()
+        units = sorted(f for f in flags if f in {"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
+        return DeviceInfo(
+            backend="cpu", name=model, index=0, count=1, chip="cpu",
+            details={"threads": torch.get_num_threads(), "cores_usable": len(os.sched_getaffinity(0)),
+                     "reported_clock_ghz": clock, "isa": units, "llc_bytes": last_level_cache_bytes()},
+        )
+
+    def peak(self, chips: Mapping[str, ChipSpec], forced: str | None = None) -> Peak:
+        if forced:
+            return super().peak(chips, forced)
+        return estimate_cpu_peak(threads=torch.get_num_threads())
+
+    def rotation_bytes(self) -> int:
+        return 2 * (last_level_cache_bytes() or 32 * 2**20)

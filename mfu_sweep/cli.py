@@ -1,0 +1,315 @@
+"""The ``mfu-sweep`` command line: parses options, calls the library, prints.
+
+Every command validates its input at the edge and turns domain errors into
+one-line messages with a non-zero exit (``click.ClickException``), never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mfu_sweep import __version__
+from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.shapes import ShapeError, parse_shape, read_shape_csv, square_family, unique_sorted
+
+# Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
+# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=1728) keeps the
+# whole default sweep within a couple of minutes.
+ACCEL_RANGE = (1e6, 2e12)
+CPU_RANGE = (1e6, 2e10)
+DEFAULT_POINTS = 16
+
+
+def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn the library's validation errors into one-line Click errors."""
+    from mfu_sweep.backends.base import BackendError
+    from mfu_sweep.results import ResultError
+    from mfu_sweep.specs import SpecError
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ShapeError, SpecError, ResultError, BackendError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="mfu-sweep")
+def main() -> None:
+    """Sweep GEMM shapes on a device, compute MFU against cited peak specs,
+    fit rooflines and find where each chip leads.
+
+    \b
+    Example:
+        mfu-sweep sweep --device cpu --dtype fp32 -o sweeps/my-cpu.json
+        mfu-sweep validate sweeps/*.json
+    """
+
+
+def _positive_float(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value!r} must be a positive number", ctx=ctx, param=param)
+    return value
+
+
+def build_shapes(shape_specs: tuple[str, ...], shape_file: str | None, min_flop: float | None,
+                 max_flop: float | None, points: int, align: int, on_cpu: bool) -> list[tuple[Any, str]]:
+    """Shapes from the options: explicit ``--shape``s, a CSV, else the square family."""
+    shapes: list[tuple[Any, str]] = [(parse_shape(s), "custom") for s in shape_specs]
+    if shape_file:
+        shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
+    if not shapes or min_flop is not None or max_flop is not None:
+        lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
+        shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
+    seen = unique_sorted(s for s, _ in shapes)
+    fam = {}
+    for s, f in shapes:
+        fam.setdefault(s, f)
+    return [(s, fam[s]) for s in seen]
+
+
+@main.command()
+@click.option("--device", default="auto", show_default=True,
+              help="cpu, cuda[:i], neuron[:i], xla[:i], or auto (CUDA, Neuron, XLA, other accelerator, CPU).")
+@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+              help="Data type; repeat for several. Default: fp32 on CPU, bf16 elsewhere.")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "compile"]),
+              help="eager and/or compile (torch.compile); repeat for both. Default: eager.")
+@click.option("--compile-mode", default=None, help="torch.compile mode passed through (default, max-autotune, ...).")
+@click.option("--shape", "shape_specs", multiple=True, metavar="[B]xMxNxK", help="Explicit shape; repeatable.")
+@click.option("--shape-file", type=str, default=None, help="CSV with columns m,n,k[,batch].")
+@click.option("--min-flop", type=float, default=None, callback=_positive_float,
+              help="Square family: smallest GEMM in FLOP [CPU 1e6, else 1e6].")
+@click.option("--max-flop", type=float, default=None, callback=_positive_float,
+              help="Square family: largest GEMM in FLOP [CPU 2e10, else 2e12].")
+@click.option("--points", type=click.IntRange(1, 10_000), default=DEFAULT_POINTS, show_default=True,
+              help="Square family: number of log-spaced sizes.")
+@click.option("--align", type=click.IntRange(1, 4096), default=64, show_default=True,
+              help="Square family: round sizes to a multiple of this.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Result file [sweeps/<label>.json].")
+@click.option("--label", default=None, help="Series label [<chip or name>-<backend>].")
+@click.option("--budget-s", type=float, default=2.0, show_default=True, callback=_positive_float,
+              help="Measurement time budget per shape after the first call.")
+@click.option("--target-ci", type=float, default=0.01, show_default=True, callback=_positive_float,
+              help="Stop sampling when the 95%% CI half-width of the median is below this fraction.")
+@click.option("--min-samples", type=click.IntRange(1, 10_000), default=5, show_default=True)
+@click.option("--max-samples", type=click.IntRange(3, 100_000), default=100, show_default=True)
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, callback=_positive_float,
+              help="Per-shape limit in seconds (compile + measurement); the shape becomes status timeout.")
+@click.option("--isolate", type=click.Choice(["sweep", "shape", "none"]), default="sweep", show_default=True,
+              help="sweep: one worker process, restarted after a failure; shape: a fresh worker per shape; "
+                   "none: in-process (debugging, no timeout).")
+@click.option("--cold-compile", is_flag=True, help="Fresh, empty compile caches for every shape.")
+@click.option("--no-check", is_flag=True, help="Skip the float64 numerical check.")
+@click.option("--chip", default=None, help="Force the spec entry (see `mfu-sweep specs`).")
+@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@click.option("--peak-tflops", type=float, default=None, callback=_positive_float,
+              help="Override the peak TFLOP/s for every swept dtype.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--resume", is_flag=True, help="Continue the output file, skipping finished records.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@domain_errors
+def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
+          shape_specs: tuple[str, ...], shape_file: str | None, min_flop: float | None, max_flop: float | None,
+          points: int, align: int, output: str | None, label: str | None, budget_s: float, target_ci: float,
+          min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
+          chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
+          force: bool, quiet: bool) -> None:
+    """Measure GEMM throughput over a set of shapes and write a v1 result file.
+
+    The file is rewritten atomically after every shape; an interrupted sweep
+    continues with --resume.
+
+    \b
+    Example:
+        mfu-sweep sweep --device cpu --dtype fp32 --dtype bf16
+        mfu-sweep sweep --device cuda --dtype bf16 --mode eager --mode compile
+        mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
+    """
+    from mfu_sweep.backends import parse_device
+    from mfu_sweep.bench import Task
+    from mfu_sweep.specs import load_chips
+    from mfu_sweep.sweep import SweepError, SweepPlan, default_label, run_sweep
+    from mfu_sweep.timing import TimingConfig
+
+    req = parse_device(device)
+    if spec_file:
+        chips = load_chips(spec_file)
+    if chip:
+        chips = load_chips(spec_file)
+        if chip not in chips:
+            raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
+    on_cpu = req.backend == "cpu"
+    if max_samples < min_samples:
+        raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
+    shapes = build_shapes(shape_specs, shape_file, min_flop, max_flop, points, align, on_cpu)
+    timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
+    dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
+    modes = modes or ("eager",)
+    tasks = [Task(shape=s, dtype=d, mode=m, family=f, seed=seed, timing=timing, compile_mode=compile_mode,
+                  check=not no_check) for d in dtypes for m in modes for s, f in shapes]
+    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.shapes import check_memory
+
+    for t in tasks:
+        check_memory(t.shape, get_dtype(t.dtype))
+    out_holder: dict[str, Any] = {}
+    plan = SweepPlan(
+        device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
+        label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,
+        chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=["mfu-sweep", *sys.argv[1:]],
+        settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode,
+                  "dtypes": list(dtypes), "modes": list(modes)},
+    )
+    if output is None:
+        plan = _plan_with_default_output(plan, label, default_label)
+    bar = _Progress(quiet)
+    try:
+        result = run_sweep(plan, progress=bar.update, on_start=bar.start)
+    except SweepError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo(f"\ninterrupted: finished shapes are saved in {plan.output}; "
+                   f"continue with the same command plus --resume", err=True)
+        sys.exit(130)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        bar.close()
+    out_holder["sweep"] = result
+    from mfu_sweep.sweep import summary_line
+
+    click.echo(f"{result.device['label']}: {summary_line(result.records)}")
+    click.echo(f"wrote {plan.output}")
+
+
+def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str]) -> Any:
+    """Resolve sweeps/<label>.json before the sweep starts (needs the device's name)."""
+    from dataclasses import replace
+
+    from mfu_sweep.worker import hello
+
+    if label is None:
+        if plan.device.startswith("cpu") or plan.device == "auto":
+            # describing the device here is cheap on CPU; accelerators describe in the worker
+            _, info = hello(plan.device, plan.spec_file, plan.chip)
+            label = default_label(info["device"])
+        else:
+            label = plan.device.replace(":", "-")
+    return replace(plan, output=Path("sweeps") / f"{label}.json", label=plan.label)
+
+
+class _Progress:
+    """A tqdm bar on stderr: shape, dtype, mode and the running MFU."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bar: Any = None
+
+    def start(self, sweep: Any, total: int) -> None:
+        click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
+        if not self.quiet:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="shape", file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, task: Any, record: Any) -> None:
+        if self.bar is None:
+            return
+        if record is None:
+            self.bar.set_description(f"{task.shape} {task.dtype} {task.mode}")
+            return
+        mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
+        tf = f"{record.tflops:.3g} TFLOP/s" if record.tflops is not None else ""
+        self.bar.set_postfix_str(f"{tf} MFU {mfu}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+@main.command()
+@click.option("--detect", is_flag=True, help="Show which entry this machine's devices map to.")
+@click.option("--device", default="auto", show_default=True, help="Device to detect (with --detect).")
+@click.option("--spec-file", type=str, default=None, help="Extra TOML [[chip]] entries to include.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@domain_errors
+def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> None:
+    """List the peak-spec table (dense TFLOP/s, memory, sources).
+
+    \b
+    Example:
+        mfu-sweep specs
+        mfu-sweep specs --detect
+    """
+    from mfu_sweep.specs import load_chips
+
+    chips = load_chips(spec_file)
+    if detect:
+        from mfu_sweep.worker import hello
+
+        _, info = hello(device, spec_file, None)
+        if as_json:
+            click.echo(json.dumps(info, indent=1))
+            return
+        d, p = info["device"], info["peak"]
+        click.echo(f"device:  {d['backend']} {d['name']!r} -> chip {d.get('chip')!r}")
+        kind = "estimated" if p["estimated"] else "vendor spec"
+        peaks = ", ".join(f"{k} {v:.4g}" for k, v in p["tflops"].items())
+        click.echo(f"peak ({kind}, TFLOP/s): {peaks or 'none'}")
+        click.echo(f"source:  {p['source']}")
+        return
+    if as_json:
+        click.echo(json.dumps([c.to_json() for c in chips.values()], indent=1))
+        return
+    cols = ["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4"]
+    click.echo(f"{'id':<11} {'scope':<5} " + " ".join(f"{c:>7}" for c in cols) + f" {'GB':>5} {'TB/s':>6}  source")
+    for c in chips.values():
+        vals = " ".join(f"{c.peak_tflops[d]:>7.6g}" if d in c.peak_tflops else f"{'-':>7}" for d in cols)
+        click.echo(f"{c.id:<11} {c.scope:<5} {vals} {c.memory_gb or 0:>5.0f} {c.memory_bandwidth_tbs or 0:>6.3g}  "
+                   f"{c.source_url}" + (f"  [{c.source_kind}]" if c.source_kind != "vendor" else ""))
+    click.echo("All figures dense (no sparsity). Notes on disputed values: mfu-sweep specs --json")
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+def validate(files: tuple[str, ...]) -> None:
+    """Check result files against the shipped JSON Schema.
+
+    \b
+    Example:
+        mfu-sweep validate sweeps/*.json
+    """
+    from mfu_sweep.results import validate_file
+
+    bad = 0
+    for f in files:
+        problems = validate_file(f)
+        if problems:
+            bad += 1
+            click.echo(f"{f}: INVALID: {problems[0]}")
+        else:
+            click.echo(f"{f}: ok")
+    if bad:
+        raise click.ClickException(f"{bad} of {len(files)} files invalid")
+
+
+# Commands defined in other modules register themselves here.
+# -- registered commands --

@@ -1,0 +1,321 @@
+"""The result file format: records, sweeps, atomic save, versioned load.
+
+Version history (``SCHEMA_VERSION``; one constant, one place):
+
+* 1 — first format. A sweep file is one object with ``schema_version``,
+  ``tool``, ``run``, ``environment``, ``device``, ``peak`` and ``records``;
+  a merged file is ``{"schema_version": 1, "kind": "merged", "sweeps": [...]}``.
+
+Fields may be added within a version; the meaning of existing fields never
+changes. ``load_sweeps`` maps the version to its parser and refuses unknown
+versions with a message naming the file and the version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import tempfile
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.specs import Peak
+
+SCHEMA_VERSION = 1
+STATUSES = ("ok", "mismatch", "timeout", "oom", "error", "unsupported")
+NOISY_IQR_RATIO = 0.10
+
+
+class ResultError(ValueError):
+    """A result file is unreadable or invalid; the message names file and field."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One measured (shape, dtype, mode) on one device. Seconds are per call."""
+
+    shape: Shape
+    dtype: str
+    mode: str
+    flops: float
+    bytes: float
+    intensity: float
+    status: str
+    family: str = "custom"
+    error: str | None = None
+    first_call_s: float | None = None
+    compile_s: float | None = None
+    samples_s: tuple[float, ...] = ()
+    block_size: int = 0
+    median_s: float | None = None
+    iqr_s: float | None = None
+    ci_low_s: float | None = None
+    ci_high_s: float | None = None
+    tflops: float | None = None
+    mfu: float | None = None
+    rel_error: float | None = None
+    timer: str = "host"
+    flags: tuple[str, ...] = ()
+    first_call_ratio: float | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[Shape, str, str]:
+        """What identifies a record within one sweep."""
+        return (self.shape, self.dtype, self.mode)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "mismatch") and self.median_s is not None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "shape": self.shape.to_json(),
+            "family": self.family,
+            "dtype": self.dtype,
+            "mode": self.mode,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "intensity": self.intensity,
+            "status": self.status,
+            "error": self.error,
+            "first_call_s": self.first_call_s,
+            "compile_s": self.compile_s,
+            "first_call_ratio": self.first_call_ratio,
+            "samples_s": list(self.samples_s),
+            "block_size": self.block_size,
+            "median_s": self.median_s,
+            "iqr_s": self.iqr_s,
+            "ci_low_s": self.ci_low_s,
+            "ci_high_s": self.ci_high_s,
+            "tflops": self.tflops,
+            "mfu": self.mfu,
+            "rel_error": self.rel_error,
+            "timer": self.timer,
+            "flags": list(self.flags),
+        }
+        data.update(self.extra)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        known = set(cls.__dataclass_fields__) - {"extra", "shape"}
+        kwargs = {k: data[k] for k in known if k in data}
+        kwargs["samples_s"] = tuple(float(s) for s in data.get("samples_s") or ())
+        kwargs["flags"] = tuple(data.get("flags") or ())
+        extra = {k: v for k, v in data.items() if k not in known and k != "shape"}
+        return cls(shape=Shape.from_json(data.get("shape")), extra=extra, **kwargs)
+
+
+def summarize_samples(samples: Sequence[float]) -> tuple[float, float]:
+    """Median and interquartile range of per-call times."""
+    med = statistics.median(samples)
+    if len(samples) < 2:
+        return med, 0.0
+    q = statistics.quantiles(samples, n=4, method="inclusive")
+    return med, q[2] - q[0]
+
+
+def finish_record(rec: Record, peak: Peak, ci: tuple[float, float] | None = None) -> Record:
+    """Derive median, IQR, TFLOP/s, MFU, ratios and flags from the raw samples."""
+    if not rec.samples_s:
+        return rec
+    med, iqr = summarize_samples(rec.samples_s)
+    tflops = rec.flops / med / 1e12 if med > 0 else None
+    peak_tflops = peak.for_dtype(rec.dtype)
+    mfu = tflops / peak_tflops if (tflops is not None and peak_tflops) else None
+    flags = list(rec.flags)
+    if mfu is not None and mfu > 1.0:
+        flags.append("above_peak")
+    if med > 0 and iqr / med > NOISY_IQR_RATIO:
+        flags.append("noisy")
+    if peak.estimated:
+        flags.append("estimated_peak")
+    if peak.override:
+        flags.append("override_peak")
+    ratio = rec.first_call_s / med if (rec.first_call_s is not None and med > 0) else None
+    lo, hi = ci if ci else (rec.ci_low_s, rec.ci_high_s)
+    return replace(
+        rec, median_s=med, iqr_s=iqr, tflops=tflops, mfu=mfu, ci_low_s=lo, ci_high_s=hi,
+        first_call_ratio=ratio, flags=tuple(dict.fromkeys(flags)),
+    )
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One run on one device: provenance plus records."""
+
+    tool: Mapping[str, Any]
+    run: Mapping[str, Any]
+    environment: Mapping[str, Any]
+    device: Mapping[str, Any]
+    peak: Peak
+    records: tuple[Record, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    @property
+    def label(self) -> str:
+        return str(self.device.get("label") or self.device.get("name") or "unknown")
+
+    def with_records(self, records: Iterable[Record]) -> Sweep:
+        return replace(self, records=tuple(records))
+
+    def to_json(self) -> dict[str, Any]:
+        data = {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "sweep",
+            "tool": dict(self.tool),
+            "run": dict(self.run),
+            "environment": dict(self.environment),
+            "device": dict(self.device),
+            "peak": self.peak.to_json(),
+            "settings": dict(self.settings),
+            "records": [r.to_json() for r in self.records],
+        }
+        data.update(self.extra)
+        return data
+
+
+TOP_LEVEL = ("schema_version", "kind", "tool", "run", "environment", "device", "peak", "settings", "records")
+
+
+def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
+    records = []
+    for i, raw in enumerate(data.get("records") or []):
+        try:
+            records.append(Record.from_json(raw))
+        except (ShapeError, TypeError, ValueError) as exc:
+            raise ResultError(f"{source}: records[{i}]: {exc}") from None
+    return Sweep(
+        tool=data["tool"], run=data["run"], environment=data.get("environment") or {},
+        device=data["device"], peak=Peak.from_json(data["peak"]), records=tuple(records),
+        settings=data.get("settings") or {},
+        extra={k: v for k, v in data.items() if k not in TOP_LEVEL}, source=source,
+    )
+
+
+PARSERS: dict[int, Callable[[Mapping[str, Any], str], Sweep]] = {1: _parse_sweep_v1}
+
+
+@cache
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a version-1 file, shipped in the package."""
+    text = resources.files("mfu_sweep").joinpath("schema/v1.json").read_text()
+    return json.loads(text)
+
+
+def _schema_errors(data: Any) -> list[str]:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(json_schema())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    out = []
+    for err in errors[:5]:
+        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
+        msg = err.message if len(err.message) < 200 else err.message[:200] + "..."
+        out.append(f"{where}: {msg}")
+    return out
+
+
+def _check_version(data: Any, source: str) -> int:
+    if not isinstance(data, dict):
+        raise ResultError(f"{source}: top level must be a JSON object, got {type(data).__name__}")
+    if "schema_version" not in data:
+        raise ResultError(f"{source}: no schema_version field; not an mfu-sweep result")
+    version = data["schema_version"]
+    if isinstance(version, bool) or version not in PARSERS:
+        known = ", ".join(str(v) for v in PARSERS)
+        raise ResultError(f"{source}: schema_version={version!r} is not supported (this tool reads {known})")
+    return version
+
+
+def parse_document(data: Any, source: str = "<data>", validate: bool = True) -> list[Sweep]:
+    """Parse a sweep or merged document into its sweeps."""
+    version = _check_version(data, source)
+    if validate:
+        errors = _schema_errors(data)
+        if errors:
+            raise ResultError(f"{source}: invalid v{version} file: {errors[0]}")
+    if data.get("kind") == "merged":
+        return [_parse_sweep_v1(s, f"{source}: sweeps[{i}]") for i, s in enumerate(data["sweeps"])]
+    return [PARSERS[version](data, source)]
+
+
+def read_json(path: str | Path) -> Any:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ResultError(f"{str(path)!r}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultError(f"{str(path)!r}: cannot read ({exc})") from None
+    if not text.strip():
+        raise ResultError(f"{str(path)!r}: file is empty")
+    try:
+        return json.loads(text, parse_constant=lambda c: float(c))
+    except json.JSONDecodeError as exc:
+        raise ResultError(f"{str(path)!r}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+
+
+def load_sweeps(paths: Iterable[str | Path], validate: bool = True) -> list[Sweep]:
+    """Load sweep and merged files in any mix; every sweep keeps its provenance."""
+    sweeps: list[Sweep] = []
+    for path in paths:
+        sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate))
+    if not sweeps:
+        raise ResultError("no result files given")
+    return sweeps
+
+
+def validate_file(path: str | Path) -> list[str]:
+    """Schema problems of one file (empty list when valid)."""
+    try:
+        data = read_json(path)
+        _check_version(data, str(path))
+    except ResultError as exc:
+        return [str(exc)]
+    return _schema_errors(data)
+
+
+def _clean(value: Any) -> Any:
+    """Replace non-finite floats by None so the JSON stays standard."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON so that readers see the old file or the new one, never half of one."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(_clean(data), fh, indent=1, allow_nan=False)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def save_sweep(path: str | Path, sweep: Sweep) -> None:
+    write_json_atomic(path, sweep.to_json())

@@ -1,0 +1,188 @@
+"""GEMM shapes: parsing, FLOP and byte arithmetic, and shape families.
+
+A shape is ``(batch, m, n, k)``: ``batch`` independent products of an
+``m x k`` by ``k x n`` matrix. FLOPs are ``2*batch*m*n*k``; the minimum memory
+traffic is every operand read once and the result written once.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mfu_sweep.dtypes import DType
+
+# Refuse shapes whose operands alone would need more than this many bytes:
+# far beyond any single accelerator's memory, so almost surely a typo.
+MAX_OPERAND_BYTES = 4 * 2**40
+MAX_DIM = 2**24
+
+
+class ShapeError(ValueError):
+    """A shape or shape list is invalid; the message names the bad value."""
+
+
+@dataclass(frozen=True, order=True)
+class Shape:
+    """One GEMM problem: ``batch`` products of (m x k) @ (k x n)."""
+
+    batch: int
+    m: int
+    n: int
+    k: int
+
+    def __post_init__(self) -> None:
+        for field in ("batch", "m", "n", "k"):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ShapeError(f"shape field {field}={value!r} is not an integer")
+            if value <= 0:
+                raise ShapeError(f"shape field {field}={value} must be positive")
+            if value > MAX_DIM:
+                raise ShapeError(f"shape field {field}={value} exceeds the limit {MAX_DIM}")
+
+    @property
+    def flops(self) -> float:
+        """Floating-point operations of the product (one multiply-add = 2)."""
+        return 2.0 * self.batch * self.m * self.n * self.k
+
+    def elements(self) -> int:
+        """Elements of A, B and C together."""
+        return self.batch * (self.m * self.k + self.k * self.n + self.m * self.n)
+
+    def bytes(self, dtype: DType) -> float:
+        """Minimum bytes moved: read A and B once, write C once."""
+        inputs = self.batch * (self.m * self.k + self.k * self.n) * dtype.element_bytes
+        return float(inputs + self.batch * self.m * self.n * dtype.output_bytes)
+
+    def intensity(self, dtype: DType) -> float:
+        """Arithmetic intensity in FLOP per byte."""
+        return self.flops / self.bytes(dtype)
+
+    def to_json(self) -> dict[str, int]:
+        return {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k}
+
+    @classmethod
+    def from_json(cls, data: object) -> Shape:
+        if not isinstance(data, dict):
+            raise ShapeError(f"shape must be an object, got {data!r}")
+        missing = [f for f in ("m", "n", "k") if f not in data]
+        if missing:
+            raise ShapeError(f"shape {data!r} lacks field {missing[0]}")
+        return cls(int_field(data, "batch", 1), int_field(data, "m"), int_field(data, "n"), int_field(data, "k"))
+
+    def __str__(self) -> str:
+        core = f"{self.m}x{self.n}x{self.k}"
+        return core if self.batch == 1 else f"{self.batch}x{core}"
+
+
+def int_field(data: dict, name: str, default: int | None = None) -> int:
+    value = data.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ShapeError(f"shape field {name}={value!r} is not an integer")
+    return value
+
+
+def check_memory(shape: Shape, dtype: DType) -> None:
+    """Reject shapes whose operands need an absurd amount of memory."""
+    need = shape.bytes(dtype)
+    if need > MAX_OPERAND_BYTES:
+        raise ShapeError(f"shape {shape} needs {need / 2**30:.0f} GiB for its operands (limit {MAX_OPERAND_BYTES / 2**30:.0f} GiB)")
+
+
+def _parse_dim(text: str, spec: str) -> int:
+    token = text.strip()
+    if not token.isdigit():
+        raise ShapeError(f"shape {spec!r}: dimension {token!r} is not a positive integer")
+    return int(token)
+
+
+def parse_shape(spec: str) -> Shape:
+    """Parse ``MxNxK`` or ``BxMxNxK`` (``x`` or ``,`` separated).
+
+    >>> parse_shape("2x512x1024x256")
+    Shape(batch=2, m=512, n=1024, k=256)
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ShapeError(f"shape {spec!r} is empty")
+    parts = spec.lower().replace(",", "x").split("x")
+    if len(parts) not in (3, 4):
+        raise ShapeError(f"shape {spec!r} must be MxNxK or BxMxNxK")
+    dims = [_parse_dim(p, spec) for p in parts]
+    if len(dims) == 3:
+        dims.insert(0, 1)
+    return Shape(*dims)
+
+
+def _round_to(value: float, align: int) -> int:
+    return max(align, int(round(value / align)) * align)
+
+
+def square_family(min_flop: float, max_flop: float, points: int, align: int = 64) -> list[Shape]:
+    """Square shapes ``s x s x s`` log-spaced in FLOPs over ``[min_flop, max_flop]``.
+
+    Sizes are rounded to a multiple of ``align``; duplicates after rounding are
+    dropped, so fewer than ``points`` shapes may come back at small sizes.
+    """
+    if not (math.isfinite(min_flop) and min_flop > 0):
+        raise ShapeError(f"min-flop={min_flop!r} must be a positive number")
+    if not (math.isfinite(max_flop) and max_flop >= min_flop):
+        raise ShapeError(f"max-flop={max_flop!r} must be a number >= min-flop={min_flop!r}")
+    if points < 1:
+        raise ShapeError(f"points={points!r} must be at least 1")
+    if align < 1:
+        raise ShapeError(f"align={align!r} must be at least 1")
+    if points == 1:
+        targets = [max_flop]
+    else:
+        step = (math.log(max_flop) - math.log(min_flop)) / (points - 1)
+        targets = [math.exp(math.log(min_flop) + i * step) for i in range(points)]
+    sizes = sorted({_round_to((t / 2.0) ** (1 / 3), align) for t in targets})
+    return [Shape(1, s, s, s) for s in sizes]
+
+
+def grid_family(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int]) -> list[Shape]:
+    """Every combination of the given m, n and k values (batch 1)."""
+    return [Shape(1, m, n, k) for k in ks for m in ms for n in ns]
+
+
+def read_shape_csv(path: str | Path) -> list[Shape]:
+    """Read shapes from a CSV with columns ``m,n,k`` and optional ``batch``.
+
+    Lines starting with ``#`` are comments. Errors name the file and line.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ShapeError(f"shape file {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ShapeError(f"shape file {str(path)!r} is not text") from None
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ShapeError(f"shape file {str(path)!r} has no shapes")
+    reader = csv.DictReader(lines)
+    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+    for col in ("m", "n", "k"):
+        if col not in header:
+            raise ShapeError(f"shape file {str(path)!r}: header lacks column {col!r} (got {header})")
+    shapes = []
+    for lineno, row in enumerate(reader, start=2):
+        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}
+        try:
+            dims = [_parse_dim(row.get(c) or "1", f"line {lineno}") for c in ("batch", "m", "n", "k")]
+            shapes.append(Shape(*dims))
+        except ShapeError as exc:
+            raise ShapeError(f"shape file {str(path)!r} line {lineno}: {exc}") from None
+    return shapes
+
+
+def unique_sorted(shapes: Iterable[Shape]) -> list[Shape]:
+    """Drop duplicates, keep order of first appearance."""
+    seen: dict[Shape, None] = {}
+    for s in shapes:
+        seen.setdefault(s, None)
+    return list(seen)

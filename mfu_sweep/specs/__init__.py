@@ -1,0 +1,229 @@
+"""Peak specs: cited vendor data, lookup from device names, user overrides.
+
+The data lives in ``chips.toml`` beside this module. ``load_chips`` reads it
+(or a user's ``--spec-file``) into frozen :class:`ChipSpec` objects;
+``find_chip`` maps what a framework reports (a CUDA device name, an XLA device
+kind) to an entry; :class:`Peak` is the ``peak`` block of a result file.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mfu_sweep.dtypes import DTYPES
+
+CHIPS_FILE = Path(__file__).with_name("chips.toml")
+PEAK_DTYPES = (*DTYPES, "mxfp8", "fp4")
+SCOPES = ("chip", "core")
+REQUIRED = ("id", "name", "scope", "peak_tflops", "memory_gb", "memory_bandwidth_tbs", "source_title", "source_url")
+
+
+class SpecError(ValueError):
+    """A spec file or spec value is invalid; the message names the field."""
+
+
+@dataclass(frozen=True)
+class ChipSpec:
+    """Vendor peak figures for one chip (or one core, see ``scope``)."""
+
+    id: str
+    name: str
+    scope: str
+    peak_tflops: Mapping[str, float]
+    memory_gb: float | None
+    memory_bandwidth_tbs: float | None
+    source_title: str
+    source_url: str
+    vendor: str = ""
+    vendor_url: str = ""
+    source_kind: str = "vendor"
+    match: tuple[str, ...] = ()
+    notes: str = ""
+
+    def to_json(self) -> dict:
+        data = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        data["peak_tflops"] = dict(self.peak_tflops)
+        data["match"] = list(self.match)
+        return data
+
+
+@dataclass(frozen=True)
+class Peak:
+    """The ``peak`` block of a result: what MFU is measured against."""
+
+    chip: str | None
+    tflops: Mapping[str, float]
+    memory_bandwidth_tbs: float | None
+    source: str
+    estimated: bool = False
+    override: bool = False
+    scope: str = "chip"
+    notes: str = ""
+    overrides: Mapping[str, object] = field(default_factory=dict)
+
+    def for_dtype(self, dtype: str) -> float | None:
+        value = self.tflops.get(dtype)
+        return float(value) if value else None
+
+    def to_json(self) -> dict:
+        return {
+            "chip": self.chip,
+            "tflops": dict(self.tflops),
+            "memory_bandwidth_tbs": self.memory_bandwidth_tbs,
+            "source": self.source,
+            "estimated": self.estimated,
+            "override": self.override,
+            "scope": self.scope,
+            "notes": self.notes,
+            "overrides": dict(self.overrides),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Peak:
+        return cls(
+            chip=data.get("chip"),
+            tflops={str(k): float(v) for k, v in (data.get("tflops") or {}).items()},
+            memory_bandwidth_tbs=data.get("memory_bandwidth_tbs"),
+            source=str(data.get("source", "")),
+            estimated=bool(data.get("estimated", False)),
+            override=bool(data.get("override", False)),
+            scope=str(data.get("scope", "chip")),
+            notes=str(data.get("notes", "")),
+            overrides=dict(data.get("overrides") or {}),
+        )
+
+    @classmethod
+    def from_chip(cls, chip: ChipSpec) -> Peak:
+        return cls(
+            chip=chip.id,
+            tflops=dict(chip.peak_tflops),
+            memory_bandwidth_tbs=chip.memory_bandwidth_tbs,
+            source=f"{chip.source_title} <{chip.source_url}>",
+            scope=chip.scope,
+            notes=chip.notes,
+        )
+
+
+def _positive(value: object, where: str, allow_none: bool = False) -> float | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise SpecError(f"{where}={value!r} must be a positive number")
+    return float(value)
+
+
+def _text(entry: Mapping, key: str, where: str) -> str:
+    value = entry.get(key, "")
+    if not isinstance(value, str):
+        raise SpecError(f"{where}.{key}={value!r} must be a string")
+    return value
+
+
+def parse_chip(entry: object, where: str = "chip") -> ChipSpec:
+    """Validate one ``[[chip]]`` table and return it as a :class:`ChipSpec`."""
+    if not isinstance(entry, Mapping):
+        raise SpecError(f"{where} must be a table, got {entry!r}")
+    for key in REQUIRED:
+        if key not in entry:
+            raise SpecError(f"{where} lacks field {key!r}")
+    cid = _text(entry, "id", where)
+    if not cid:
+        raise SpecError(f"{where}.id must not be empty")
+    where = f"chip {cid!r}"
+    scope = _text(entry, "scope", where)
+    if scope not in SCOPES:
+        raise SpecError(f"{where}.scope={scope!r} must be one of {', '.join(SCOPES)}")
+    peaks = entry["peak_tflops"]
+    if not isinstance(peaks, Mapping) or not peaks:
+        raise SpecError(f"{where}.peak_tflops={peaks!r} must be a non-empty table")
+    for name in peaks:
+        if name not in PEAK_DTYPES:
+            raise SpecError(f"{where}.peak_tflops has unknown dtype {name!r} (known: {', '.join(PEAK_DTYPES)})")
+    match = entry.get("match", [])
+    if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
+        raise SpecError(f"{where}.match={match!r} must be a list of non-empty strings")
+    return ChipSpec(
+        id=cid,
+        name=_text(entry, "name", where),
+        scope=scope,
+        peak_tflops={k: _positive(v, f"{where}.peak_tflops.{k}") for k, v in peaks.items()},
+        memory_gb=_positive(entry["memory_gb"], f"{where}.memory_gb"),
+        memory_bandwidth_tbs=_positive(entry["memory_bandwidth_tbs"], f"{where}.memory_bandwidth_tbs"),
+        source_title=_text(entry, "source_title", where),
+        source_url=_text(entry, "source_url", where),
+        vendor=_text(entry, "vendor", where),
+        vendor_url=_text(entry, "vendor_url", where),
+        source_kind=_text(entry, "source_kind", where) or "vendor",
+        match=tuple(m.lower() for m in match),
+        notes=_text(entry, "notes", where),
+    )
+
+
+def parse_chips(text: str, origin: str = "spec file") -> dict[str, ChipSpec]:
+    """Parse TOML text holding ``[[chip]]`` tables."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{origin}: not valid TOML ({exc})") from None
+    entries = data.get("chip")
+    if not isinstance(entries, list) or not entries:
+        raise SpecError(f"{origin}: no [[chip]] tables found")
+    chips: dict[str, ChipSpec] = {}
+    for i, entry in enumerate(entries):
+        chip = parse_chip(entry, where=f"{origin}: chip #{i + 1}")
+        if chip.id in chips:
+            raise SpecError(f"{origin}: duplicate chip id {chip.id!r}")
+        chips[chip.id] = chip
+    return chips
+
+
+def load_chips(extra: str | Path | None = None) -> dict[str, ChipSpec]:
+    """The shipped table, with entries from ``extra`` (a TOML file) added or replacing by id."""
+    chips = parse_chips(CHIPS_FILE.read_text(), origin=CHIPS_FILE.name)
+    if extra is not None:
+        path = Path(extra)
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SpecError(f"spec file {str(path)!r}: cannot read ({exc})") from None
+        chips.update(parse_chips(text, origin=f"spec file {str(path)!r}"))
+    return chips
+
+
+def find_chip(reported: str, chips: Mapping[str, ChipSpec] | None = None) -> ChipSpec | None:
+    """Map a framework-reported name (CUDA name, XLA device kind ...) to a chip.
+
+    The longest ``match`` substring wins, so "H100 PCIe" beats "H100".
+    """
+    chips = load_chips() if chips is None else chips
+    text = f" {reported.lower()} "
+    best: tuple[int, ChipSpec] | None = None
+    for chip in chips.values():
+        for pattern in chip.match:
+            if pattern in text and (best is None or len(pattern) > best[0]):
+                best = (len(pattern), chip)
+    return best[1] if best else None
+
+
+def get_chip(chip_id: str, chips: Mapping[str, ChipSpec] | None = None) -> ChipSpec:
+    chips = load_chips() if chips is None else chips
+    try:
+        return chips[chip_id]
+    except KeyError:
+        raise SpecError(f"unknown chip {chip_id!r} (see `mfu-sweep specs` for ids)") from None
+
+
+def apply_peak_override(peak: Peak, tflops: float | None, dtypes: Iterable[str]) -> Peak:
+    """Replace the peak of every swept dtype by a user-given TFLOP/s figure."""
+    if tflops is None:
+        return peak
+    value = _positive(tflops, "--peak-tflops")
+    new = dict(peak.tflops)
+    for d in dtypes:
+        new[d] = value
+    overrides = {**peak.overrides, "peak_tflops": value}
+    return replace(peak, tflops=new, override=True, overrides=overrides, source=f"user override (--peak-tflops {value:g}); was: {peak.source}")

@@ -1,0 +1,220 @@
+"""Sweep orchestration: plan tasks, run them isolated, checkpoint every record.
+
+``run_sweep`` writes the result file atomically after every task, so a
+crash, a SIGKILL or Ctrl-C loses at most the task in flight; ``resume=True``
+continues an existing file and skips the (shape, dtype, mode) keys it holds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mfu_sweep import __version__
+from mfu_sweep.bench import Task
+from mfu_sweep.results import (
+    ResultError,
+    Record,
+    Sweep,
+    finish_record,
+    load_sweeps,
+    save_sweep,
+)
+from mfu_sweep.specs import Peak, apply_peak_override
+from mfu_sweep.worker import InProcessRunner, SubprocessRunner
+
+ISOLATION = ("sweep", "shape", "none")
+MODES = ("eager", "compile")
+
+
+class SweepError(RuntimeError):
+    """A sweep cannot start or continue; the message says why."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep needs, already validated by the caller."""
+
+    device: str
+    tasks: Sequence[Task]
+    output: Path
+    label: str | None = None
+    isolate: str = "sweep"
+    timeout_s: float | None = 600.0
+    cold_compile: bool = False
+    spec_file: str | None = None
+    chip: str | None = None
+    peak_tflops: float | None = None
+    resume: bool = False
+    force: bool = False
+    argv: Sequence[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def git_sha() -> str | None:
+    """Commit of the tool's own checkout, when it runs from one."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def default_label(device: dict[str, Any]) -> str:
+    """``<chip or name>-<backend>``, slugified, e.g. ``h100-sxm-cuda``."""
+    chip = device.get("chip")
+    base = device.get("name") if chip in (None, "cpu") else chip
+    slug = re.sub(r"[^a-z0-9]+", "-", str(base or "device").lower()).strip("-")
+    return f"{slug}-{device.get('backend', 'unknown')}"
+
+
+def _make_runner(plan: SweepPlan) -> InProcessRunner | SubprocessRunner:
+    if plan.isolate == "none":
+        if plan.cold_compile:
+            raise SweepError("--cold-compile needs a worker per shape; use --isolate shape or sweep")
+        return InProcessRunner(plan.device, plan.spec_file, plan.chip)
+    cold = _cold_env if plan.cold_compile else None
+    return SubprocessRunner(plan.device, plan.spec_file, plan.chip,
+                            per_task=plan.isolate == "shape" or plan.cold_compile, env_for_task=cold)
+
+
+_COLD_ROOT: list[str] = []
+
+
+def _cold_env(task: Task) -> dict[str, str]:
+    """Fresh, empty compile caches for one task (removed at exit)."""
+    from mfu_sweep.backends.base import TorchBackend
+
+    root = tempfile.mkdtemp(prefix="mfu-sweep-cold-")
+    _COLD_ROOT.append(root)
+    env = TorchBackend.compile_cache_env(None, root)  # type: ignore[arg-type]
+    env.update({"TORCH_NEURONX_NEFF_CACHE_DIR": os.path.join(root, "neff"),
+                "NEURON_CC_FLAGS": (os.environ.get("NEURON_CC_FLAGS", "") + f" --cache_dir={root}/neuron").strip()})
+    return env
+
+
+def _cleanup_cold() -> None:
+    while _COLD_ROOT:
+        shutil.rmtree(_COLD_ROOT.pop(), ignore_errors=True)
+
+
+def _header(plan: SweepPlan, hello: dict[str, Any]) -> Sweep:
+    device = dict(hello["device"])
+    device["label"] = plan.label or default_label(device)
+    peak = Peak.from_json(hello["peak"])
+    peak = apply_peak_override(peak, plan.peak_tflops, sorted({t.dtype for t in plan.tasks}))
+    if plan.spec_file:
+        peak = replace(peak, overrides={**peak.overrides, "spec_file": str(plan.spec_file)})
+    if plan.chip:
+        peak = replace(peak, overrides={**peak.overrides, "chip": plan.chip})
+    settings = {**plan.settings, "isolate": plan.isolate, "timeout_s": plan.timeout_s,
+                "compile_cache": "cold (fresh cache per shape)" if plan.cold_compile else "warm (caches reused)"}
+    return Sweep(
+        tool={"name": "mfu-sweep", "version": __version__},
+        run={"id": uuid.uuid4().hex, "started_at": utc_now(), "finished_at": None, "argv": list(plan.argv),
+             "host": socket.gethostname(), "git_sha": git_sha()},
+        environment=hello["environment"], device=device, peak=peak, settings=settings,
+    )
+
+
+def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
+    try:
+        (old,) = load_sweeps([plan.output])
+    except ValueError as exc:
+        if isinstance(exc, ResultError):
+            raise SweepError(f"cannot resume: {exc}") from None
+        raise SweepError(f"cannot resume {str(plan.output)!r}: it is a merged file") from None
+    for key in ("backend", "name"):
+        if old.device.get(key) != fresh.device.get(key):
+            raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
+                             f"differs from this device's {fresh.device.get(key)!r}")
+    run = dict(old.run)
+    run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
+    run["finished_at"] = None
+    return replace(old, run=run)
+
+
+def _check_output(plan: SweepPlan) -> None:
+    out = plan.output
+    if out.exists() and not (plan.resume or plan.force):
+        raise SweepError(f"output {str(out)!r} exists; pass --resume to continue it or --force to overwrite")
+    if plan.resume and not out.exists():
+        raise SweepError(f"cannot resume {str(out)!r}: no such file")
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"output directory {str(parent)!r} cannot be created ({exc.strerror})") from None
+    if not os.access(parent, os.W_OK):
+        raise SweepError(f"output directory {str(parent)!r} is not writable")
+
+
+ProgressFn = Callable[[Task, Record | None], None]
+
+
+def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
+              on_start: Callable[[Sweep, int], None] | None = None) -> Sweep:
+    """Run every task of ``plan`` not already in the output file; return the final sweep.
+
+    ``progress(task, None)`` is called before a task and ``progress(task, record)``
+    after it. Ctrl-C or any exception leaves the file with every finished record.
+    """
+    _check_output(plan)
+    runner = _make_runner(plan)
+    try:
+        sweep = _header(plan, runner.hello)
+        if plan.resume:
+            sweep = _resume_from(plan, sweep)
+        done = {r.key for r in sweep.records}
+        todo = [t for t in plan.tasks if (t.shape, t.dtype, t.mode) not in done]
+        if on_start:
+            on_start(sweep, len(todo))
+        save_sweep(plan.output, sweep)
+        records = list(sweep.records)
+        for task in todo:
+            if progress:
+                progress(task, None)
+            record = finish_record(runner.run(task, plan.timeout_s), sweep.peak)
+            records.append(record)
+            sweep = sweep.with_records(records)
+            save_sweep(plan.output, sweep)
+            if progress:
+                progress(task, record)
+        sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
+        save_sweep(plan.output, sweep)
+        return sweep
+    finally:
+        runner.close()
+        _cleanup_cold()
+
+
+def status_counts(records: Sequence[Record]) -> Counter:
+    return Counter(r.status for r in records)
+
+
+def summary_line(records: Sequence[Record]) -> str:
+    """``N/M ok; x timeout, y oom, z mismatch, w error`` (plus unsupported when any)."""
+    counts = status_counts(records)
+    parts = [f"{counts.get(s, 0)} {s}" for s in ("timeout", "oom", "mismatch", "error")]
+    if counts.get("unsupported"):
+        parts.append(f"{counts['unsupported']} unsupported")
+    return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
+
+
