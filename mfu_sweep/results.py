@@ -213,10 +213,18 @@ def json_schema() -> dict[str, Any]:
     return json.loads(text)
 
 
-def _schema_errors(data: Any) -> list[str]:
+@cache
+def _validator(kind: str) -> Any:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(json_schema())
+    schema = {k: v for k, v in json_schema().items() if k != "oneOf"}
+    schema["$ref"] = f"#/$defs/{kind}"
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _schema_errors(data: Any) -> list[str]:
+    kind = "merged" if isinstance(data, dict) and data.get("kind") == "merged" else "sweep"
+    validator = _validator(kind)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     out = []
     for err in errors[:5]:
@@ -303,6 +311,7 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as fh:
             json.dump(_clean(data), fh, indent=1, allow_nan=False)
             fh.write("\n")
@@ -315,6 +324,12 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:

@@ -114,7 +114,10 @@ def parse_shape(spec: str) -> Shape:
     dims = [_parse_dim(p, spec) for p in parts]
     if len(dims) == 3:
         dims.insert(0, 1)
-    return Shape(*dims)
+    try:
+        return Shape(*dims)
+    except ShapeError as exc:
+        raise ShapeError(f"shape {spec!r}: {exc}") from None
 
 
 def _round_to(value: float, align: int) -> int:

@@ -23,7 +23,7 @@ def median_ci_indices(n: int, confidence: float = 0.95) -> tuple[int, int]:
         cdf += math.comb(n, k) / 2.0**n
         if cdf > alpha / 2:
             break
-        lower = k + 1
+        lower = k
     lower = min(lower, (n - 1) // 2)
     return lower, n - 1 - lower
 

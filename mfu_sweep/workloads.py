@@ -1,0 +1,509 @@
+"""Real-workload shape families: transformer training steps, DeepBench, m x n x k grids.
+
+One entry point, :func:`resolve_family`, turns a family string into the GEMMs
+it stands for, each with a role, a pass and a count per step:
+
+``llm:<model>[:key=value]...``
+    The GEMMs of one training step (forward, dgrad, wgrad) of one rank for a
+    published model config (``data/models.toml``, every number cited).
+    Options: ``tokens`` per step and rank (sequences x sequence length,
+    default 4096), ``seq`` (sequence length, default ``min(tokens, 4096)``),
+    ``tp`` (Megatron-style tensor parallelism), ``ep`` (expert parallelism),
+    ``lm_head=0|1``, ``attn=0|1`` (attention score/value GEMMs),
+    ``qkv=fused|split`` and ``gate_up=split|fused``.
+``deepbench:train|inference-server|inference-device|all``
+    Baidu DeepBench's GEMM list (``data/deepbench.csv``, transcribed with citation).
+``grid:M:N:K[:batch=B]``
+    Every combination of comma-separated values; ``lo-hi`` means the powers of
+    two from ``lo`` doubling up to ``hi``, e.g. ``grid:256-8192:256-8192:4096``.
+
+Conventions for a linear layer ``y = x W`` with ``x`` (tokens x d_in):
+forward m=tokens, k=d_in, n=d_out; dgrad (dx = dy W^T) m=tokens, k=d_out,
+n=d_in; wgrad (dW = x^T dy) m=d_in, k=tokens, n=d_out. For the attention
+products ``S = Q K^T`` and ``O = P V`` (batched over sequences x heads),
+``dgrad`` is the gradient of the first operand (dQ, dP) and ``wgrad`` that of
+the second (dK, dV). Attention GEMMs are dense: a causal kernel skips about half
+of the score/value FLOPs of full-attention layers. Sliding-window layers
+(gpt-oss) are tiled as blocks of ``window`` queries against ``2*window`` keys,
+about twice the FLOPs of the exact band, as a block-sparse kernel computes them.
+MoE expert GEMMs run at the expected tokens per expert under perfectly
+balanced routing, ``tokens*ep*top_k/experts`` rounded half up, with the expert
+width sharded by ``tp``; the router is replicated.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import MISSING, dataclass, fields
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import tomllib
+
+from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_sorted
+
+PASSES = ("fwd", "dgrad", "wgrad")
+NO_PASS = "n/a"
+DEEPBENCH_SETS = ("train", "inference-server", "inference-device")
+DEFAULT_TOKENS = 4096
+DEFAULT_SEQ = 4096
+KINDS = ("llm", "deepbench", "grid")
+
+
+@dataclass(frozen=True)
+class WorkloadGemm:
+    """One GEMM of a workload: its shape, what it is, and how often it runs per step.
+
+    Attributes
+    ----------
+    shape:
+        The product, ``batch`` x (m x k) @ (k x n).
+    family:
+        Canonical family string, e.g. ``"llm:qwen3-32b:tokens=8192"``.
+    role:
+        What the GEMM computes (``qkv``, ``attn-out``, ``mlp-down``, ``lm-head`` ...).
+    pass_:
+        ``fwd``, ``dgrad`` or ``wgrad``; ``n/a`` for lists without passes.
+    count:
+        Calls per step (for ``llm:`` families: per training step of one rank).
+    layout:
+        Operand transposes of the source list (DeepBench), ``nn`` otherwise;
+        mfu-sweep itself always times the untransposed product.
+    """
+
+    shape: Shape
+    family: str
+    role: str
+    pass_: str
+    count: int = 1
+    layout: str = "nn"
+
+    @property
+    def flops(self) -> float:
+        """FLOPs of all ``count`` calls."""
+        return self.count * self.shape.flops
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": self.shape.to_json(), "family": self.family, "role": self.role, "pass": self.pass_,
+                "count": self.count, "layout": self.layout}
+
+
+# ---------------------------------------------------------------------------
+# model configs
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The fields of a published config.json that fix a transformer's GEMM shapes."""
+
+    id: str
+    name: str
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    vocab_size: int
+    tie_word_embeddings: bool
+    num_local_experts: int
+    experts_per_token: int
+    sliding_window: int
+    sliding_layers: str
+    source_title: str
+    source_url: str
+    source_read: str = ""
+    corroborated_by: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_local_experts > 0
+
+    def is_sliding(self, layer: int) -> bool:
+        """Whether ``layer`` (0-based) uses sliding-window attention."""
+        if self.sliding_window <= 0 or self.sliding_layers == "none":
+            return False
+        if self.sliding_layers == "all":
+            return True
+        return layer % 2 == (0 if self.sliding_layers == "even" else 1)
+
+
+_INT_FIELDS = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+               "num_key_value_heads", "head_dim", "vocab_size", "num_local_experts", "experts_per_token",
+               "sliding_window")
+_SLIDING = ("none", "even", "odd", "all")
+
+
+def _model_from_toml(entry: Mapping[str, Any], where: str) -> ModelConfig:
+    known = {f.name for f in fields(ModelConfig)}
+    unknown = sorted(set(entry) - known)
+    if unknown:
+        raise ShapeError(f"{where}: unknown field {unknown[0]!r}")
+    required = [f.name for f in fields(ModelConfig) if f.default is MISSING]
+    missing = [name for name in required if name not in entry]
+    if missing:
+        raise ShapeError(f"{where}: missing field {missing[0]!r}")
+    for name in _INT_FIELDS:
+        value = entry[name]
+        minimum = 0 if name in ("num_local_experts", "experts_per_token", "sliding_window") else 1
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ShapeError(f"{where}: {name}={value!r} must be an integer >= {minimum}")
+    if entry["sliding_layers"] not in _SLIDING:
+        raise ShapeError(f"{where}: sliding_layers={entry['sliding_layers']!r} must be one of {', '.join(_SLIDING)}")
+    if bool(entry["num_local_experts"]) != bool(entry["experts_per_token"]):
+        raise ShapeError(f"{where}: num_local_experts and experts_per_token must both be 0 or both positive")
+    data = dict(entry)
+    for name in ("corroborated_by", "aliases"):
+        data[name] = tuple(data.get(name, ()))
+    return ModelConfig(**data)
+
+
+@cache
+def load_models() -> dict[str, ModelConfig]:
+    """The shipped model table (``mfu_sweep/data/models.toml``), keyed by id."""
+    text = resources.files("mfu_sweep").joinpath("data/models.toml").read_text()
+    table = tomllib.loads(text)
+    models = {}
+    for i, entry in enumerate(table.get("model", [])):
+        model = _model_from_toml(entry, f"models.toml model[{i}]")
+        models[model.id] = model
+    return models
+
+
+def find_model(name: str) -> ModelConfig:
+    """Look a model up by id or alias (case-insensitive); unknown names list the known ones."""
+    key = name.strip().lower()
+    for model in load_models().values():
+        if key == model.id or key in model.aliases:
+            return model
+    raise ShapeError(f"unknown model {name!r} (known: {', '.join(sorted(load_models()))})")
+
+
+# ---------------------------------------------------------------------------
+# llm: options
+
+
+@dataclass(frozen=True)
+class LlmOptions:
+    """How one training step of one rank is laid out."""
+
+    tokens: int = DEFAULT_TOKENS
+    seq: int | None = None
+    tp: int = 1
+    ep: int = 1
+    lm_head: bool = True
+    attn: bool = True
+    qkv: str = "fused"
+    gate_up: str = "split"
+
+    @property
+    def seq_len(self) -> int:
+        return self.seq if self.seq is not None else min(self.tokens, DEFAULT_SEQ)
+
+
+_CHOICES = {"qkv": ("fused", "split"), "gate_up": ("split", "fused")}
+
+
+def _parse_int(key: str, text: str, family: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise ShapeError(f"family {family!r}: option {key}={text!r} must be a positive integer")
+    return int(text)
+
+
+def _parse_flag(key: str, text: str, family: str) -> bool:
+    if text not in ("0", "1"):
+        raise ShapeError(f"family {family!r}: option {key}={text!r} must be 0 or 1")
+    return text == "1"
+
+
+def parse_llm_options(parts: Sequence[str], family: str) -> LlmOptions:
+    """Parse ``key=value`` parts of an ``llm:`` family string."""
+    kwargs: dict[str, Any] = {}
+    known = [f.name for f in fields(LlmOptions)]
+    for part in parts:
+        key, sep, value = part.partition("=")
+        key, value = key.strip().lower().replace("-", "_"), value.strip().lower()
+        if not sep or key not in known:
+            raise ShapeError(f"family {family!r}: unknown option {part!r} (known: {', '.join(known)}; as key=value)")
+        if key in kwargs:
+            raise ShapeError(f"family {family!r}: option {key!r} given twice")
+        if key in ("lm_head", "attn"):
+            kwargs[key] = _parse_flag(key, value, family)
+        elif key in _CHOICES:
+            if value not in _CHOICES[key]:
+                raise ShapeError(f"family {family!r}: option {key}={value!r} must be one of {', '.join(_CHOICES[key])}")
+            kwargs[key] = value
+        else:
+            kwargs[key] = _parse_int(key, value, family)
+    opts = LlmOptions(**kwargs)
+    if opts.tokens % opts.seq_len:
+        raise ShapeError(f"family {family!r}: tokens={opts.tokens} is not a multiple of seq={opts.seq_len}")
+    return opts
+
+
+def canonical_llm(model: ModelConfig, opts: LlmOptions) -> str:
+    """``llm:<id>`` plus the options that differ from their defaults, in a fixed order."""
+    default = LlmOptions()
+    parts = [f"llm:{model.id}"]
+    for f in fields(LlmOptions):
+        value = getattr(opts, f.name)
+        if f.name == "seq":
+            if value is None or value == min(opts.tokens, DEFAULT_SEQ):
+                continue
+        elif value == getattr(default, f.name):
+            continue
+        parts.append(f"{f.name}={int(value) if isinstance(value, bool) else value}")
+    return ":".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# llm: GEMMs
+
+
+class _Collector:
+    """Accumulates GEMMs, merging identical (shape, role, pass) entries by summing counts."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self.items: dict[tuple[Shape, str, str], int] = {}
+
+    def add(self, shape: Shape, role: str, pass_: str, count: int) -> None:
+        if count > 0:
+            key = (shape, role, pass_)
+            self.items[key] = self.items.get(key, 0) + count
+
+    def linear(self, role: str, d_in: int, d_out: int, tokens: int, count: int) -> None:
+        """Forward, dgrad and wgrad of ``y = x W`` with x (tokens x d_in), W (d_in x d_out)."""
+        self.add(Shape(1, tokens, d_out, d_in), role, "fwd", count)
+        self.add(Shape(1, tokens, d_in, d_out), role, "dgrad", count)
+        self.add(Shape(1, d_in, d_out, tokens), role, "wgrad", count)
+
+    def attention(self, batch: int, q: int, kv: int, head_dim: int, count: int) -> None:
+        """``S = Q K^T`` (q x kv) and ``O = P V`` (q x head_dim) and their four backward products."""
+        self.add(Shape(batch, q, kv, head_dim), "attn-score", "fwd", count)        # Q K^T
+        self.add(Shape(batch, q, head_dim, kv), "attn-score", "dgrad", count)      # dQ = dS K
+        self.add(Shape(batch, kv, head_dim, q), "attn-score", "wgrad", count)      # dK = dS^T Q
+        self.add(Shape(batch, q, head_dim, kv), "attn-value", "fwd", count)        # P V
+        self.add(Shape(batch, q, kv, head_dim), "attn-value", "dgrad", count)      # dP = dO V^T
+        self.add(Shape(batch, kv, head_dim, q), "attn-value", "wgrad", count)      # dV = P^T dO
+
+    def result(self) -> list[WorkloadGemm]:
+        return [WorkloadGemm(s, self.family, r, p, c) for (s, r, p), c in self.items.items()]
+
+
+def _shard(value: int, degree: int, what: str, family: str) -> int:
+    if value % degree:
+        raise ShapeError(f"family {family!r}: {what}={value} is not divisible by the parallel degree {degree}")
+    return value // degree
+
+
+def _kv_heads_per_rank(model: ModelConfig, tp: int, family: str) -> int:
+    """KV heads per rank; with tp above the KV head count each rank holds a replicated head."""
+    kv = model.num_key_value_heads
+    if kv % tp == 0:
+        return kv // tp
+    if tp % kv == 0:
+        return 1
+    raise ShapeError(f"family {family!r}: num_key_value_heads={kv} and tp={tp} do not divide one another")
+
+
+def _attention_gemms(col: _Collector, model: ModelConfig, opts: LlmOptions, heads: int) -> None:
+    seq, hd = opts.seq_len, model.head_dim
+    batch = (opts.tokens // seq) * heads
+    layers = model.num_hidden_layers
+    window = model.sliding_window
+    sliding = sum(model.is_sliding(i) for i in range(layers)) if 0 < window < seq else 0
+    col.attention(batch, seq, seq, hd, layers - sliding)
+    if sliding:
+        # Banded attention as block GEMMs: each block of `window` queries against its own
+        # and the previous key block (2*window keys), the way block-sparse kernels tile it.
+        blocks = math.ceil(seq / window)
+        col.attention(batch * blocks, window, 2 * window, hd, sliding)
+
+
+def llm_gemms(model: ModelConfig, opts: LlmOptions, family: str | None = None) -> list[WorkloadGemm]:
+    """The GEMMs of one training step of one rank of ``model`` under ``opts``."""
+    family = family or canonical_llm(model, opts)
+    tp, tokens, layers = opts.tp, opts.tokens, model.num_hidden_layers
+    hidden, hd = model.hidden_size, model.head_dim
+    heads = _shard(model.num_attention_heads, tp, "num_attention_heads", family)
+    kv = _kv_heads_per_rank(model, tp, family)
+    col = _Collector(family)
+    if opts.qkv == "fused":
+        col.linear("qkv", hidden, (heads + 2 * kv) * hd, tokens, layers)
+    else:
+        col.linear("qkv", hidden, heads * hd, tokens, layers)
+        col.linear("qkv", hidden, kv * hd, tokens, 2 * layers)
+    if opts.attn:
+        _attention_gemms(col, model, opts, heads)
+    col.linear("attn-out", heads * hd, hidden, tokens, layers)
+    if model.is_moe:
+        _moe_gemms(col, model, opts, family)
+    else:
+        ffn = _shard(model.intermediate_size, tp, "intermediate_size", family)
+        _mlp(col, "mlp", hidden, ffn, tokens, layers, opts.gate_up)
+    if opts.lm_head:
+        col.linear("lm-head", hidden, math.ceil(model.vocab_size / tp), tokens, 1)
+    return col.result()
+
+
+def _mlp(col: _Collector, prefix: str, hidden: int, ffn: int, tokens: int, count: int, gate_up: str) -> None:
+    if gate_up == "fused":
+        col.linear(f"{prefix}-gate-up", hidden, 2 * ffn, tokens, count)
+    else:
+        col.linear(f"{prefix}-gate", hidden, ffn, tokens, count)
+        col.linear(f"{prefix}-up", hidden, ffn, tokens, count)
+    col.linear(f"{prefix}-down", ffn, hidden, tokens, count)
+
+
+def expected_tokens_per_expert(model: ModelConfig, opts: LlmOptions) -> int:
+    """Tokens each local expert sees with perfectly balanced routing: tokens*ep*top_k/experts, rounded."""
+    exact = opts.tokens * opts.ep * model.experts_per_token / model.num_local_experts
+    return max(1, int(math.floor(exact + 0.5)))
+
+
+def _moe_gemms(col: _Collector, model: ModelConfig, opts: LlmOptions, family: str) -> None:
+    layers, hidden = model.num_hidden_layers, model.hidden_size
+    local = _shard(model.num_local_experts, opts.ep, "num_local_experts", family)
+    width = _shard(model.intermediate_size, opts.tp, "intermediate_size", family)
+    col.linear("router", hidden, model.num_local_experts, opts.tokens, layers)
+    per_expert = expected_tokens_per_expert(model, opts)
+    _mlp(col, "experts", hidden, width, per_expert, layers * local, opts.gate_up)
+
+
+# ---------------------------------------------------------------------------
+# deepbench:
+
+
+@cache
+def deepbench_rows() -> tuple[tuple[str, int, int, int, bool, bool], ...]:
+    """All rows of the shipped DeepBench list: (set, m, n, k, trans_a, trans_b)."""
+    text = resources.files("mfu_sweep").joinpath("data/deepbench.csv").read_text()
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+    rows = []
+    for row in csv.DictReader(lines):
+        rows.append((row["set"], int(row["m"]), int(row["n"]), int(row["k"]),
+                     row["trans_a"] == "1", row["trans_b"] == "1"))
+    return tuple(rows)
+
+
+def deepbench_gemms(which: str, family: str) -> list[WorkloadGemm]:
+    """DeepBench's rows of one set (or ``all``), in the published order, count 1 each."""
+    if which not in (*DEEPBENCH_SETS, "all"):
+        known = ", ".join((*DEEPBENCH_SETS, "all"))
+        raise ShapeError(f"family {family!r}: unknown DeepBench set {which!r} (known: {known})")
+    out = []
+    for name, m, n, k, ta, tb in deepbench_rows():
+        if which in ("all", name):
+            layout = ("t" if ta else "n") + ("t" if tb else "n")
+            out.append(WorkloadGemm(Shape(1, m, n, k), family, f"deepbench-{name}", NO_PASS, 1, layout))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# grid:
+
+
+def _parse_values(text: str, axis: str, family: str) -> list[int]:
+    values: list[int] = []
+    for token in filter(None, (t.strip() for t in text.split(","))):
+        lo, sep, hi = token.partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()) or int(lo) < 1:
+            raise ShapeError(f"family {family!r}: {axis} value {token!r} is not a positive integer or lo-hi range")
+        if not sep:
+            values.append(int(lo))
+            continue
+        start, stop = int(lo), int(hi)
+        if stop < start:
+            raise ShapeError(f"family {family!r}: {axis} range {token!r} ends below its start")
+        while start <= stop:
+            values.append(start)
+            start *= 2
+    if not values:
+        raise ShapeError(f"family {family!r}: {axis} list is empty")
+    return list(dict.fromkeys(values))
+
+
+def grid_gemms(parts: Sequence[str], family: str) -> list[WorkloadGemm]:
+    """``M:N:K[:batch=B]`` value lists to every combination."""
+    batch = 1
+    if len(parts) == 4 and parts[3].replace(" ", "").lower().startswith("batch="):
+        batch = _parse_int("batch", parts[3].split("=", 1)[1].strip(), family)
+        parts = parts[:3]
+    if len(parts) != 3:
+        raise ShapeError(f"family {family!r}: grid needs three lists, grid:M1,M2,...:N1,...:K1,...[:batch=B]")
+    ms, ns, ks = (_parse_values(p, axis, family) for p, axis in zip(parts, "mnk", strict=True))
+    shapes = [Shape(batch, s.m, s.n, s.k) for s in grid_family(ms, ns, ks)]
+    return [WorkloadGemm(s, family, "grid", NO_PASS, 1) for s in shapes]
+
+
+# ---------------------------------------------------------------------------
+# entry points
+
+
+def _resolve_llm(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:
+    if not parts or not parts[0].strip():
+        known = ", ".join(sorted(load_models()))
+        raise ShapeError(f"family {spec!r}: name a model, e.g. llm:qwen3-32b (known: {known})")
+    try:
+        model = find_model(parts[0])
+    except ShapeError as exc:
+        raise ShapeError(f"family {spec!r}: {exc}") from None
+    opts = parse_llm_options(parts[1:], spec)
+    return llm_gemms(model, opts)
+
+
+def _resolve_deepbench(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:
+    if len(parts) != 1:
+        raise ShapeError(f"family {spec!r}: use deepbench:{'|'.join(DEEPBENCH_SETS)}|all")
+    which = parts[0].strip().lower()
+    return deepbench_gemms(which, f"deepbench:{which}")
+
+
+def _resolve_grid(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:
+    family = "grid:" + ":".join(p.strip().lower().replace(" ", "") for p in parts)
+    return grid_gemms(parts, family)
+
+
+_RESOLVERS: dict[str, Callable[[Sequence[str], str], list[WorkloadGemm]]] = {
+    "llm": _resolve_llm, "deepbench": _resolve_deepbench, "grid": _resolve_grid,
+}
+
+
+def resolve_family(spec: str) -> list[WorkloadGemm]:
+    """The GEMMs of a family string (see the module docstring for the syntax).
+
+    Raises
+    ------
+    ShapeError
+        The message names the bad part: an unknown kind, model, option or value.
+
+    Examples
+    --------
+    >>> gemms = resolve_family("llm:llama-3-8b:tokens=8192:tp=2")
+    >>> sorted({g.role for g in gemms})[:3]
+    ['attn-out', 'attn-score', 'attn-value']
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ShapeError(f"family {spec!r} is empty (known kinds: {', '.join(KINDS)})")
+    kind, _, rest = spec.strip().partition(":")
+    resolver = _RESOLVERS.get(kind.strip().lower())
+    if resolver is None:
+        raise ShapeError(f"family {spec!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+    return resolver(rest.split(":") if rest else [], spec.strip())
+
+
+def sweep_shapes(spec: str) -> list[tuple[Shape, str]]:
+    """Distinct shapes of a family with its canonical name, for the sweep's task list."""
+    gemms = resolve_family(spec)
+    return [(s, gemms[0].family) for s in unique_sorted(g.shape for g in gemms)]
+
+
+def step_flops(gemms: Iterable[WorkloadGemm]) -> float:
+    """FLOPs of one step: the sum of count x FLOPs."""
+    return sum(g.flops for g in gemms)

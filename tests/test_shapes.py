@@ -1,0 +1,134 @@
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mfu_sweep.dtypes import DTYPES, get_dtype
+from mfu_sweep.shapes import (
+    Shape,
+    ShapeError,
+    check_memory,
+    parse_shape,
+    read_shape_csv,
+    square_family,
+)
+
+
+def test_flops_bytes_intensity_by_hand() -> None:
+    s = Shape(2, 512, 1024, 256)
+    assert s.flops == 2 * 2 * 512 * 1024 * 256
+    bf16 = get_dtype("bf16")
+    # A: 512x256, B: 256x1024, C: 512x1024, 2 bytes each, batch 2
+    expected = 2 * (512 * 256 + 256 * 1024 + 512 * 1024) * 2
+    assert s.bytes(bf16) == expected
+    assert s.intensity(bf16) == pytest.approx(s.flops / expected)
+
+
+def test_fp8_output_is_two_bytes() -> None:
+    s = Shape(1, 64, 64, 64)
+    assert s.bytes(get_dtype("fp8")) == 64 * 64 * 1 * 2 + 64 * 64 * 2
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("4096x4096x4096", Shape(1, 4096, 4096, 4096)),
+    ("2x512x1024x256", Shape(2, 512, 1024, 256)),
+    ("8,16,32", Shape(1, 8, 16, 32)),
+    (" 1X2X3 ", Shape(1, 1, 2, 3)),
+])
+def test_parse_shape(text: str, expected: Shape) -> None:
+    assert parse_shape(text) == expected
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("", "empty"),
+    ("4096x4096", "MxNxK"),
+    ("0x10x10", "must be positive"),
+    ("-1x10x10", "'-1'"),
+    ("1.5x10x10", "'1.5'"),
+    ("axbxc", "'a'"),
+    ("1x2x3x4x5", "MxNxK"),
+    ("99999999x1x1", "exceeds"),
+])
+def test_parse_shape_rejects_and_names_value(text: str, fragment: str) -> None:
+    with pytest.raises(ShapeError, match=".*") as info:
+        parse_shape(text)
+    assert fragment in str(info.value)
+
+
+def test_square_family_log_spaced_and_aligned() -> None:
+    shapes = square_family(1e6, 2e12, 16, align=64)
+    sizes = [s.m for s in shapes]
+    assert all(s % 64 == 0 for s in sizes)
+    assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
+    assert shapes[0].flops <= 2e6 and shapes[-1].flops > 1e12
+    ratios = [b.flops / a.flops for a, b in zip(shapes[6:], shapes[7:])]
+    assert max(ratios) / min(ratios) < 1.6  # roughly even in log space once rounding stops mattering
+
+
+def test_square_family_small_alignment_keeps_points() -> None:
+    assert len(square_family(1e3, 1e9, 10, align=1)) == 10
+
+
+@pytest.mark.parametrize("args,fragment", [
+    ((0, 1e9, 4), "min-flop"),
+    ((1e9, 1e6, 4), "max-flop"),
+    ((1e6, math.inf, 4), "max-flop"),
+    ((1e6, 1e9, 0), "points"),
+])
+def test_square_family_rejects(args: tuple, fragment: str) -> None:
+    with pytest.raises(ShapeError) as info:
+        square_family(*args)
+    assert fragment in str(info.value)
+
+
+def test_check_memory_rejects_absurd() -> None:
+    with pytest.raises(ShapeError, match="GiB"):
+        check_memory(Shape(1, 2**24, 2**24, 2**24), DTYPES["fp32"])
+
+
+def test_csv(tmp_path) -> None:
+    f = tmp_path / "s.csv"
+    f.write_text("# my shapes\nm,n,k,batch\n64,128,256,1\n32,32,32,4\n")
+    assert read_shape_csv(f) == [Shape(1, 64, 128, 256), Shape(4, 32, 32, 32)]
+    f.write_text("m,n\n1,2\n")
+    with pytest.raises(ShapeError, match="column 'k'"):
+        read_shape_csv(f)
+    f.write_text("m,n,k\n1,2,x\n")
+    with pytest.raises(ShapeError, match="line 2"):
+        read_shape_csv(f)
+    with pytest.raises(ShapeError, match="no-such"):
+        read_shape_csv(tmp_path / "no-such.csv")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_parse_shape_never_tracebacks(text: str) -> None:
+    try:
+        shape = parse_shape(text)
+    except ShapeError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert shape.flops > 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.integers(-5, 10**9), st.text(max_size=5)), min_size=3, max_size=5))
+def test_parse_joined_dims(parts: list) -> None:
+    try:
+        parse_shape("x".join(str(p) for p in parts))
+    except ShapeError:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=200))
+def test_csv_loader_never_tracebacks(tmp_path_factory, data: bytes) -> None:
+    f = tmp_path_factory.mktemp("csv") / "x.csv"
+    f.write_bytes(data)
+    try:
+        read_shape_csv(f)
+    except ShapeError:
+        pass

@@ -1,0 +1,221 @@
+"""Real CPU sweeps through the CLI: end to end, resume, isolation, timeouts, crashes, compile mode."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mfu_sweep.cli import main
+from mfu_sweep.results import load_sweeps, validate_file
+
+FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet"]
+
+
+def cli(*args: str, env: dict | None = None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def records(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["records"]
+
+
+def test_in_process_sweep_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "2x32x48x64",
+              "--dtype", "fp32", "--dtype", "bf16", "--dtype", "tf32", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert "5/6 ok" not in res.output and "4/6 ok" in res.output and "unsupported" in res.output
+    assert validate_file(out) == []
+    (sweep,) = load_sweeps([out])
+    by = {(str(r.shape), r.dtype): r for r in sweep.records}
+    assert by[("64x64x64", "tf32")].status == "unsupported"
+    ok = by[("64x64x64", "fp32")]
+    assert ok.status == "ok" and ok.rel_error < 1e-5 and ok.mfu > 0 and ok.timer == "host"
+    assert by[("2x32x48x64", "bf16")].rel_error < 2e-2
+    assert sweep.run["finished_at"] and sweep.run["argv"][0] == "mfu-sweep"
+    assert sweep.settings["isolate"] == "none"
+
+
+def test_square_family_default_output_path(tmp_path: Path) -> None:
+    res = cli("sweep", *FAST, "--isolate", "none", "--max-flop", "3e6", "--points", "2")
+    assert res.exit_code == 0, res.output
+    files = list(Path("sweeps").glob("*.json"))
+    assert len(files) == 1 and files[0].stem.endswith("-cpu")
+    assert {r["family"] for r in records(files[0])} == {"square"}
+
+
+def test_resume_skips_finished(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)).exit_code == 0
+    first = records(out)[0]
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "96x96x96", "-o", str(out),
+              "--resume")
+    assert res.exit_code == 0, res.output
+    recs = records(out)
+    assert [r["shape"]["m"] for r in recs] == [64, 96]
+    assert recs[0] == first, "a finished record must not be re-measured"
+    assert json.loads(out.read_text())["run"]["resumed_at"]
+
+
+def _bad(*args: str) -> str:
+    res = CliRunner().invoke(main, list(args))
+    assert res.exit_code != 0, res.output
+    assert "Traceback" not in res.output and res.exception is None or isinstance(res.exception, SystemExit)
+    return res.output
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--device", "tpu"], "unknown device 'tpu'"),
+    (["--device", "cpu:x"], "index 'x'"),
+    (["--dtype", "fp64"], "'fp64'"),
+    (["--chip", "h999"], "unknown chip 'h999'"),
+    (["--shape", "10x0x10"], "'10x0x10': shape field n=0"),
+    (["--shape", "10x10"], "'10x10'"),
+    (["--shape-file", "/nonexistent.csv"], "/nonexistent.csv"),
+    (["--min-flop", "-5"], "-5"),
+    (["--max-flop", "1e3", "--min-flop", "1e6"], "max-flop"),
+    (["--peak-tflops", "0"], "0.0"),
+    (["--spec-file", "/nonexistent.toml"], "/nonexistent.toml"),
+    (["--shape", "16777216x16777216x16"], "GiB"),
+])
+def test_bad_sweep_options(args: list[str], fragment: str) -> None:
+    out = _bad("sweep", "--isolate", "none", "--quiet", *args)
+    assert fragment in out, out
+
+
+def test_existing_output_needs_resume_or_force(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    out.write_text("{}")
+    assert "--resume" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out))
+    assert "cannot resume" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o",
+                                   str(tmp_path / "none.json"), "--resume")
+
+
+def test_unwritable_output(tmp_path: Path) -> None:
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user that ignores permissions")
+        assert "not writable" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o",
+                                      str(ro / "r.json"))
+    finally:
+        ro.chmod(0o700)
+    assert "cannot be created" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o",
+                                       "/proc/nope/r.json")
+
+
+def test_resume_from_other_device_or_version(tmp_path: Path) -> None:
+    golden = json.loads((Path(__file__).parent / "golden" / "v1_sweep.json").read_text())
+    other = dict(golden, device={**golden["device"], "name": "Some Other CPU"})
+    f = tmp_path / "other.json"
+    f.write_text(json.dumps(other))
+    assert "device.name='Some Other CPU'" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64",
+                                                  "-o", str(f), "--resume")
+    f.write_text(json.dumps(dict(golden, schema_version=7)))
+    assert "schema_version=7" in _bad("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(f),
+                                      "--resume")
+
+
+# ----- isolation: real worker processes -----------------------------------
+
+def run_cli_subprocess(args: list[str], env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mfu_sweep", *args], capture_output=True, text=True,
+                          env={**os.environ, **(env or {})}, **kw)
+
+
+def test_timeout_and_crash_become_records_and_sweep_goes_on(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    env = {"MFU_SWEEP_TEST_FAULT": "crash:96x96x96,hang:128x128x128"}
+    proc = run_cli_subprocess(["sweep", *FAST, "--shape", "64x64x64", "--shape", "96x96x96", "--shape",
+                               "128x128x128", "--shape", "160x160x160", "--timeout", "20", "-o", str(out)],
+                              env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "2/4 ok; 1 timeout, 0 oom, 0 mismatch, 1 error" in proc.stdout
+    by = {r["shape"]["m"]: r for r in records(out)}
+    assert by[96]["status"] == "error" and "SIGSEGV" in by[96]["error"]
+    assert by[128]["status"] == "timeout" and "20 s" in by[128]["error"]
+    assert by[64]["status"] == by[160]["status"] == "ok"
+    assert by[160]["samples_s"]
+
+
+def test_injected_oom_is_status_oom(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "96x96x96", "-o", str(out),
+              env={"MFU_SWEEP_TEST_FAULT": "oom:64x64x64"})
+    assert res.exit_code == 0
+    assert [r["status"] for r in records(out)] == ["oom", "ok"]
+
+
+def test_sigkill_parent_then_resume(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    shapes = [f"{64 + 32 * i}x{64 + 32 * i}x{64 + 32 * i}" for i in range(8)]
+    args = ["sweep", "--device", "cpu", "--budget-s", "0.3", "--quiet", "-o", str(out)]
+    for s in shapes:
+        args += ["--shape", s]
+    log = (tmp_path / "log.txt").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=log, stderr=log)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if len(records(out)) >= 2:
+                break
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            pass
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert out.exists(), (tmp_path / "log.txt").read_text()
+    before = records(out)  # the file is whole: atomic writes
+    assert 2 <= len(before) < len(shapes)
+    res = run_cli_subprocess([*args, "--resume"], timeout=300)
+    assert res.returncode == 0, res.stderr
+    after = records(out)
+    assert after[: len(before)] == before
+    assert sorted(r["shape"]["m"] for r in after) == [64 + 32 * i for i in range(8)]
+
+
+def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--mode", "eager", "--mode", "compile",
+              "-o", str(out))
+    assert res.exit_code == 0, res.output
+    by = {r["mode"]: r for r in records(out)}
+    comp = by["compile"]
+    assert comp["status"] == "ok" and comp["compile_s"] > 0
+    assert comp["first_call_s"] > comp["median_s"] and comp["first_call_ratio"] > 1
+    assert 0 < comp["mfu"] and comp["rel_error"] < 1e-5
+    assert by["eager"]["compile_s"] is None
+
+
+@pytest.mark.slow
+def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
+    warm_cache = tmp_path / "inductor-warm"
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(warm_cache)}
+
+    def compile_s(name: str, *extra: str) -> float:
+        out = tmp_path / f"{name}.json"
+        proc = run_cli_subprocess(["sweep", *FAST, "--shape", "96x96x96", "--mode", "compile", "-o", str(out),
+                                   *extra], env=env, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        (rec,) = records(out)
+        return rec["compile_s"]
+
+    cold1 = compile_s("cold1", "--cold-compile")
+    cold2 = compile_s("cold2", "--cold-compile")
+    assert not warm_cache.exists(), "cold runs must not touch the warm cache"
+    warm1 = compile_s("warm1")
+    warm2 = compile_s("warm2")
+    assert cold2 > 0.5 * cold1, f"second cold run got a cache hit: {cold1:.2f} s then {cold2:.2f} s"
+    assert warm2 < 0.7 * warm1, f"warm run did not reuse the cache: {warm1:.2f} s then {warm2:.2f} s"
+    settings = json.loads((tmp_path / "cold1.json").read_text())["settings"]
+    assert settings["compile_cache"].startswith("cold")

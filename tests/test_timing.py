@@ -1,0 +1,135 @@
+"""The adaptive timing loop, driven by a seeded fake clock (deterministic) and for real on the CPU."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+import pytest
+import torch
+
+from mfu_sweep.stats import median_ci, median_ci_indices
+from mfu_sweep.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, measure
+
+
+class FakeClock:
+    """A nanosecond clock that only moves when the fake GEMM 'runs'.
+
+    Each call costs ``call_s`` seconds times lognormal noise; the first call
+    costs ``first_s`` (a compile); every clock read costs ``read_s``.
+    """
+
+    def __init__(self, call_s: float, noise: float = 0.0, first_s: float = 0.0, read_s: float = 0.0,
+                 seed: int = 0) -> None:
+        self.t = 0.0
+        self.call_s, self.noise, self.first_s, self.read_s = call_s, noise, first_s, read_s
+        self.rng = random.Random(seed)
+        self.calls = 0
+
+    def call(self) -> None:
+        if self.calls == 0 and self.first_s:
+            self.t += self.first_s
+        else:
+            self.t += self.call_s * self.rng.lognormvariate(0.0, self.noise) if self.noise else self.call_s
+        self.calls += 1
+
+    def ns(self) -> int:
+        self.t += self.read_s
+        return int(self.t * 1e9)
+
+    def wall(self) -> float:
+        return self.t
+
+
+def run(clock: FakeClock, cfg: TimingConfig):
+    return measure(host_block_timer(clock.call, clock_ns=clock.ns), cfg, wall=clock.wall)
+
+
+def test_noiseless_converges_to_exact_time() -> None:
+    clock = FakeClock(call_s=1e-5)
+    m = run(clock, TimingConfig())
+    assert m.stop_reason == "converged"
+    assert len(m.samples_s) == TimingConfig().min_samples
+    assert m.median_s == pytest.approx(1e-5, rel=1e-6)
+    # the block grew until a block lasts min_block_s
+    assert m.block_size * 1e-5 >= TimingConfig().min_block_s
+
+
+def test_block_size_makes_timer_overhead_negligible() -> None:
+    # a clock read costs 1 us, a call 100 ns: without blocking the timer would dominate
+    clock = FakeClock(call_s=1e-7, read_s=1e-6)
+    m = run(clock, TimingConfig())
+    assert m.block_size >= 10_000
+    assert m.median_s == pytest.approx(1e-7, rel=0.01)
+
+
+def test_first_call_is_kept_apart() -> None:
+    clock = FakeClock(call_s=1e-3, first_s=2.0)
+    m = run(clock, TimingConfig())
+    assert m.first_call_s == pytest.approx(2.0, rel=1e-6)
+    assert m.median_s == pytest.approx(1e-3, rel=1e-6)
+    assert max(m.samples_s) < 0.01, "the compile must never be a sample"
+
+
+def test_noisy_stops_at_budget_and_is_deterministic() -> None:
+    cfg = TimingConfig(budget_s=0.5, target_rel_ci=0.001, max_samples=10_000)
+    a = run(FakeClock(call_s=1e-3, noise=0.3, seed=7), cfg)
+    b = run(FakeClock(call_s=1e-3, noise=0.3, seed=7), cfg)
+    assert a.samples_s == b.samples_s
+    assert a.stop_reason == "budget"
+    assert 0.5 <= a.elapsed_s < 0.6
+    assert statistics.median(a.samples_s) == pytest.approx(1e-3, rel=0.15)
+
+
+def test_moderate_noise_converges_with_more_samples() -> None:
+    cfg = TimingConfig(budget_s=100.0, target_rel_ci=0.01)
+    m = run(FakeClock(call_s=1e-3, noise=0.05, seed=3), cfg)
+    assert m.stop_reason == "converged"
+    assert len(m.samples_s) > cfg.min_samples
+    lo, hi = m.ci_s
+    assert (hi - lo) / 2 / m.median_s <= 0.01
+
+
+def test_max_samples_caps() -> None:
+    cfg = TimingConfig(budget_s=1e9, target_rel_ci=1e-6, max_samples=12)
+    m = run(FakeClock(call_s=1e-3, noise=0.2, seed=1), cfg)
+    assert m.stop_reason == "max_samples" and len(m.samples_s) == 12
+
+
+def test_slow_call_still_gets_floor_samples() -> None:
+    cfg = TimingConfig(budget_s=0.1)
+    m = run(FakeClock(call_s=1.0, noise=0.1, seed=2), cfg)
+    assert len(m.samples_s) == MIN_SAMPLES_FLOOR and m.block_size == 1
+
+
+@pytest.mark.parametrize("field,value", [("budget_s", 0), ("min_samples", 0), ("target_rel_ci", -1),
+                                         ("confidence", 1.5)])
+def test_config_validation_names_field(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        TimingConfig(**{field: value})
+
+
+def test_median_ci_coverage_by_simulation() -> None:
+    rng = random.Random(0)
+    hits = 0
+    trials = 2000
+    for _ in range(trials):
+        xs = [rng.gauss(0, 1) for _ in range(30)]
+        lo, hi = median_ci(xs)
+        hits += lo <= 0.0 <= hi
+    assert 0.93 <= hits / trials <= 0.995
+
+
+def test_median_ci_indices_small_n_is_full_range() -> None:
+    assert median_ci_indices(5) == (0, 4)
+    lo, hi = median_ci_indices(100)
+    assert (lo, hi) == (39, 60)
+
+
+def test_real_cpu_timing_is_plausible() -> None:
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    out = torch.empty(256, 256)
+    m = measure(host_block_timer(lambda: torch.mm(a, b, out=out)), TimingConfig(budget_s=0.5))
+    gflops = 2 * 256**3 / m.median_s / 1e9
+    assert 0.5 < gflops < 5000
+    assert all(s > 0 for s in m.samples_s) and m.block_size >= 1

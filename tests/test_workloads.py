@@ -1,0 +1,257 @@
+"""Workload families: shapes and FLOPs checked against hand arithmetic, DeepBench list, grids, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import pytest
+from click.testing import CliRunner
+
+from mfu_sweep.cli import main
+from mfu_sweep.results import load_sweeps
+from mfu_sweep.shapes import Shape, ShapeError, read_shape_csv
+from mfu_sweep.workloads import (
+    DEEPBENCH_SETS,
+    deepbench_rows,
+    find_model,
+    load_models,
+    resolve_family,
+    step_flops,
+    sweep_shapes,
+)
+
+LINEAR = {"qkv", "attn-out", "mlp-gate", "mlp-up", "mlp-down", "router", "experts-gate", "experts-up",
+          "experts-down"}
+ATTN = {"attn-score", "attn-value"}
+
+
+def flops_of(spec: str, roles: set[str]) -> float:
+    return sum(g.flops for g in resolve_family(spec) if g.role in roles)
+
+
+# --- one layer of each model, by hand -------------------------------------------------------
+# Training = forward + dgrad + wgrad = 3 x the forward FLOPs of every linear layer;
+# a forward linear (T x d_in) @ (d_in x d_out) is 2*T*d_in*d_out FLOPs.
+
+
+def test_qwen3_32b_by_hand() -> None:
+    T, L = 4096, 64
+    hidden, heads, kv, hd, ffn, vocab = 5120, 64, 8, 128, 25600, 151936
+    qkv_out = (heads + 2 * kv) * hd            # 10240: q is 64*128 = 8192 wide, k and v 8*128 = 1024 each
+    layer_fwd = 2 * T * (hidden * qkv_out       # qkv
+                         + heads * hd * hidden  # attn-out, 8192 -> 5120
+                         + 3 * hidden * ffn)    # gate, up, down
+    assert flops_of("llm:qwen3-32b", LINEAR) == 3 * L * layer_fwd
+    assert flops_of("llm:qwen3-32b", {"lm-head"}) == 3 * 2 * T * hidden * vocab
+    # one sequence of 4096: QK^T and PV are each 2*heads*T*T*hd per layer, forward
+    assert flops_of("llm:qwen3-32b", ATTN) == 3 * L * 2 * (2 * heads * T * T * hd)
+    gemms = resolve_family("llm:qwen3-32b")
+    assert len(gemms) == (5 + 2 + 1) * 3         # 5 linear roles, 2 attention, lm-head; 3 passes each
+    qkv = {g.pass_: g for g in gemms if g.role == "qkv"}
+    assert qkv["fwd"].shape == Shape(1, T, qkv_out, hidden) and qkv["fwd"].count == L
+    assert qkv["dgrad"].shape == Shape(1, T, hidden, qkv_out)
+    assert qkv["wgrad"].shape == Shape(1, hidden, qkv_out, T)
+
+
+def test_gpt_oss_20b_by_hand() -> None:
+    T, L = 4096, 24
+    hidden, heads, kv, hd, width, vocab, experts, top_k = 2880, 64, 8, 64, 2880, 201088, 32, 4
+    per_expert = T * top_k // experts           # 512 tokens per expert
+    layer_fwd = 2 * T * (hidden * (heads + 2 * kv) * hd   # qkv: 2880 -> 5120
+                         + heads * hd * hidden            # attn-out: 4096 -> 2880
+                         + hidden * experts)              # router: 2880 -> 32
+    layer_fwd += experts * 2 * per_expert * 3 * hidden * width   # 32 experts x (gate, up, down)
+    # the same as every token running top_k experts:
+    assert experts * per_expert * 3 * hidden * width == T * top_k * 3 * hidden * width
+    assert flops_of("llm:gpt-oss-20b", LINEAR) == 3 * L * layer_fwd
+    assert flops_of("llm:gpt-oss-20b", {"lm-head"}) == 3 * 2 * T * hidden * vocab
+    # 12 full-attention layers over 4096 keys; 12 sliding layers (window 128) as 32 blocks
+    # of 128 queries x 256 keys
+    full = 2 * (2 * heads * T * T * hd)
+    sliding = 2 * (2 * heads * (T // 128) * 128 * 256 * hd)
+    assert flops_of("llm:gpt-oss-20b", ATTN) == 3 * (12 * full + 12 * sliding)
+    up = [g for g in resolve_family("llm:gpt-oss-20b") if g.role == "experts-up" and g.pass_ == "fwd"]
+    assert [(g.shape, g.count) for g in up] == [(Shape(1, 512, 2880, 2880), L * experts)]
+
+
+@pytest.mark.parametrize(("spec", "L", "hidden", "heads", "ffn"), [
+    ("llm:llama-3-8b", 32, 4096, 32, 14336),
+    ("llm:llama-3-70b", 80, 8192, 64, 28672),
+])
+def test_llama3_by_hand(spec: str, L: int, hidden: int, heads: int, ffn: int) -> None:
+    T, kv, hd, vocab = 4096, 8, 128, 128256
+    assert hidden // heads == hd
+    layer_fwd = 2 * T * (hidden * (heads + 2 * kv) * hd + hidden * hidden + 3 * hidden * ffn)
+    assert flops_of(spec, LINEAR) == 3 * L * layer_fwd
+    assert flops_of(spec, {"lm-head"}) == 3 * 2 * T * hidden * vocab
+    assert flops_of(spec, ATTN) == 3 * L * 2 * (2 * heads * T * T * hd)
+    # 6*N*T: the linear parameters N of all layers plus the LM head
+    n_params = L * (hidden * (heads + 2 * kv) * hd + hidden * hidden + 3 * hidden * ffn) + hidden * vocab
+    assert flops_of(spec, LINEAR | {"lm-head"}) == 6 * n_params * T
+
+
+def test_every_pass_has_the_same_flops_per_role() -> None:
+    for gemm_role, by_pass in _by_role_and_pass("llm:gpt-oss-20b:tokens=8192:tp=2").items():
+        assert len(set(by_pass.values())) == 1, gemm_role
+
+
+def _by_role_and_pass(spec: str) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for g in resolve_family(spec):
+        out.setdefault(g.role, Counter())[g.pass_] += g.flops
+    return out
+
+
+# --- options ----------------------------------------------------------------------------------
+
+
+def test_tensor_parallel_shards_megatron_style() -> None:
+    gemms = {(g.role, g.pass_): g for g in resolve_family("llm:llama-3-70b:tp=8")}
+    T = 4096
+    assert gemms["qkv", "fwd"].shape == Shape(1, T, (64 // 8 + 2 * 8 // 8) * 128, 8192)   # column-parallel
+    assert gemms["mlp-up", "fwd"].shape == Shape(1, T, 28672 // 8, 8192)
+    assert gemms["attn-out", "fwd"].shape == Shape(1, T, 8192, 8192 // 8)                 # row-parallel
+    assert gemms["mlp-down", "fwd"].shape == Shape(1, T, 8192, 28672 // 8)
+    assert gemms["lm-head", "fwd"].shape == Shape(1, T, 128256 // 8, 8192)                 # vocab-parallel
+    assert gemms["attn-score", "fwd"].shape == Shape(64 // 8, T, T, 128)
+    # every dimension divides evenly, so one rank does exactly 1/8 of the work
+    assert step_flops(resolve_family("llm:llama-3-70b:tp=8")) * 8 == step_flops(resolve_family("llm:llama-3-70b"))
+
+
+def test_tp_above_kv_heads_replicates_one_kv_head() -> None:
+    qkv = [g for g in resolve_family("llm:llama-3-70b:tp=16") if g.role == "qkv" and g.pass_ == "fwd"]
+    assert qkv[0].shape.n == (64 // 16 + 2 * 1) * 128
+
+
+def test_moe_tokens_per_expert_and_expert_parallel() -> None:
+    def up(spec: str) -> tuple[Shape, int]:
+        [g] = [g for g in resolve_family(spec) if g.role == "experts-up" and g.pass_ == "fwd"]
+        return g.shape, g.count
+
+    assert up("llm:gpt-oss-20b:tokens=8192") == (Shape(1, 8192 * 4 // 32, 2880, 2880), 24 * 32)
+    # ep=4: 8 experts per rank, each fed by 4 ranks' tokens
+    assert up("llm:gpt-oss-20b:tokens=8192:ep=4") == (Shape(1, 4 * 8192 * 4 // 32, 2880, 2880), 24 * 8)
+
+
+def test_layout_options() -> None:
+    split = [g for g in resolve_family("llm:llama-3-8b:qkv=split") if g.role == "qkv" and g.pass_ == "fwd"]
+    assert sorted((g.shape.n, g.count) for g in split) == [(1024, 64), (4096, 32)]   # k and v share one shape
+    roles = {g.role for g in resolve_family("llm:llama-3-8b:gate_up=fused:lm_head=0:attn=0")}
+    assert roles == {"qkv", "attn-out", "mlp-gate-up", "mlp-down"}
+    score = [g for g in resolve_family("llm:llama-3-8b:tokens=8192:seq=2048") if g.role == "attn-score"]
+    assert score[0].shape == Shape(4 * 32, 2048, 2048, 128)
+
+
+def test_canonical_family_names() -> None:
+    assert resolve_family("llm:Qwen3-32B:tokens=4096")[0].family == "llm:qwen3-32b"
+    assert resolve_family("llm:meta-llama/Meta-Llama-3-8B:tp=2:tokens=8192")[0].family == \
+        "llm:llama-3-8b:tokens=8192:tp=2"
+    shapes = sweep_shapes("llm:llama-3-8b")
+    assert len(shapes) == len({s for s, _ in shapes}) and {f for _, f in shapes} == {"llm:llama-3-8b"}
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("", "empty"),
+    ("nope:x", "unknown kind 'nope'"),
+    ("llm:qwen3-23b", "known: gpt-oss-20b, llama-3-70b, llama-3-8b, qwen3-32b"),
+    ("llm:", "name a model"),
+    ("llm:qwen3-32b:tokns=5", "unknown option 'tokns=5'"),
+    ("llm:qwen3-32b:tokens=0", "tokens='0' must be a positive integer"),
+    ("llm:qwen3-32b:tokens=4096:tokens=8192", "given twice"),
+    ("llm:qwen3-32b:tp=3", "num_attention_heads=64 is not divisible"),
+    ("llm:qwen3-32b:lm_head=yes", "must be 0 or 1"),
+    ("llm:qwen3-32b:qkv=both", "must be one of fused, split"),
+    ("llm:qwen3-32b:tokens=6000", "not a multiple of seq=4096"),
+    ("llm:gpt-oss-20b:ep=5", "num_local_experts=32 is not divisible"),
+    ("deepbench:training", "unknown DeepBench set 'training'"),
+    ("grid:1,2:3", "grid needs three lists"),
+    ("grid:1,x:2:3", "m value 'x'"),
+    ("grid:64-8:2:3", "ends below its start"),
+])
+def test_bad_specs_name_the_bad_part(spec: str, fragment: str) -> None:
+    with pytest.raises(ShapeError, match=None) as info:
+        resolve_family(spec)
+    assert fragment in str(info.value)
+
+
+# --- model table -----------------------------------------------------------------------------
+
+
+def test_model_table_is_complete_and_plausible() -> None:
+    models = load_models()
+    assert {"qwen3-32b", "gpt-oss-20b", "llama-3-8b", "llama-3-70b"} <= set(models)
+    for m in models.values():
+        assert m.source_url.startswith("https://huggingface.co/") and m.source_url.endswith("config.json")
+        assert m.source_read and m.corroborated_by, m.id
+        assert m.num_attention_heads % m.num_key_value_heads == 0, m.id
+        assert m.hidden_size % 64 == 0 and m.head_dim in (64, 128), m.id
+        assert 1 <= m.intermediate_size / m.hidden_size <= 8, m.id
+        assert 32_000 <= m.vocab_size <= 300_000, m.id
+        assert (m.num_local_experts == 0) == (m.experts_per_token == 0), m.id
+    assert find_model("openai/gpt-oss-20b").id == "gpt-oss-20b"
+
+
+# --- DeepBench --------------------------------------------------------------------------------
+
+
+def test_deepbench_matches_the_published_list() -> None:
+    counts = Counter(row[0] for row in deepbench_rows())
+    assert counts == {"train": 160, "inference-server": 75, "inference-device": 13}
+    flops = [2 * m * n * k for _, m, n, k, _, _ in deepbench_rows()]
+    assert min(flops) == 2 * 64 * 1 * 1216 == 155_648                         # 0.16 MFLOP
+    assert max(flops) == 2 * 8448 * 48000 * 2816 == pytest.approx(2.28e12, rel=2e-3)
+    assert deepbench_rows()[0] == ("train", 1760, 16, 1760, False, False)
+    train = resolve_family("deepbench:train")
+    assert len(train) == 160 and len(sweep_shapes("deepbench:train")) == 83   # transposed duplicates
+    assert {g.layout for g in train} == {"nn", "tn", "nt"}
+    assert len(resolve_family("deepbench:all")) == 160 + 75 + 13
+    assert set(DEEPBENCH_SETS) == set(counts)
+
+
+def test_grid_family() -> None:
+    gemms = resolve_family("grid:256-1024:512:128,256")
+    assert sorted((g.shape.m, g.shape.k) for g in gemms) == [(m, k) for m in (256, 512, 1024) for k in (128, 256)]
+    assert {g.shape.batch for g in resolve_family("grid:8:8:8:batch=3")} == {3}
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def test_shapes_command_lists_and_csv_round_trips(tmp_path) -> None:
+    runner = CliRunner()
+    out = runner.invoke(main, ["shapes", "llm:llama-3-8b:tokens=1024"])
+    assert out.exit_code == 0, out.output
+    assert "mlp-down" in out.output and "total: 24 GEMMs" in out.output
+    csv_out = runner.invoke(main, ["shapes", "deepbench:inference-device", "--csv", "--dtype", "fp32"])
+    assert csv_out.exit_code == 0
+    path = tmp_path / "s.csv"
+    path.write_text(csv_out.output)
+    assert len(read_shape_csv(path)) == 13
+    two = runner.invoke(main, ["shapes", "grid:8:8:8", "grid:16:16:16", "--csv"]).output
+    path.write_text(two)
+    assert [s.m for s in read_shape_csv(path)] == [8, 16]          # one header for both families
+    data = json.loads(runner.invoke(main, ["shapes", "grid:8:8:8,16", "--json"]).output)
+    assert [d["shape"]["k"] for d in data] == [8, 16]
+    assert "huggingface.co/Qwen/Qwen3-32B" in runner.invoke(main, ["shapes", "--models"]).output
+
+
+@pytest.mark.parametrize("args", [["shapes", "llm:qwen3-23b"], ["shapes", "grid:1:2"],
+                                  ["sweep", "--device", "cpu", "--shapes", "llm:nope"]])
+def test_bad_family_is_a_one_line_error(args: list[str]) -> None:
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 1
+    assert "Traceback" not in out.output and out.output.startswith("Error: family")
+    assert len(out.output.strip().splitlines()) == 1
+
+
+def test_sweep_runs_a_grid_family_on_cpu(tmp_path) -> None:
+    path = tmp_path / "grid.json"
+    out = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--dtype", "fp32", "--shapes", "grid:32,48:32:16",
+                                    "--budget-s", "0.1", "--isolate", "none", "--quiet", "-o", str(path)])
+    assert out.exit_code == 0, out.output
+    [sweep] = load_sweeps([path])
+    assert sorted(r.shape for r in sweep.records) == [Shape(1, 32, 32, 16), Shape(1, 48, 32, 16)]
+    assert {r.family for r in sweep.records} == {"grid:32,48:32:16"}
+    assert all(r.ok and math.isfinite(r.median_s) for r in sweep.records)
