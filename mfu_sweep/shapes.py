@@ -90,7 +90,8 @@ def check_memory(shape: Shape, dtype: DType) -> None:
     """Reject shapes whose operands need an absurd amount of memory."""
     need = shape.bytes(dtype)
     if need > MAX_OPERAND_BYTES:
-        raise ShapeError(f"shape {shape} needs {need / 2**30:.0f} GiB for its operands (limit {MAX_OPERAND_BYTES / 2**30:.0f} GiB)")
+        limit = MAX_OPERAND_BYTES / 2**30
+        raise ShapeError(f"shape {shape} needs {need / 2**30:.0f} GiB for its operands (limit {limit:.0f} GiB)")
 
 
 def _parse_dim(text: str, spec: str) -> int:

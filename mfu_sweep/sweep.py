@@ -11,22 +11,22 @@ import os
 import re
 import shutil
 import socket
+import statistics
 import subprocess
-import sys
 import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
 from mfu_sweep.bench import Task
 from mfu_sweep.results import (
-    ResultError,
     Record,
+    ResultError,
     Sweep,
     finish_record,
     load_sweeps,
@@ -64,7 +64,7 @@ class SweepPlan:
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def git_sha() -> str | None:
@@ -218,3 +218,20 @@ def summary_line(records: Sequence[Record]) -> str:
     return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
 
 
+
+
+def compile_summary(records: Sequence[Record]) -> str | None:
+    """Time-to-first-result line: total compile time, median first-call/steady ratio per mode."""
+    parts = []
+    for mode in sorted({r.mode for r in records}):
+        rs = [r for r in records if r.mode == mode and r.first_call_ratio is not None]
+        if not rs:
+            continue
+        median = statistics.median(r.first_call_ratio for r in rs)  # type: ignore[misc]
+        compile_total = sum(r.compile_s or 0.0 for r in rs)
+        first_total = sum(r.first_call_s or 0.0 for r in rs)
+        text = f"{mode}: first calls {first_total:.1f} s in all, median first-call/steady {median:.3g}x"
+        if any(r.compile_s is not None for r in rs):
+            text += f", compile {compile_total:.1f} s"
+        parts.append(text)
+    return "; ".join(parts) or None

@@ -129,12 +129,14 @@ def test_flags_above_peak_noisy_estimated() -> None:
     assert {"above_peak", "noisy", "estimated_peak"} <= set(rec.flags)
     assert rec.mfu == pytest.approx(2 * 1024**3 / 1e-3 / 1e12)
     assert rec.first_call_ratio == pytest.approx(50.0)
-    quiet = finish_record(_record([1e-2] * 5), Peak(chip="x", tflops={"bf16": 1.0}, memory_bandwidth_tbs=None, source="s"))
+    plain = Peak(chip="x", tflops={"bf16": 1.0}, memory_bandwidth_tbs=None, source="s")
+    quiet = finish_record(_record([1e-2] * 5), plain)
     assert quiet.flags == () and quiet.iqr_s == 0.0
 
 
 def test_missing_peak_gives_no_mfu() -> None:
-    rec = finish_record(_record([1e-3] * 3, dtype="fp8"), Peak(chip=None, tflops={}, memory_bandwidth_tbs=None, source=""))
+    empty = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None, source="")
+    rec = finish_record(_record([1e-3] * 3, dtype="fp8"), empty)
     assert rec.mfu is None and rec.tflops is not None
 
 

@@ -226,4 +226,5 @@ def apply_peak_override(peak: Peak, tflops: float | None, dtypes: Iterable[str])
     for d in dtypes:
         new[d] = value
     overrides = {**peak.overrides, "peak_tflops": value}
-    return replace(peak, tflops=new, override=True, overrides=overrides, source=f"user override (--peak-tflops {value:g}); was: {peak.source}")
+    source = f"user override (--peak-tflops {value:g}); was: {peak.source}"
+    return replace(peak, tflops=new, override=True, overrides=overrides, source=source)
