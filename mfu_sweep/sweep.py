@@ -59,6 +59,7 @@ class SweepPlan:
     peak_tflops: float | None = None
     resume: bool = False
     force: bool = False
+    label_suffix: str = ""
     argv: Sequence[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
 
@@ -117,7 +118,7 @@ def _cleanup_cold() -> None:
 
 def _header(plan: SweepPlan, hello: dict[str, Any]) -> Sweep:
     device = dict(hello["device"])
-    device["label"] = plan.label or default_label(device)
+    device["label"] = (plan.label or default_label(device)) + plan.label_suffix
     peak = Peak.from_json(hello["peak"])
     peak = apply_peak_override(peak, plan.peak_tflops, sorted({t.dtype for t in plan.tasks}))
     if plan.spec_file:

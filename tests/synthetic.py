@@ -1,0 +1,195 @@
+"""SYNTHETIC result documents for tests. Every number here is MADE UP.
+
+Nothing produced by this module was measured on any device. It builds valid
+v1 sweep documents whose per-call times are drawn from a roofline-with-overhead
+model, ``t = t0 + max(F / P, B / W)``, times multiplicative lognormal noise, so
+that fitting and comparison code can be tested against known true parameters.
+Never write its output into ``sweeps/`` or ``plots/``.
+
+The device block says ``"backend": "synthetic"`` and ``"synthetic": true``, and
+the sweep's ``settings.synthetic`` records the true parameters.
+
+Example
+-------
+>>> from synthetic import make_sweep_doc, write_sweep  # pytest puts tests/ on sys.path
+>>> from mfu_sweep.results import parse_document
+>>> doc = make_sweep_doc("chip-a", P_tflops=800, W_tbs=3.0, t0_s=8e-6,
+...                      flops=[1e8, 1e9, 1e10, 1e11, 1e12], seed=1)
+>>> [sweep] = parse_document(doc)
+>>> sweep.label, len(sweep.records)
+('chip-a', 5)
+
+In a pytest test, ``path = write_sweep(tmp_path, doc)`` writes it to
+``tmp_path / "chip-a.json"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.results import Record, Sweep, finish_record, write_json_atomic
+from mfu_sweep.shapes import Shape, parse_shape
+from mfu_sweep.specs import Peak
+from mfu_sweep.stats import median_ci
+
+TimeFn = Callable[[float, float], float]
+DEFAULT_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 16))
+STAMP = "2025-01-01T00:00:00Z"
+
+
+def roofline_time(flops: float, nbytes: float, P_tflops: float, W_tbs: float, t0_s: float) -> float:  # noqa: N803
+    """Seconds per call of the true model: ``t0 + max(F / P, B / W)``."""
+    return t0_s + max(flops / (P_tflops * 1e12), nbytes / (W_tbs * 1e12))
+
+
+def square_shapes(flops: Sequence[float]) -> list[Shape]:
+    """Square shapes ``s x s x s`` with ``2 s**3`` closest to each FLOP count."""
+    return [Shape(1, s, s, s) for s in (max(1, round((f / 2.0) ** (1 / 3))) for f in flops)]
+
+
+def _shapes(shapes: Sequence[Shape | str] | None, flops: Sequence[float] | None) -> tuple[list[Shape], str]:
+    if shapes is not None and flops is not None:
+        raise ValueError("give shapes or flops, not both")
+    if shapes is not None:
+        return [s if isinstance(s, Shape) else parse_shape(s) for s in shapes], "custom"
+    return square_shapes(DEFAULT_FLOPS if flops is None else flops), "square"
+
+
+def _run_id(parts: Sequence[Any]) -> str:
+    return "synthetic-" + hashlib.sha1(repr(tuple(parts)).encode()).hexdigest()[:24]
+
+
+def _peak(dtype: str, peak_tflops: float, bandwidth_tbs: float | None) -> Peak:
+    return Peak(
+        chip=None,
+        tflops={dtype: float(peak_tflops)} if peak_tflops else {},
+        memory_bandwidth_tbs=float(bandwidth_tbs) if bandwidth_tbs else None,
+        source="SYNTHETIC: made-up peak for tests (tests/synthetic.py)",
+    )
+
+
+def _record(shape: Shape, family: str, dtype: str, mode: str, status: str, true_s: float,
+            rng: np.random.Generator, noise: float, n_samples: int, peak: Peak) -> Record:
+    dt = get_dtype(dtype)
+    base = Record(shape=shape, dtype=dtype, mode=mode, flops=shape.flops, bytes=shape.bytes(dt),
+                  intensity=shape.intensity(dt), status=status, family=family, timer="synthetic")
+    if status not in ("ok", "mismatch"):
+        return replace(base, error=f"SYNTHETIC {status}")
+    samples = tuple(float(x) for x in true_s * np.exp(noise * rng.standard_normal(n_samples)))
+    rec = replace(base, samples_s=samples, block_size=1, first_call_s=5.0 * true_s,
+                  compile_s=1.0 if mode == "compile" else None, rel_error=0.5 if status == "mismatch" else 1e-3)
+    return finish_record(rec, peak, ci=median_ci(samples))
+
+
+def make_sweep_doc(
+    label: str,
+    *,
+    P_tflops: float,  # noqa: N803
+    W_tbs: float,  # noqa: N803
+    t0_s: float,
+    shapes: Sequence[Shape | str] | None = None,
+    flops: Sequence[float] | None = None,
+    dtype: str = "bf16",
+    mode: str = "eager",
+    peak_tflops: float | None = None,
+    bandwidth_tbs: float | None = None,
+    noise: float = 0.02,
+    n_samples: int = 20,
+    seed: int = 0,
+    statuses: Sequence[str] | None = None,
+    time_fn: TimeFn | None = None,
+    device_name: str | None = None,
+    backend: str = "synthetic",
+    host: str = "synthetic-host",
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """A valid v1 sweep document with SYNTHETIC samples from a roofline model.
+
+    Parameters
+    ----------
+    label:
+        ``device.label``: the series name.
+    P_tflops, W_tbs, t0_s:
+        True compute ceiling (TFLOP/s), bandwidth (TB/s) and per-call overhead (s).
+    shapes, flops:
+        Either explicit shapes (``Shape`` or ``"MxNxK"``) or FLOP counts, turned into
+        square shapes; neither gives 16 squares log-spaced over 1e6..2e12 FLOP.
+    dtype, mode:
+        Record dtype and mode.
+    peak_tflops, bandwidth_tbs:
+        The vendor peak written in the ``peak`` block. ``None`` (default) means
+        ``P_tflops / 0.8`` and ``W_tbs / 0.9``; ``0`` means no figure (MFU is null).
+    noise:
+        Sigma of the multiplicative lognormal noise on each sample.
+    n_samples, seed:
+        Samples per record and the seed of the noise.
+    statuses:
+        One status per shape (default all ``"ok"``); ``"mismatch"`` keeps samples,
+        the failure statuses have none.
+    time_fn:
+        ``time_fn(flops, bytes) -> seconds`` replacing the roofline (P, W, t0 are
+        then only recorded, not used).
+    device_name, backend, host, run_id:
+        Device identity and run id (default: derived from the label and the
+        parameters, so equal arguments give an equal run id).
+
+    Returns
+    -------
+    dict
+        The JSON document; ``mfu_sweep.results.parse_document`` accepts it.
+    """
+    shape_list, family = _shapes(shapes, flops)
+    statuses = list(statuses) if statuses is not None else ["ok"] * len(shape_list)
+    if len(statuses) != len(shape_list):
+        raise ValueError(f"statuses has {len(statuses)} entries for {len(shape_list)} shapes")
+    peak = _peak(dtype, P_tflops / 0.8 if peak_tflops is None else peak_tflops,
+                 W_tbs / 0.9 if bandwidth_tbs is None else bandwidth_tbs)
+    rng = np.random.default_rng(seed)
+    dt = get_dtype(dtype)
+    model = time_fn or (lambda f, b: roofline_time(f, b, P_tflops, W_tbs, t0_s))
+    records = [_record(s, family, dtype, mode, st, model(s.flops, s.bytes(dt)), rng, noise, n_samples, peak)
+               for s, st in zip(shape_list, statuses, strict=True)]
+    truth = {"P_tflops": P_tflops, "W_tbs": W_tbs, "t0_s": t0_s, "noise": noise, "n_samples": n_samples,
+             "seed": seed, "time_fn": getattr(time_fn, "__qualname__", None)}
+    rid = run_id or _run_id([label, dtype, mode, backend, host, device_name, sorted(truth.items()),
+                             [str(s) for s in shape_list], statuses, peak.to_json()])
+    sweep = Sweep(
+        tool={"name": "mfu-sweep-synthetic", "version": "1"},
+        run={"id": rid, "started_at": STAMP, "finished_at": STAMP, "argv": ["tests/synthetic.py", label],
+             "host": host, "git_sha": None},
+        environment={"synthetic": True, "note": "SYNTHETIC: made-up numbers for tests"},
+        device={"backend": backend, "name": device_name or f"Synthetic {label}", "chip": None, "index": 0,
+                "count": 1, "label": label, "synthetic": True},
+        peak=peak, records=tuple(records), settings={"synthetic": truth},
+    )
+    return sweep.to_json()
+
+
+def write_sweep(tmp_path: Path, doc: dict[str, Any], name: str | None = None) -> Path:
+    """Write ``doc`` to ``tmp_path / (name or "<label>.json")`` and return the path."""
+    path = Path(tmp_path) / (name or f"{doc['device']['label']}.json")
+    write_json_atomic(path, doc)
+    return path
+
+
+def example_pair() -> tuple[dict[str, Any], dict[str, Any]]:
+    """Two small SYNTHETIC sweeps, "chip-a" and "chip-b", with one planted crossover near 5 GFLOP.
+
+    chip-a has the lower overhead (leads on small GEMMs), chip-b the higher
+    ceiling (leads on large ones); both have the same made-up peak, so MFU and
+    TFLOP/s give the same verdicts. chip-a's largest shape failed (oom) and
+    chip-b has one extra shape, so one point is interpolated. Used by the
+    golden-file tests.
+    """
+    flops = [float(f) for f in np.geomspace(1e8, 1e12, 9)]
+    common = {"W_tbs": 2.0, "flops": flops, "noise": 0.01, "n_samples": 10, "peak_tflops": 800.0}
+    a = make_sweep_doc("chip-a", P_tflops=600.0, t0_s=8e-6, seed=11, statuses=["ok"] * 8 + ["oom"], **common)
+    b = make_sweep_doc("chip-b", P_tflops=630.0, t0_s=8.4e-6, seed=12, **{**common, "flops": [*flops, 2e10]})
+    return a, b

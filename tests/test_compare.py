@@ -1,0 +1,232 @@
+"""Comparisons of SYNTHETIC series (tests/synthetic.py): planted crossovers, noise, nulls, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from synthetic import example_pair, make_sweep_doc, roofline_time, write_sweep
+
+from mfu_sweep.cli import main
+from mfu_sweep.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.results import parse_document
+from mfu_sweep.series import group_series
+
+GOLDEN = Path(__file__).parent / "golden"
+REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
+FLOPS = [float(f) for f in np.geomspace(1e8, 1e13, 24)]
+FAST = {"n_boot": 600, "fit_n_boot": 30}
+
+
+def _sweeps(*docs: dict) -> list:
+    return [s for d in docs for s in parse_document(d)]
+
+
+def _true_crossings(fa: Any, fb: Any) -> list[float]:
+    """FLOPs where two true time curves (square bf16 shapes) cross, by bisection on a fine grid."""
+    s = np.geomspace(100, 30000, 20000)
+    f, b = 2 * s**3, 6 * s**2
+    d = np.log([fa(x, y) for x, y in zip(f, b, strict=True)]) - np.log([fb(x, y) for x, y in zip(f, b, strict=True)])
+    idx = np.nonzero(np.sign(d[:-1]) != np.sign(d[1:]))[0]
+    return [float(f[i]) for i in idx]
+
+
+def test_lead_lose_regain_from_two_rooflines() -> None:
+    # A: low overhead, poor bandwidth, high ceiling; B: the opposite. A leads, loses, regains.
+    pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
+    docs = (make_sweep_doc("A", flops=FLOPS, seed=1, peak_tflops=1000, **pa),
+            make_sweep_doc("B", flops=FLOPS, seed=2, peak_tflops=1000, **pb))
+    [c] = compare_all(_sweeps(*docs), "tflops", **FAST)
+    truth = _true_crossings(lambda f, b: roofline_time(f, b, **pa), lambda f, b: roofline_time(f, b, **pb))
+    assert len(truth) == 2
+    assert [s.leader for s in c.segments] == ["A", "B", "A"]
+    for method in ("data", "fit"):
+        found = [x for x in c.crossovers if x.method == method]
+        assert [(x.from_label, x.to_label) for x in found] == [("A", "B"), ("B", "A")]
+        for x, t in zip(found, truth, strict=True):
+            assert x.low_flops <= x.flops <= x.high_flops
+            assert abs(math.log10(x.flops / t)) < 0.15, (method, x, t)
+            assert x.low_flops / 1.5 <= t <= x.high_flops * 1.5
+    assert not any("disagree" in n for n in c.notes)
+    assert c.sentence().startswith("A vs B (bf16, eager, TFLOP/s): A leads from 100 MFLOP to")
+
+
+def test_three_crossovers_found_in_order() -> None:
+    def wobble(f: float, b: float) -> float:  # A times a +-12% wave: crossings at 10^9.25, 10^10.5, 10^11.75
+        return roofline_time(f, b, 600, 2.0, 8e-6) * math.exp(0.12 * math.sin(math.pi * (math.log10(f) - 8) / 1.25))
+
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS}
+    docs = make_sweep_doc("A", seed=3, **base), make_sweep_doc("B", seed=4, time_fn=wobble, **base)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    data = [x for x in c.crossovers if x.method == "data"]
+    assert [(x.from_label, x.to_label) for x in data] == [("A", "B"), ("B", "A"), ("A", "B")]
+    for x, exponent in zip(data, (9.25, 10.5, 11.75), strict=True):
+        assert abs(math.log10(x.flops) - exponent) < 0.2
+        assert x.low_flops <= 10**exponent <= x.high_flops
+    leaders = [s.leader for s in c.segments if s.leader]
+    assert leaders == ["A", "B", "A", "B"]
+
+
+def test_too_noisy_to_tell_is_ambiguous_not_a_crossover() -> None:
+    a = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6}
+    b = {"P_tflops": 630, "W_tbs": 2.0, "t0_s": 8.4e-6}  # true crossover near 5 GFLOP, effects <= 5%
+    for seed in (0, 1):
+        docs = (make_sweep_doc("A", flops=FLOPS, seed=2 * seed, noise=0.5, n_samples=5, **a),
+                make_sweep_doc("B", flops=FLOPS, seed=2 * seed + 1, noise=0.5, n_samples=5, **b))
+        [c] = compare_all(_sweeps(*docs), "tflops", n_boot=600, fit_n_boot=20)
+        assert c.crossovers == ()
+        assert [s.leader for s in c.segments] == [None]
+        assert "ambiguous throughout" in c.sentence()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_same_distribution_never_gives_a_crossover(seed: int) -> None:
+    truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::2], "noise": 0.05}
+    docs = make_sweep_doc("A", seed=100 + seed, **truth), make_sweep_doc("B", seed=200 + seed, **truth)
+    [c] = compare_all(_sweeps(*docs), **FAST)
+    assert c.crossovers == ()
+    assert all(s.leader is None for s in c.segments)
+
+
+def test_unmatched_shapes_are_interpolated_and_marked() -> None:
+    pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
+    docs = (make_sweep_doc("A", flops=FLOPS[::2], seed=1, **pa),
+            make_sweep_doc("B", flops=FLOPS[1::2], seed=2, **pb))
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    assert {p.method for p in c.points} == {"interp"}
+    assert {p.interpolated for p in c.points} == {"A", "B"}
+    assert [(x.from_label, x.to_label) for x in c.crossovers] == [("A", "B"), ("B", "A")]
+    # no extrapolation: nothing outside the range both series cover
+    lo = max(min(r["flops"] for r in d["records"]) for d in docs)
+    hi = min(max(r["flops"] for r in d["records"]) for d in docs)
+    assert lo <= min(p.flops for p in c.points) and max(p.flops for p in c.points) <= hi
+
+
+def test_mfu_uses_each_chips_own_peak() -> None:
+    same = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3], "noise": 0.01}
+    docs = make_sweep_doc("A", seed=1, peak_tflops=700, **same), make_sweep_doc("B", seed=2, peak_tflops=1400, **same)
+    [c] = compare_all(_sweeps(*docs), "mfu", use_fit=False, n_boot=600)
+    assert [s.leader for s in c.segments] == ["A"]  # same speed, half the peak: twice the MFU
+    assert c.segments[0].ratio == pytest.approx(2.0, rel=0.02)
+    assert "MFU +" in c.sentence() and "x2.00" in c.sentence()
+    [t] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    assert [s.leader for s in t.segments] == [None]
+
+
+def test_missing_peak_requires_tflops() -> None:
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3]}
+    docs = make_sweep_doc("A", peak_tflops=0, **base), make_sweep_doc("B", seed=1, **base)
+    with pytest.raises(CompareError, match="has no peak for bf16.*--metric tflops"):
+        compare_all(_sweeps(*docs), "mfu", use_fit=False)
+    assert compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=100)
+
+
+def test_pair_selection_and_errors() -> None:
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::4], "n_samples": 5}
+    sweeps = _sweeps(make_sweep_doc("x", **base), make_sweep_doc("y", seed=1, **base),
+                     make_sweep_doc("z", seed=2, **base), make_sweep_doc("w", seed=3, dtype="fp32", **base))
+    kw = {"use_fit": False, "n_boot": 50}
+    assert [(c.a, c.b) for c in compare_all(sweeps, **kw)] == [("x", "y"), ("x", "z"), ("y", "z")]
+    assert [(c.a, c.b) for c in compare_all(sweeps, a="z", **kw)] == [("z", "x"), ("z", "y")]
+    assert [(c.a, c.b) for c in compare_all(sweeps, a="y", b="x", **kw)] == [("y", "x")]
+    with pytest.raises(CompareError, match="no series labelled 'nope'"):
+        compare_all(sweeps, a="nope", **kw)
+    with pytest.raises(CompareError, match="'x' \\(bf16 eager\\) and 'w' \\(fp32 eager\\) share no dtype"):
+        compare_all(sweeps, a="x", b="w", **kw)
+    series = group_series(sweeps)
+    x = next(s for k, s in series.items() if k.label == "x")
+    w = next(s for k, s in series.items() if k.label == "w")
+    with pytest.raises(CompareError, match="dtype and mode must match"):
+        compare_series(x, w, "tflops")
+
+
+def test_result_does_not_depend_on_input_order() -> None:
+    a, b = example_pair()
+    one = [c.to_json() for c in compare_all(_sweeps(a, b), **FAST)]
+    two = [c.to_json() for c in compare_all(_sweeps(b, a), **FAST)]
+    assert one == two
+
+
+def test_holm_and_flop_formatting() -> None:
+    assert holm([0.01, 0.04, 0.03]).tolist() == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5]).tolist() == [0.5]
+    assert format_flops(1.1e9) == "1.1 GFLOP" and format_flops(96e9) == "96 GFLOP"
+    assert format_flops(1.2e12) == "1.2 TFLOP" and format_flops(999.9e9) == "1 TFLOP"
+    assert format_flops(120e6) == "120 MFLOP"
+
+
+# -- golden file and CLI --------------------------------------------------------------
+
+
+def _approx_equal(got: Any, want: Any, where: str = "") -> None:
+    if isinstance(want, float) or isinstance(got, float):
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-12), where
+    elif isinstance(want, dict):
+        assert sorted(got) == sorted(want), where
+        for k in want:
+            _approx_equal(got[k], want[k], f"{where}.{k}")
+    elif isinstance(want, list):
+        assert len(got) == len(want), where
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            _approx_equal(g, w, f"{where}[{i}]")
+    else:
+        assert got == want, where
+
+
+def test_compare_json_golden(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
+    res = CliRunner().invoke(main, ["compare", *paths, "--json", "--n-boot", "500", "--fit-n-boot", "20"])
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.output)
+    golden = GOLDEN / "compare_example_pair.json"
+    if REGEN:
+        golden.write_text(json.dumps(got, indent=1) + "\n")
+    want = json.loads(golden.read_text())
+    _approx_equal(got, want)
+    [c] = got["comparisons"]
+    assert {"a", "b", "dtype", "mode", "metric", "segments", "crossovers"} <= set(c)
+    assert {"start_flops", "end_flops", "leader", "ratio"} <= set(c["segments"][0])
+    assert {"flops", "low_flops", "high_flops", "from", "to", "method"} <= set(c["crossovers"][0])
+
+
+def test_compare_human_output(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
+    assert res.exit_code == 0, res.output
+    assert "interp (chip-a)" in res.output and "crossover (data): chip-a -> chip-b" in res.output
+    assert res.output.rstrip().splitlines()[-1].startswith("chip-a vs chip-b (bf16, eager, TFLOP/s): chip-a leads")
+
+
+def _one_line_error(args: list[str], needle: str) -> None:
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code != 0
+    assert "Traceback" not in res.output and isinstance(res.exception, SystemExit), res.output
+    assert res.output.strip().count("\n") == 0, res.output
+    assert needle in res.output, res.output
+
+
+def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text("")
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({"schema_version": 7, "kind": "sweep"}))
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::4], "n_samples": 5}
+    x = str(write_sweep(tmp_path, make_sweep_doc("x", **base)))
+    w = str(write_sweep(tmp_path, make_sweep_doc("w", dtype="fp32", **base)))
+    nopeak = str(write_sweep(tmp_path, make_sweep_doc("np", peak_tflops=0, **base)))
+    for cmd in ("compare", "fit", "export"):
+        _one_line_error([cmd, str(empty)], "file is empty")
+        _one_line_error([cmd, str(future)], "schema_version=7 is not supported")
+    _one_line_error(["compare", x, "--no-fit"], "need two series with the same dtype and mode")
+    _one_line_error(["compare", x, w, "--no-fit"], "need two series with the same dtype and mode")
+    _one_line_error(["compare", x, w, "--a", "x", "--b", "w", "--no-fit"], "share no dtype and mode")
+    _one_line_error(["compare", x, nopeak, "--no-fit"], "has no peak for bf16")
+    _one_line_error(["compare", x, str(tmp_path / "missing.json")], "no such file")
+    tiny = str(write_sweep(tmp_path, make_sweep_doc("tiny", **{**base, "flops": [1e9, 1e10]})))
+    _one_line_error(["fit", tiny], "nothing to fit: series tiny bf16 eager: only 2 distinct shape(s)")

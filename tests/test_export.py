@@ -1,0 +1,117 @@
+"""Export of SYNTHETIC sweeps (tests/synthetic.py): tidy CSV, Markdown, LaTeX, rounding to uncertainty."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from synthetic import example_pair, make_sweep_doc, write_sweep
+
+from mfu_sweep.cli import main
+from mfu_sweep.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
+from mfu_sweep.results import parse_document
+
+GOLDEN = Path(__file__).parent / "golden"
+REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
+
+
+def _pair_sweeps() -> list:
+    return [s for d in example_pair() for s in parse_document(d)]
+
+
+def _check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if REGEN:
+        path.write_text(text)
+    assert text == path.read_text()
+
+
+@pytest.mark.parametrize(("value", "half", "want"), [
+    (123.456, 0.53, ("123.5", "0.5")),
+    (123.456, 0.13, ("123.46", "0.13")),
+    (123.456, 23.0, ("120", "20")),
+    (0.012345, 0.0004, ("0.0123", "0.0004")),
+    (5.0, 0.96, ("5.0", "1.0")),  # 0.96 rounds to 1, so two digits
+    (987.6, None, ("988", None)),
+    (99.99, 0.0, ("100", None)),
+])
+def test_round_to_uncertainty(value: float, half: float | None, want: tuple) -> None:
+    assert round_to_uncertainty(value, half) == want
+
+
+def test_significant_and_decimals() -> None:
+    assert significant(99.99, 3) == "100" and significant(0.0001234, 2) == "0.00012"
+    assert uncertainty_decimals(0.0096) == 3 and uncertainty_decimals(250.0) == -2
+    assert uncertainty_decimals(None) is None and uncertainty_decimals(float("nan")) is None
+
+
+def test_records_csv_is_tidy_and_unrounded() -> None:
+    sweeps = _pair_sweeps()
+    rows = list(csv.DictReader(io.StringIO(export_table(sweeps, "records", "csv"))))
+    assert len(rows) == sum(len(s.records) for s in sweeps) == 19
+    required = {"label", "device", "dtype", "mode", "shape", "flops", "bytes", "intensity", "status", "median_s",
+                "iqr_s", "tflops", "mfu", "first_call_s", "flags", "peak_tflops", "n_samples"}
+    assert required <= set(rows[0])
+    rec = sweeps[0].records[0]
+    first = rows[0]
+    assert first["label"] == "chip-a" and float(first["median_s"]) == rec.median_s
+    assert float(first["mfu"]) == rec.mfu
+    oom = next(r for r in rows if r["status"] == "oom")
+    assert oom["median_s"] == "" and oom["n_samples"] == "0"
+
+
+def test_records_latex_golden() -> None:
+    text = export_table(_pair_sweeps(), "records", "latex")
+    assert "\\toprule" in text and "\\midrule" in text and "\\bottomrule" in text
+    assert text.count("\\\\") == 20  # header + 19 records
+    _check_golden("export_records.tex", text)
+
+
+def test_fits_latex_golden_and_csv_columns() -> None:
+    sweeps = _pair_sweeps()
+    text = export_table(sweeps, "fits", "latex", n_boot=20)
+    assert "n/c" in text  # bandwidth is not constrained by these square shapes
+    _check_golden("export_fits.tex", text)
+    rows = list(csv.DictReader(io.StringIO(export_table(sweeps, "fits", "csv", n_boot=20))))
+    assert [r["label"] for r in rows] == ["chip-a", "chip-b"]
+    assert {"p_tflops", "p_tflops_low", "p_tflops_high", "w_tbs", "t0_s", "r2_log", "constrained_w_tbs"} <= set(rows[0])
+
+
+def test_crossovers_markdown_and_csv() -> None:
+    sweeps = _pair_sweeps()
+    md = export_table(sweeps, "crossovers", "markdown", n_boot=300, fit_n_boot=20)
+    lines = md.splitlines()
+    assert lines[0].startswith("| A | B |") and lines[1].startswith("| :--- |")
+    assert "chip-a -> chip-b" in md and "GFLOP" in md
+    rows = list(csv.DictReader(io.StringIO(export_table(sweeps, "crossovers", "csv", use_fit=False, n_boot=300))))
+    assert [(r["from"], r["to"], r["method"]) for r in rows] == [("chip-a", "chip-b", "data")]
+    assert float(rows[0]["low_flops"]) <= float(rows[0]["flops"]) <= float(rows[0]["high_flops"])
+
+
+def test_latex_escapes_labels() -> None:
+    assert latex_escape("gpu_0 & 50%") == r"gpu\_0 \& 50\%"
+    doc = make_sweep_doc("my_chip#1", P_tflops=500, W_tbs=2, t0_s=5e-6, flops=[1e9, 1e10])
+    text = export_table(parse_document(doc), "records", "latex")
+    assert r"my\_chip\#1" in text and "my_chip" not in text
+
+
+def test_cli_export_writes_file(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
+    out = tmp_path / "t.tex"
+    res = CliRunner().invoke(main, ["export", *paths, "--format", "latex", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert out.read_text() == (GOLDEN / "export_records.tex").read_text()
+    again = CliRunner().invoke(main, ["export", *paths, "-o", str(out)])
+    assert again.exit_code == 1 and "exists; use --force" in again.output
+    md = CliRunner().invoke(main, ["export", *paths, "--format", "markdown"])
+    assert md.exit_code == 0 and md.output.startswith("| Device | dtype |")
+
+
+def test_every_analysis_command_has_help_with_an_example() -> None:
+    for cmd in ("merge", "fit", "compare", "export"):
+        res = CliRunner().invoke(main, [cmd, "--help"])
+        assert res.exit_code == 0 and "Example:" in res.output and f"mfu-sweep {cmd}" in res.output

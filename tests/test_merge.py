@@ -1,0 +1,143 @@
+"""Merging SYNTHETIC sweep files (tests/synthetic.py): round trip, order, duplicates, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from synthetic import make_sweep_doc, write_sweep
+
+from mfu_sweep.cli import main
+from mfu_sweep.merge import Relabel, merge_files
+from mfu_sweep.results import ResultError, load_sweeps, write_json_atomic
+
+FLOPS = [1e8, 1e9, 1e10, 1e11]
+
+
+def _doc(label: str, **kw) -> dict:
+    params = {"P_tflops": 500.0, "W_tbs": 2.0, "t0_s": 5e-6, "flops": FLOPS, "n_samples": 5, **kw}
+    return make_sweep_doc(label, **params)
+
+
+@pytest.fixture()
+def two(tmp_path: Path) -> tuple[Path, Path]:
+    return write_sweep(tmp_path, _doc("a", seed=1)), write_sweep(tmp_path, _doc("b", seed=2))
+
+
+def test_merge_round_trips_and_keeps_provenance(tmp_path: Path, two: tuple[Path, Path]) -> None:
+    result = merge_files(list(two))
+    out = tmp_path / "merged.json"
+    write_json_atomic(out, result.to_json())
+    doc = json.loads(out.read_text())
+    assert doc["schema_version"] == 1 and doc["kind"] == "merged" and len(doc["sweeps"]) == 2
+    originals = [json.loads(p.read_text()) for p in two]
+    assert doc["sweeps"] == originals  # provenance (tool, run, environment, device, peak, settings) intact
+    again = merge_files([out])
+    assert again.to_json() == doc
+    assert [s.to_json() for s in load_sweeps([out])] == [s.to_json() for s in load_sweeps(list(two))]
+
+
+def test_merge_is_order_independent_and_mixes_kinds(tmp_path: Path, two: tuple[Path, Path]) -> None:
+    a, b = two
+    c = write_sweep(tmp_path, _doc("c", seed=3))
+    ab = tmp_path / "ab.json"
+    write_json_atomic(ab, merge_files([b, a]).to_json())
+    forward = merge_files([a, b, c]).to_json()
+    assert merge_files([c, b, a]).to_json() == forward
+    assert merge_files([c, ab]).to_json() == forward
+    assert [s["device"]["label"] for s in forward["sweeps"]] == ["a", "b", "c"]
+
+
+def test_exact_duplicate_runs_are_kept_once_with_a_note(tmp_path: Path, two: tuple[Path, Path]) -> None:
+    a, b = two
+    ab = tmp_path / "ab.json"
+    write_json_atomic(ab, merge_files([a, b]).to_json())
+    result = merge_files([a, ab])
+    assert len(result.sweeps) == 2
+    assert any("appears twice" in n for n in result.notes)
+
+
+def test_same_run_id_with_different_contents_is_an_error(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, _doc("a", seed=1, run_id="run-1"), "a1.json")
+    b = write_sweep(tmp_path, _doc("a", seed=2, run_id="run-1"), "a2.json")
+    with pytest.raises(ResultError, match="run.id 'run-1'.*different contents"):
+        merge_files([a, b])
+
+
+def test_label_clash_is_an_error_until_relabelled(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, _doc("gpu", host="node-1", seed=1), "n1.json")
+    b = write_sweep(tmp_path, _doc("gpu", host="node-2", seed=2), "n2.json")
+    with pytest.raises(ResultError, match="device.label 'gpu' names two devices.*--relabel"):
+        merge_files([a, b])
+    result = merge_files([a, b], [Relabel.parse(f"{b}:gpu=gpu-node2")])
+    assert result.labels == ["gpu", "gpu-node2"]
+    renamed = next(s for s in result.sweeps if s.label == "gpu-node2")
+    assert renamed.device["relabeled_from"] == "gpu" and renamed.run["host"] == "node-2"
+
+
+def test_same_device_twice_is_one_series_not_a_clash(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, _doc("gpu", seed=1), "r1.json")
+    b = write_sweep(tmp_path, _doc("gpu", seed=2, flops=[1e12, 1e13]), "r2.json")
+    assert len(merge_files([a, b]).sweeps) == 2
+
+
+def test_relabel_parsing_and_unmatched_rules(two: tuple[Path, Path]) -> None:
+    assert Relabel.parse("old=new") == Relabel("old", "new", None)
+    assert Relabel.parse("dir/x.json:old=new") == Relabel("old", "new", "dir/x.json")
+    with pytest.raises(ResultError, match="must be OLD=NEW"):
+        Relabel.parse("nothing")
+    with pytest.raises(ResultError, match="matched no sweep"):
+        merge_files(list(two), [Relabel.parse("zzz=y")])
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("", "file is empty"),
+    ("{not json", "not valid JSON"),
+    ('{"schema_version": 2, "kind": "merged", "sweeps": []}', "schema_version=2 is not supported"),
+    ('{"kind": "sweep"}', "no schema_version"),
+])
+def test_bad_files_are_rejected_naming_the_problem(tmp_path: Path, content: str, message: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(content)
+    with pytest.raises(ResultError, match=message):
+        merge_files([bad])
+
+
+def test_mixed_schema_versions_are_refused(tmp_path: Path, two: tuple[Path, Path]) -> None:
+    future = tmp_path / "future.json"
+    future.write_text(json.dumps({**_doc("z"), "schema_version": 2}))
+    with pytest.raises(ResultError, match="different schema versions.*schema_version=2"):
+        merge_files([two[0], future])
+
+
+def test_ok_record_without_samples_is_rejected_naming_the_field(tmp_path: Path) -> None:
+    doc = _doc("a")
+    doc["records"][1]["samples_s"] = []
+    bad = write_sweep(tmp_path, doc)
+    with pytest.raises(ResultError, match=r"records/1/samples_s"):
+        merge_files([bad])
+
+
+def test_cli_merge_writes_and_refuses_to_overwrite(tmp_path: Path, two: tuple[Path, Path]) -> None:
+    out = tmp_path / "m.json"
+    runner = CliRunner()
+    ok = runner.invoke(main, ["merge", *map(str, two), "-o", str(out)])
+    assert ok.exit_code == 0, ok.output
+    assert "merged 2 sweep(s) from 2 file(s) (labels: a, b)" in ok.output
+    again = runner.invoke(main, ["merge", *map(str, two), "-o", str(out)])
+    assert again.exit_code == 1 and "exists; use --force" in again.output
+    assert runner.invoke(main, ["merge", *map(str, two), "-o", str(out), "--force"]).exit_code == 0
+
+
+def test_cli_merge_label_clash_is_one_line(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, _doc("gpu", host="node-1", seed=1), "n1.json")
+    b = write_sweep(tmp_path, _doc("gpu", host="node-2", seed=2), "n2.json")
+    res = CliRunner().invoke(main, ["merge", str(a), str(b), "-o", str(tmp_path / "m.json")])
+    assert res.exit_code == 1
+    assert "Traceback" not in res.output and res.output.count("\n") == 1
+    assert "device.label 'gpu'" in res.output
+    fixed = CliRunner().invoke(main, ["merge", str(a), str(b), "-o", str(tmp_path / "m.json"),
+                                      "--relabel", f"{b}:gpu=gpu-2"])
+    assert fixed.exit_code == 0, fixed.output
