@@ -188,7 +188,9 @@ def _print_comparison(c: Any) -> None:
 @FILES
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
               help="mfu: fraction of each chip's own peak; tflops: absolute throughput.")
-@click.option("--a", "label_a", default=None, metavar="LABEL", help="First series (ratios are a/b).")
+@click.option("--a", "label_a", default=None, metavar="LABEL[/DTYPE[/MODE]]",
+              help="First series (ratios are a/b). With /DTYPE or /MODE, compares across dtypes or modes, "
+                   "e.g. --a cpu/fp32/eager --b cpu/fp32/compile.")
 @click.option("--b", "label_b", default=None, metavar="LABEL", help="Second series.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
@@ -217,6 +219,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/all.json
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
+        mfu-sweep compare sweeps/cpu.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
     """
     from mfu_sweep.compare import compare_all
     from mfu_sweep.results import load_sweeps

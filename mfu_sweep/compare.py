@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
 
@@ -584,6 +584,55 @@ def _no_pairs_message(series: Mapping[SeriesKey, Series], a: str | None, b: str 
     return f"need two series with the same dtype and mode to compare; have: {have}"
 
 
+def parse_selector(text: str) -> tuple[str, str | None, str | None]:
+    """``LABEL``, ``LABEL/DTYPE`` or ``LABEL/DTYPE/MODE`` -> (label, dtype or None, mode or None)."""
+    parts = text.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise CompareError(f"series selector {text!r} must be LABEL, LABEL/DTYPE or LABEL/DTYPE/MODE")
+    label, dtype, mode = (*parts, None, None)[:3]
+    return label, dtype, mode
+
+
+def _select(series: Mapping[SeriesKey, Series], text: str, other: tuple[str | None, str | None]) -> Series:
+    label, dtype, mode = parse_selector(text)
+    dtype, mode = dtype or other[0], mode or other[1]
+    found = [s for k, s in series.items()
+             if k.label == label and dtype in (None, k.dtype) and mode in (None, k.mode)]
+    if len(found) != 1:
+        have = ", ".join(f"{k.label}/{k.dtype}/{k.mode}" for k in series)
+        what = "no series" if not found else f"{len(found)} series"
+        raise CompareError(f"{what} match {text!r}; be explicit as LABEL/DTYPE/MODE (have: {have})")
+    return found[0]
+
+
+def _as_view(s: Series, differ_dtype: bool, differ_mode: bool, view: tuple[str, str]) -> Series:
+    """Relabel one side of a cross comparison: the label names what differs, dtype/mode name the pair."""
+    suffix = " ".join(x for x, d in ((s.dtype, differ_dtype), (s.mode, differ_mode)) if d)
+    peak = s.peak
+    if differ_dtype:
+        own = s.peak.for_dtype(s.dtype)
+        peak = replace(s.peak, tflops={view[0]: own} if own else {})
+    return replace(s, key=SeriesKey(f"{s.label} {suffix}", view[0], view[1]), peak=peak)
+
+
+def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu", **kw: Any) -> Comparison:
+    """Compare two series that differ in dtype and/or mode, e.g. ``cpu/fp32/eager`` vs ``cpu/fp32/compile``.
+
+    The same machinery as :func:`compare_series` answers "where does compiling pay?" or
+    "where does bf16 beat fp32?"; MFU compares each side against its own dtype's peak.
+    """
+    series = group_series(sweeps)
+    sa = _select(series, a, (None, None))
+    sb = _select(series, b, (sa.dtype if "/" not in b else None, sa.mode if b.count("/") < 2 else None))
+    differ_dtype, differ_mode = sa.dtype != sb.dtype, sa.mode != sb.mode
+    if not (differ_dtype or differ_mode):
+        return compare_series(sa, sb, metric, **kw)
+    view = (f"{sa.dtype}|{sb.dtype}" if differ_dtype else sa.dtype, f"{sa.mode}|{sb.mode}" if differ_mode else sa.mode)
+    va, vb = _as_view(sa, differ_dtype, differ_mode, view), _as_view(sb, differ_dtype, differ_mode, view)
+    _check_pair(va, vb, metric)
+    return compare_series(va, vb, metric, **kw)
+
+
 def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None,
                 **kw: Any) -> list[Comparison]:
     """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
@@ -596,6 +645,10 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
     CompareError
         When a label is unknown, no pair exists, or MFU is asked for a series without a peak.
     """
+    if any(x is not None and "/" in x for x in (a, b)):
+        if a is None or b is None:
+            raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
+        return [compare_across(sweeps, a, b, metric, **kw)]
     series = group_series(sweeps)
     pairs = _pairs(series, a, b)
     if not pairs:

@@ -230,3 +230,25 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     _one_line_error(["compare", x, str(tmp_path / "missing.json")], "no such file")
     tiny = str(write_sweep(tmp_path, make_sweep_doc("tiny", **{**base, "flops": [1e9, 1e10]})))
     _one_line_error(["fit", tiny], "nothing to fit: series tiny bf16 eager: only 2 distinct shape(s)")
+
+
+def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
+    """SYNTHETIC: compile has a larger fixed overhead but a higher ceiling; it pays above the crossover."""
+    from mfu_sweep.compare import compare_all, parse_selector
+    from mfu_sweep.results import load_sweeps
+
+    flops = list(np.geomspace(1e6, 1e11, 16))
+    eager = make_sweep_doc("box", P_tflops=1.0, W_tbs=1.0, t0_s=1e-6, flops=flops, mode="eager", seed=1,
+                           peak_tflops=2.0, run_id="e")
+    comp = make_sweep_doc("box", P_tflops=1.6, W_tbs=1.0, t0_s=1e-4, flops=flops, mode="compile", seed=2,
+                          peak_tflops=2.0, run_id="c")
+    sweeps = load_sweeps([write_sweep(tmp_path, eager, "e.json"), write_sweep(tmp_path, comp, "c.json")])
+    (c,) = compare_all(sweeps, "tflops", "box/bf16/eager", "box/bf16/compile", n_boot=400, fit_n_boot=20)
+    assert (c.a, c.b, c.mode) == ("box eager", "box compile", "eager|compile")
+    data = [x for x in c.crossovers if x.method == "data"]
+    assert len(data) == 1 and data[0].from_label == "box eager" and data[0].to_label == "box compile"
+    # true crossover: 1e-6 + F/1e12 = 1e-4 + F/1.6e12  ->  F = 99e-6 / (1/1e12 - 1/1.6e12) = 2.64e8
+    assert 1e8 < data[0].flops < 7e8
+    assert parse_selector("x/fp32") == ("x", "fp32", None)
+    with pytest.raises(CompareError, match="LABEL/DTYPE/MODE"):
+        compare_all(sweeps, "tflops", "box", "box/bf16/nope")
