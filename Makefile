@@ -1,6 +1,8 @@
 # Two entry points, both self-contained on a machine with only Python:
 #   make sweep  - create .venv, install, run the default CPU sweep, write JSON and plots
-#   make test   - create the same .venv and run the whole test suite
+#   make test   - create the same .venv and run the whole test suite, then the XLA tests
+#                 (make test-xla: a second venv .venv-xla with torch 2.9.0 + torch-xla 2.9.0
+#                 on XLA's CPU device; ~4-5 min to build once, ~1 min to run; skip: XLA_TESTS=0)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,8 +10,13 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 SWEEP_ARGS ?= --device cpu --dtype fp32 --dtype bf16
 STAMP := $(VENV)/.installed
+# torch-xla 2.9.0 requires exactly torch 2.9.0 (a ~7 GB CUDA build from PyPI), hence its own venv.
+XLA_VENV ?= .venv-xla
+XLA_BIN := $(XLA_VENV)/bin
+XLA_STAMP := $(XLA_VENV)/.installed
+XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean
+.PHONY: venv sweep test plots lint clean venv-xla test-xla
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,9 +36,26 @@ plots: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+ifeq ($(XLA_TESTS),1)
+	$(MAKE) test-xla
+endif
+
+# Built only when missing (the stamp does not follow pyproject.toml: the project is installed editable).
+$(XLA_STAMP):
+	test -x $(XLA_BIN)/python || $(PYTHON) -m venv $(XLA_VENV)
+	$(XLA_BIN)/python -m pip install --quiet --upgrade pip
+	$(XLA_BIN)/python -m pip install --quiet torch==2.9.0 torch-xla==2.9.0
+	$(XLA_BIN)/python -m pip install --quiet --no-deps -e .
+	$(XLA_BIN)/python -m pip install --quiet numpy scipy click jsonschema tqdm seaborn pytest pytest-timeout
+	touch $(XLA_STAMP)
+
+venv-xla: $(XLA_STAMP)
+
+test-xla: $(XLA_STAMP)
+	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(XLA_VENV) .pytest_cache

@@ -162,9 +162,15 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         fn(i)
 
     compiles_before = _compilation_count()
-    block_timer, timer_name = backend.block_timer(call, task.shape)
-    m: Measurement = measure(block_timer, backend.timing_config(task.timing))
+    block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
+    backend.telemetry_start()
+    try:
+        m: Measurement = measure(block_timer, backend.timing_config(task.timing))
+    finally:
+        seen = backend.telemetry_stop()
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
+    if compile_s is None:
+        compile_s = seen.compile_s
     rel = None
     status = "ok"
     if task.check:
@@ -173,8 +179,10 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         rel = relative_error(inputs, task.shape, task.seed)
         if not (rel <= dt.rel_tolerance):
             status = "mismatch"
-    rec = blank_record(task, status, None if status == "ok" else f"rel_error {rel:.3g} > tolerance {dt.rel_tolerance:g}",
+    error = None if status == "ok" else f"rel_error {rel:.3g} > tolerance {dt.rel_tolerance:g}"
+    rec = blank_record(task, status, error,
                        input_sets=sets, stop_reason=m.stop_reason, measure_wall_s=m.elapsed_s,
-                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks)
+                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **seen.extra)
     return replace(rec, samples_s=m.samples_s, block_size=m.block_size, first_call_s=m.first_call_s,
-                   compile_s=compile_s, rel_error=rel, timer=timer_name, ci_low_s=m.ci_s[0], ci_high_s=m.ci_s[1])
+                   compile_s=compile_s, rel_error=rel, timer=timer_name, ci_low_s=m.ci_s[0], ci_high_s=m.ci_s[1],
+                   flags=tuple(dict.fromkeys((*rec.flags, *seen.flags))))

@@ -12,6 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -65,11 +66,16 @@ def _positive_float(ctx: click.Context, param: click.Parameter, value: float | N
 
 
 def build_shapes(shape_specs: tuple[str, ...], shape_file: str | None, min_flop: float | None,
-                 max_flop: float | None, points: int, align: int, on_cpu: bool) -> list[tuple[Any, str]]:
-    """Shapes from the options: explicit ``--shape``s, a CSV, else the square family."""
+                 max_flop: float | None, points: int, align: int, on_cpu: bool,
+                 families: tuple[str, ...] = ()) -> list[tuple[Any, str]]:
+    """Shapes from the options: explicit ``--shape``s, a CSV, ``--shapes`` families, else the square family."""
+    from mfu_sweep.workloads import sweep_shapes
+
     shapes: list[tuple[Any, str]] = [(parse_shape(s), "custom") for s in shape_specs]
     if shape_file:
         shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
+    for family in families:
+        shapes += sweep_shapes(family)
     if not shapes or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
         shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
@@ -90,6 +96,9 @@ def build_shapes(shape_specs: tuple[str, ...], shape_file: str | None, min_flop:
 @click.option("--compile-mode", default=None, help="torch.compile mode passed through (default, max-autotune, ...).")
 @click.option("--shape", "shape_specs", multiple=True, metavar="[B]xMxNxK", help="Explicit shape; repeatable.")
 @click.option("--shape-file", type=str, default=None, help="CSV with columns m,n,k[,batch].")
+@click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
+              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
+                   "repeatable (see `mfu-sweep shapes`).")
 @click.option("--min-flop", type=float, default=None, callback=_positive_float,
               help="Square family: smallest GEMM in FLOP [CPU 1e6, else 1e6].")
 @click.option("--max-flop", type=float, default=None, callback=_positive_float,
@@ -122,13 +131,22 @@ def build_shapes(shape_specs: tuple[str, ...], shape_file: str | None, min_flop:
 @click.option("--resume", is_flag=True, help="Continue the output file, skipping finished records.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
+@click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
+              help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
+@click.option("--timer", type=click.Choice(["auto", "events", "graph"]), default="auto", show_default=True,
+              help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us).")
+@click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
+              help="Run a large GEMM for S seconds after opening the device, before the first shape.")
 @domain_errors
 def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
-          shape_specs: tuple[str, ...], shape_file: str | None, min_flop: float | None, max_flop: float | None,
+          shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
+          min_flop: float | None, max_flop: float | None,
           points: int, align: int, output: str | None, label: str | None, budget_s: float, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, quiet: bool) -> None:
+          force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
     The file is rewritten atomically after every shape; an interrupted sweep
@@ -140,23 +158,29 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda --dtype bf16 --mode eager --mode compile
         mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
     """
-    from mfu_sweep.backends import parse_device
+    from mfu_sweep.backends import auto_backend, parse_device
     from mfu_sweep.bench import Task
+    from mfu_sweep.cli_device import device_options_env
+    from mfu_sweep.distributed import gather_to_rank0, placement
     from mfu_sweep.specs import load_chips
     from mfu_sweep.sweep import SweepError, SweepPlan, default_label, run_sweep
     from mfu_sweep.timing import TimingConfig
 
+    place = placement(distribute, shard)
+    device = place.device(device)
     req = parse_device(device)
+    if timer != "auto" and req.backend not in ("cuda", "auto"):
+        raise click.BadParameter(f"{timer!r} applies to --device cuda only", param_hint="--timer")
     if spec_file:
         chips = load_chips(spec_file)
     if chip:
         chips = load_chips(spec_file)
         if chip not in chips:
             raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
-    on_cpu = req.backend == "cpu"
+    on_cpu = req.backend == "cpu" or (req.backend == "auto" and auto_backend() == "cpu")
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = build_shapes(shape_specs, shape_file, min_flop, max_flop, points, align, on_cpu)
+    shapes = build_shapes(shape_specs, shape_file, min_flop, max_flop, points, align, on_cpu, families)
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
@@ -167,19 +191,23 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
     for t in tasks:
         check_memory(t.shape, get_dtype(t.dtype))
-    out_holder: dict[str, Any] = {}
+    tasks = place.select(tasks)
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
         label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,
         chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=["mfu-sweep", *sys.argv[1:]],
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode,
-                  "dtypes": list(dtypes), "modes": list(modes)},
+                  "dtypes": list(dtypes), "modes": list(modes), "timer": timer, "soak_s": soak, **place.settings()},
+        label_suffix=place.label_suffix,
     )
     if output is None:
         plan = _plan_with_default_output(plan, label, default_label)
+    final_output = plan.output
+    plan = replace(plan, output=place.output(plan.output))
     bar = _Progress(quiet)
     try:
-        result = run_sweep(plan, progress=bar.update, on_start=bar.start)
+        with device_options_env(timer, soak):
+            result = run_sweep(plan, progress=bar.update, on_start=bar.start)
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:
@@ -191,26 +219,33 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         raise click.ClickException(str(exc)) from None
     finally:
         bar.close()
-    out_holder["sweep"] = result
-    from mfu_sweep.sweep import summary_line
+    from mfu_sweep.results import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}")
+    tax = compile_summary(result.records)
+    if tax:
+        click.echo(f"time to first result: {tax}")
     click.echo(f"wrote {plan.output}")
+    if place.launcher and place.world > 1:
+        merged = gather_to_rank0(result, place, final_output)
+        if merged:
+            click.echo(f"rank 0 gathered {place.world} ranks into {merged}")
 
 
 def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str]) -> Any:
     """Resolve sweeps/<label>.json before the sweep starts (needs the device's name)."""
-    from dataclasses import replace
-
+    from mfu_sweep.backends import auto_backend
     from mfu_sweep.worker import hello
 
     if label is None:
-        if plan.device.startswith("cpu") or plan.device == "auto":
+        picked = auto_backend() if plan.device == "auto" else plan.device
+        if picked.startswith("cpu"):
             # describing the device here is cheap on CPU; accelerators describe in the worker
+            # (opening one here could hold it: Neuron cores and TPUs belong to one process)
             _, info = hello(plan.device, plan.spec_file, plan.chip)
             label = default_label(info["device"])
         else:
-            label = plan.device.replace(":", "-")
+            label = picked.replace(":", "-")
     return replace(plan, output=Path("sweeps") / f"{label}.json", label=plan.label)
 
 
@@ -313,3 +348,19 @@ def validate(files: tuple[str, ...]) -> None:
 
 # Commands defined in other modules register themselves here.
 # -- registered commands --
+from mfu_sweep import cli_workloads  # noqa: E402
+
+main.add_command(cli_workloads.shapes)
+main.add_command(cli_workloads.predict)
+from mfu_sweep import cli_device  # noqa: E402
+
+main.add_command(cli_device.ceilings)
+main.add_command(cli_device.selftest)
+from mfu_sweep.cli_analysis import compare, export, fit, merge  # noqa: E402
+
+for _command in (merge, fit, compare, export):
+    main.add_command(_command)
+from mfu_sweep.cli_report import plot, report  # noqa: E402
+
+main.add_command(plot)
+main.add_command(report)

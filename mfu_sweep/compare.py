@@ -430,12 +430,13 @@ def _fit_crossovers(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, me
                     alpha: float) -> list[Crossover]:
     log_f = np.linspace(math.log(lo), math.log(hi), FIT_GRID)
     f, nbytes = np.exp(log_f), _bytes_along([sa, sb], log_f)
+    # log(MFU_a / MFU_b) = log(t_b / t_a) + log(peak_b / peak_a)
     shift = math.log(sb.peak_tflops) - math.log(sa.peak_tflops) if metric == "mfu" else 0.0
-    central = np.log(fb.predict_time(f, nbytes)) - np.log(fa.predict_time(f, nbytes)) - shift
+    central = np.log(fb.predict_time(f, nbytes)) - np.log(fa.predict_time(f, nbytes)) + shift
     n = min(len(fa.boot), len(fb.boot))
     if n < 2:
         return []
-    draws = (np.log(fb.predict_time_draws(f, nbytes)[:n]) - np.log(fa.predict_time_draws(f, nbytes)[:n]) - shift)
+    draws = (np.log(fb.predict_time_draws(f, nbytes)[:n]) - np.log(fa.predict_time_draws(f, nbytes)[:n]) + shift)
     se = np.maximum(np.std(draws, axis=0, ddof=1), 1e-12)
     crit = float(np.quantile(np.max(np.abs(draws - central) / se, axis=1), 1 - alpha))
     verdict = np.where(central - crit * se > 0, 1, np.where(central + crit * se < 0, -1, 0))

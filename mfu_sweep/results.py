@@ -18,6 +18,7 @@ import math
 import os
 import statistics
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -334,3 +335,34 @@ def _umask() -> int:
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:
     write_json_atomic(path, sweep.to_json())
+
+
+def status_counts(records: Sequence[Record]) -> Counter:
+    """How many records have each status."""
+    return Counter(r.status for r in records)
+
+
+def summary_line(records: Sequence[Record]) -> str:
+    """``N/M ok; x timeout, y oom, z mismatch, w error`` (plus unsupported when any)."""
+    counts = status_counts(records)
+    parts = [f"{counts.get(s, 0)} {s}" for s in ("timeout", "oom", "mismatch", "error")]
+    if counts.get("unsupported"):
+        parts.append(f"{counts['unsupported']} unsupported")
+    return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
+
+
+def compile_summary(records: Sequence[Record]) -> str | None:
+    """Time-to-first-result line: total compile time, median first-call/steady ratio per mode."""
+    parts = []
+    for mode in sorted({r.mode for r in records}):
+        rs = [r for r in records if r.mode == mode and r.first_call_ratio is not None]
+        if not rs:
+            continue
+        median = statistics.median(r.first_call_ratio for r in rs)  # type: ignore[misc]
+        compile_total = sum(r.compile_s or 0.0 for r in rs)
+        first_total = sum(r.first_call_s or 0.0 for r in rs)
+        text = f"{mode}: first calls {first_total:.1f} s in all, median first-call/steady {median:.3g}x"
+        if any(r.compile_s is not None for r in rs):
+            text += f", compile {compile_total:.1f} s"
+        parts.append(text)
+    return "; ".join(parts) or None

@@ -11,11 +11,9 @@ import os
 import re
 import shutil
 import socket
-import statistics
 import subprocess
 import tempfile
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -204,35 +202,3 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
     finally:
         runner.close()
         _cleanup_cold()
-
-
-def status_counts(records: Sequence[Record]) -> Counter:
-    return Counter(r.status for r in records)
-
-
-def summary_line(records: Sequence[Record]) -> str:
-    """``N/M ok; x timeout, y oom, z mismatch, w error`` (plus unsupported when any)."""
-    counts = status_counts(records)
-    parts = [f"{counts.get(s, 0)} {s}" for s in ("timeout", "oom", "mismatch", "error")]
-    if counts.get("unsupported"):
-        parts.append(f"{counts['unsupported']} unsupported")
-    return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
-
-
-
-
-def compile_summary(records: Sequence[Record]) -> str | None:
-    """Time-to-first-result line: total compile time, median first-call/steady ratio per mode."""
-    parts = []
-    for mode in sorted({r.mode for r in records}):
-        rs = [r for r in records if r.mode == mode and r.first_call_ratio is not None]
-        if not rs:
-            continue
-        median = statistics.median(r.first_call_ratio for r in rs)  # type: ignore[misc]
-        compile_total = sum(r.compile_s or 0.0 for r in rs)
-        first_total = sum(r.first_call_s or 0.0 for r in rs)
-        text = f"{mode}: first calls {first_total:.1f} s in all, median first-call/steady {median:.3g}x"
-        if any(r.compile_s is not None for r in rs):
-            text += f", compile {compile_total:.1f} s"
-        parts.append(text)
-    return "; ".join(parts) or None

@@ -29,25 +29,41 @@ from mfu_sweep.bench import Task, blank_record
 from mfu_sweep.results import Record
 
 STDERR_TAIL_LINES = 20
+# Seconds of large-GEMM warm-up each worker runs after opening the device (sweep --soak).
+SOAK_ENV = "MFU_SWEEP_SOAK_S"
 
 
-def hello(device: str, spec_file: str | None, chip: str | None) -> tuple[Any, dict[str, Any]]:
-    """Open the backend and describe it: (backend, {"device", "environment", "peak"})."""
+def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:
+    """Open the backend and describe it: (backend, {"device", "environment", "peak"}).
+
+    With ``soak_s`` > 0 a large GEMM then runs that long (clocks and
+    temperature settle) and what ran is recorded as ``environment.soak``.
+    """
     from mfu_sweep.backends import resolve_device
     from mfu_sweep.specs import load_chips
 
     backend = resolve_device(device)
     info = backend.describe()
     peak = backend.peak(load_chips(spec_file), chip)
-    return backend, {"device": info.to_json(label=""), "environment": backend.environment(), "peak": peak.to_json()}
+    environment = backend.environment()
+    if soak_s > 0:
+        environment["soak"] = backend.soak(soak_s)
+    return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
+                     "peak": peak.to_json()}
+
+
+def soak_seconds() -> float:
+    """The warm-up a sweep asked for (``sweep --soak`` sets :data:`SOAK_ENV`)."""
+    return float(os.environ.get(SOAK_ENV) or 0)
 
 
 class InProcessRunner:
     """``--isolate none``: run tasks in this process (for debugging; a hang hangs the sweep)."""
 
-    def __init__(self, device: str, spec_file: str | None, chip: str | None, env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, device: str, spec_file: str | None, chip: str | None,
+                 env: Mapping[str, str] | None = None) -> None:
         os.environ.update(env or {})
-        self.backend, self.hello = hello(device, spec_file, chip)
+        self.backend, self.hello = hello(device, spec_file, chip, soak_seconds())
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
         from mfu_sweep.bench import run_task
@@ -221,12 +237,13 @@ def _serve() -> None:
         request = json.loads(line)
         try:
             if request["op"] == "hello":
-                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"))
+                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds())
                 answer: dict[str, Any] = {"hello": info}
             else:
                 answer = {"record": run_task(backend, Task.from_json(request["task"])).to_json()}
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides
-            answer = {"error": f"{type(exc).__name__}: {exc}"} if request["op"] == "hello" else {"fatal": f"{type(exc).__name__}: {exc}"}
+            key = "error" if request["op"] == "hello" else "fatal"
+            answer = {key: f"{type(exc).__name__}: {exc}"}
         channel.write(json.dumps(answer) + "\n")
 
 

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import csv
 import math
+import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
 from functools import cache
 from importlib import resources
 from typing import Any
-
-import tomllib
 
 from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_sorted
 

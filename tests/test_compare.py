@@ -252,3 +252,20 @@ def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
     assert parse_selector("x/fp32") == ("x", "fp32", None)
     with pytest.raises(CompareError, match="LABEL/DTYPE/MODE"):
         compare_all(sweeps, "tflops", "box", "box/bf16/nope")
+
+
+def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
+    """SYNTHETIC: MFU against different peaks; the fitted crossover must land where the data's does."""
+    from mfu_sweep.compare import compare_all
+    from mfu_sweep.results import load_sweeps
+
+    flops = list(np.geomspace(1e8, 1e13, 16))
+    a = make_sweep_doc("small", P_tflops=100, W_tbs=50, t0_s=1e-6, flops=flops, peak_tflops=200, seed=3)
+    b = make_sweep_doc("big", P_tflops=400, W_tbs=50, t0_s=1e-4, flops=flops, peak_tflops=500, seed=4)
+    sweeps = load_sweeps([write_sweep(tmp_path, a), write_sweep(tmp_path, b)])
+    (c,) = compare_all(sweeps, "mfu", n_boot=400, fit_n_boot=50)
+    by = {x.method: x for x in c.crossovers}
+    assert set(by) == {"data", "fit"}
+    # MFU_small = F/(1e-6 + F/1e14)/2e14, MFU_big = F/(1e-4 + F/4e14)/5e14: equal at F = 6.6e10
+    for x in by.values():
+        assert 1e10 < x.flops < 1e11, x

@@ -1,9 +1,12 @@
 """Device backends and the choice between them.
 
-``resolve_device("auto")`` picks CUDA, then Neuron (TorchNeuron), then XLA,
-then any other registered torch accelerator, then the CPU. Each backend
-module imports its stack lazily, so this package imports without any
-accelerator software installed.
+``resolve_device("auto")`` picks CUDA (and ROCm), then Neuron (TorchNeuron),
+then XLA (never XLA on the host CPU), then any other torch accelerator, then
+the CPU. Each backend module imports its stack lazily, so this package
+imports without any accelerator software installed. A backend class may
+define ``available()`` (and a stricter ``auto_available()`` for ``auto``);
+its constructor raises :class:`BackendError` with the reason when the
+device is absent or the index is out of range.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from mfu_sweep.backends.base import BackendError, TorchBackend
 
 # backend name -> "module:Class"; modules are imported only when chosen
 REGISTRY: dict[str, str] = {
+    "cuda": "mfu_sweep.backends.cuda:CudaBackend",
+    "neuron": "mfu_sweep.backends.neuron:NeuronBackend",
+    "xla": "mfu_sweep.backends.xla:XlaBackend",
+    "accelerator": "mfu_sweep.backends.generic:AcceleratorBackend",
     "cpu": "mfu_sweep.backends.cpu:CpuBackend",
 }
 AUTO_ORDER = ("cuda", "neuron", "xla", "accelerator", "cpu")
@@ -48,23 +55,41 @@ def _load(name: str) -> type[TorchBackend]:
     return getattr(importlib.import_module(module), cls)
 
 
-def _available(name: str) -> bool:
+def _available(name: str, auto: bool = False) -> bool:
+    """Whether backend ``name`` can run here; ``auto`` asks the stricter ``auto_available`` where defined."""
     if name not in REGISTRY:
         return False
-    probe: Callable[[], bool] | None = getattr(_load(name), "available", None)
+    cls = _load(name)
+    probe: Callable[[], bool] | None = (getattr(cls, "auto_available", None) if auto else None) or getattr(
+        cls, "available", None)
     return True if probe is None else bool(probe())
 
 
+def auto_backend(order: tuple[str, ...] = AUTO_ORDER,
+                 available: Callable[[str], bool] = lambda n: _available(n, auto=True)) -> str:
+    """Name of the first backend in ``order`` that is available (what ``--device auto`` picks)."""
+    for name in order:
+        if available(name):
+            return name
+    raise BackendError("no usable device found")
+
+
 def resolve_device(text: str) -> TorchBackend:
-    """Instantiate the backend for a ``--device`` value; ``auto`` picks the best present."""
+    """Instantiate the backend for a ``--device`` value; ``auto`` picks the best present.
+
+    An absent or unusable device raises :class:`BackendError` with a one-line
+    reason; errors the device stack raises while opening become one too.
+    """
     req = parse_device(text)
-    if req.backend == "auto":
-        for name in AUTO_ORDER:
-            if _available(name):
-                return _load(name)(0)
-        raise BackendError("no usable device found")
-    cls = _load(req.backend)
-    probe = getattr(cls, "available", None)
-    if probe is not None and not probe():
-        raise BackendError(f"device {text!r} is not available on this machine")
-    return cls(req.index)
+    name = auto_backend() if req.backend == "auto" else req.backend
+    try:
+        return _load(name)(req.index)
+    except BackendError:
+        raise
+    except (RuntimeError, OSError, ImportError) as exc:
+        raise BackendError(f"device {text!r} cannot be opened: {_first_line(exc)}") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

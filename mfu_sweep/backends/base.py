@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,20 @@ class DeviceInfo:
     def to_json(self, label: str) -> dict[str, Any]:
         return {"backend": self.backend, "name": self.name, "chip": self.chip, "index": self.index,
                 "count": self.count, "label": label, **self.details}
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """What a backend observed while one shape was measured.
+
+    ``extra`` goes into the record's extra fields, ``flags`` into its flags
+    (e.g. ``throttled``); ``compile_s`` fills the record's ``compile_s`` when
+    the stack compiles outside torch.compile (XLA graphs).
+    """
+
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    flags: tuple[str, ...] = ()
+    compile_s: float | None = None
 
 
 @dataclass
@@ -165,8 +180,54 @@ class TorchBackend:
             return lambda a, b, out: torch.mm(a[0], b[0], out=out[0])
         return lambda a, b, out: torch.bmm(a, b, out=out)
 
-    def block_timer(self, call: Callable[[], object], shape: Shape) -> tuple[BlockTimer, str]:
+    def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
+                    mode: str = "eager") -> tuple[BlockTimer, str]:
+        """A block timer for ``call`` and its name, recorded as the record's ``timer``.
+
+        ``shape``, ``dtype`` and ``mode`` let a backend pick its timer (CUDA
+        graphs for tiny GEMMs); ``None`` means "not a GEMM" (a copy, say).
+        """
         return host_block_timer(call, sync=self.sync), self.timer_name
+
+    # ----- per-shape hooks ----------------------------------------------
+    def telemetry_start(self) -> None:
+        """Called right before a shape's measurement starts (sampler threads, counters)."""
+
+    def telemetry_stop(self) -> Telemetry:
+        """Called right after it ends, also when it raised; returns what was observed."""
+        return Telemetry()
+
+    def soak_shape(self) -> tuple[Shape, DType]:
+        """The GEMM :meth:`soak` runs: large enough to keep every unit busy."""
+        from mfu_sweep.dtypes import get_dtype
+
+        if self.device.type == "cpu":
+            return Shape(1, 512, 512, 512), get_dtype("fp32")
+        return Shape(1, 4096, 4096, 4096), get_dtype("bf16")
+
+    def soak(self, seconds: float) -> dict[str, Any]:
+        """Run a large GEMM back to back for ``seconds`` so clocks and temperature settle.
+
+        Calls go through this backend's own block timer (so lazy backends
+        really execute each one), in blocks that grow until one lasts ~0.1 s,
+        so the device never idles waiting for the host. Returns what ran, for
+        the sweep's environment block (``tflops`` is approximate).
+        """
+        shape, dtype = self.soak_shape()
+        self.set_math_mode(dtype)
+        inputs = self.make_inputs(shape, dtype, 1, seed=12345)
+        fn = self.gemm_fn(shape, dtype, "eager", inputs)
+        time_block, timer = self.block_timer(lambda: fn(0), shape, dtype)
+        start = time.perf_counter()
+        calls, block, elapsed = 0, 1, 0.0
+        while elapsed < seconds:
+            took = time_block(block)
+            calls += block
+            if took < 0.1:
+                block *= 2
+            elapsed = time.perf_counter() - start
+        return {"seconds": elapsed, "shape": str(shape), "dtype": dtype.name, "calls": calls, "timer": timer,
+                "tflops": shape.flops * calls / elapsed / 1e12}
 
     def is_oom(self, exc: BaseException) -> bool:
         return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()

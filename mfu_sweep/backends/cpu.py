@@ -12,6 +12,8 @@ from mfu_sweep.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
 
+MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
+
 
 def last_level_cache_bytes() -> int | None:
     """Largest cache size sysfs reports for cpu0, or None."""
@@ -37,7 +39,7 @@ class CpuBackend(TorchBackend):
 
     def describe(self) -> DeviceInfo:
         model, clock, flags = read_cpuinfo()
-        units = sorted(f for f in flags if f in {"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
+        units = sorted(flags & MATMUL_FLAGS)
         return DeviceInfo(
             backend="cpu", name=model, index=0, count=1, chip="cpu",
             details={"threads": torch.get_num_threads(), "cores_usable": len(os.sched_getaffinity(0)),

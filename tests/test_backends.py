@@ -1,0 +1,372 @@
+"""Backend selection, device-name -> spec lookup, timer/dtype decisions, and the per-shape hooks.
+
+No GPU or Neuron device exists here: the CUDA and Neuron code is tested
+through its pure decision functions and by checking that it imports and
+refuses cleanly; the hooks run for real on the CPU backend.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from mfu_sweep.backends import (
+    AUTO_ORDER,
+    REGISTRY,
+    BackendError,
+    DeviceRequest,
+    auto_backend,
+    parse_device,
+    resolve_device,
+)
+from mfu_sweep.backends.base import Telemetry, TorchBackend
+from mfu_sweep.backends.cpu import CpuBackend
+from mfu_sweep.backends.cuda import (
+    GRAPH_BELOW_S,
+    MIN_ROTATION_BYTES,
+    TIMER_ENV,
+    Sampler,
+    choose_timer,
+    decode_throttle_reasons,
+    estimate_call_s,
+    fp8_dtype_name,
+    graph_calls,
+    rotation_bytes_for,
+    summarize_telemetry,
+    unsupported_reason,
+)
+from mfu_sweep.backends.neuron import chip_family, logical_core_config, neuron_cc_flags, neuron_peak, stats_dict
+from mfu_sweep.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
+from mfu_sweep.bench import Task, run_task
+from mfu_sweep.cli import main
+from mfu_sweep.cli_device import device_options_env
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.shapes import Shape
+from mfu_sweep.specs import find_chip, load_chips
+from mfu_sweep.worker import SOAK_ENV, hello
+
+CHIPS = load_chips()
+# These tests describe a machine without accelerators (CI); on one with a GPU they would not apply.
+NO_ACCEL = pytest.mark.skipif(auto_backend() != "cpu", reason="an accelerator is present on this machine")
+QUICK = {"target_rel_ci": 0.05, "budget_s": 0.1, "min_samples": 3, "max_samples": 10, "warmup_s": 0.0}
+
+
+# ----- selection ---------------------------------------------------------------
+def test_registry_holds_every_backend_and_auto_order_is_documented() -> None:
+    assert set(REGISTRY) == {"cuda", "neuron", "xla", "accelerator", "cpu"}
+    assert AUTO_ORDER == ("cuda", "neuron", "xla", "accelerator", "cpu")
+
+
+@pytest.mark.parametrize(("text", "want"), [
+    ("auto", DeviceRequest("auto", 0)), ("cpu", DeviceRequest("cpu", 0)), ("cuda:3", DeviceRequest("cuda", 3)),
+    (" Neuron:1 ", DeviceRequest("neuron", 1)), ("xla", DeviceRequest("xla", 0)),
+    ("accelerator:2", DeviceRequest("accelerator", 2)),
+])
+def test_parse_device(text: str, want: DeviceRequest) -> None:
+    assert parse_device(text) == want
+
+
+@pytest.mark.parametrize(("text", "needle"), [("tpu", "unknown device"), ("cuda:x", "not a non-negative"),
+                                               ("cuda:-1", "not a non-negative")])
+def test_parse_device_rejects(text: str, needle: str) -> None:
+    with pytest.raises(BackendError, match=needle):
+        parse_device(text)
+
+
+def test_auto_order_follows_availability() -> None:
+    assert auto_backend(available=lambda n: n in {"xla", "cpu"}) == "xla"
+    assert auto_backend(available=lambda n: n in {"cuda", "neuron", "cpu"}) == "cuda"
+    assert auto_backend(available=lambda n: n == "cpu") == "cpu"
+    with pytest.raises(BackendError, match="no usable device"):
+        auto_backend(available=lambda n: False)
+
+
+@NO_ACCEL
+def test_auto_on_this_machine_is_cpu() -> None:
+    assert auto_backend() == "cpu"
+    assert resolve_device("auto").name == "cpu"
+
+
+@pytest.mark.parametrize("module", ["cuda", "neuron", "xla", "generic"])
+def test_accelerator_modules_import_without_hardware(module: str) -> None:
+    importlib.import_module(f"mfu_sweep.backends.{module}")
+
+
+@NO_ACCEL
+@pytest.mark.parametrize("device", ["cuda", "cuda:3", "neuron", "neuron:1", "accelerator"])
+def test_absent_device_is_a_one_line_backend_error(device: str) -> None:
+    with pytest.raises(BackendError) as info:
+        resolve_device(device)
+    assert "\n" not in str(info.value) and str(info.value)
+
+
+@NO_ACCEL
+def test_cli_sweep_on_absent_cuda_is_one_line_error() -> None:
+    res = CliRunner().invoke(main, ["sweep", "--device", "cuda", "--shape", "64x64x64", "-o", "x.json", "--quiet"])
+    assert res.exit_code != 0
+    assert "Traceback" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)
+    errors = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert len(errors) == 1 and "CUDA" in errors[0], res.output
+
+
+def test_cli_timer_option_only_for_cuda() -> None:
+    res = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--timer", "graph", "--shape", "64x64x64"])
+    assert res.exit_code == 2 and "--timer" in res.output
+
+
+# ----- spec lookup from what the frameworks report -------------------------------
+@pytest.mark.parametrize(("reported", "chip"), [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200-sxm"),
+    ("NVIDIA H200 NVL", "h200-sxm"), ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI300X VF", "mi300x"),
+    ("NVIDIA GB200", "gb200"), ("NVIDIA B200", "b200"), ("NVIDIA A100-SXM4-80GB", "a100-sxm"),
+    ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"), ("AMD Instinct MI250X", "mi250x"), ("AMD Instinct MI355X", "mi355x"),
+])
+def test_cuda_device_names_map_to_specs(reported: str, chip: str) -> None:
+    found = find_chip(reported, CHIPS)
+    assert found is not None and found.id == chip
+
+
+@pytest.mark.parametrize(("kind", "chip"), [("NC_v2", "trn1-nc"), ("NC_v3", "trn2-lnc1"), ("NC_v3d", "trn2-lnc2"),
+                                            ("TPU v4", "tpu-v4"), ("TPU v5 lite", "tpu-v5e"), ("cpu", "cpu")])
+def test_xla_device_kinds_map_to_specs(kind: str, chip: str) -> None:
+    assert spec_id_for_kind(kind, CHIPS) == chip
+
+
+def test_unknown_xla_kind_has_no_spec() -> None:
+    assert spec_id_for_kind("FOO_v9", CHIPS) is None
+
+
+# ----- CUDA decisions ---------------------------------------------------------------
+def test_estimate_call_s_is_the_roofline_time() -> None:
+    big, small = Shape(1, 4096, 4096, 4096), Shape(1, 256, 256, 256)
+    bf16 = get_dtype("bf16")
+    assert estimate_call_s(big, bf16, 989.4, 3.35) == pytest.approx(big.flops / 989.4e12)
+    # small GEMMs are bandwidth-bound at peak: bytes / bandwidth wins
+    assert estimate_call_s(small, bf16, 989.4, 3.35) == pytest.approx(small.bytes(bf16) / 3.35e12)
+
+
+@pytest.mark.parametrize(("est", "override", "mode", "want"), [
+    (1e-6, "auto", "eager", "graph"), (1e-3, "auto", "eager", "events"), (1e-6, "auto", "compile", "events"),
+    (1e-3, "graph", "eager", "graph"), (1e-6, "events", "eager", "events"), (1e-6, "graph", "compile", "graph"),
+    (GRAPH_BELOW_S, "auto", "eager", "events"),
+])
+def test_choose_timer(est: float, override: str, mode: str, want: str) -> None:
+    assert choose_timer(est, override, mode) == want
+
+
+def test_choose_timer_rejects_unknown_override() -> None:
+    with pytest.raises(ValueError, match="cupti"):
+        choose_timer(1e-3, "cupti")
+
+
+def test_auto_timer_for_real_shapes_on_h100() -> None:
+    h100 = CHIPS["h100-sxm"]
+    bf16 = get_dtype("bf16")
+
+    def pick(s: int) -> str:
+        est = estimate_call_s(Shape(1, s, s, s), bf16, h100.peak_tflops["bf16"], h100.memory_bandwidth_tbs)
+        return choose_timer(est)
+
+    assert pick(256) == "graph" and pick(1024) == "graph" and pick(8192) == "events"
+
+
+@pytest.mark.parametrize(("sets", "calls"), [(1, 16), (3, 18), (16, 16), (20, 20), (64, 64)])
+def test_graph_calls_are_whole_passes(sets: int, calls: int) -> None:
+    assert graph_calls(sets) == calls and calls % sets == 0
+
+
+def test_rotation_defeats_l2_and_infinity_cache() -> None:
+    assert rotation_bytes_for(None) == MIN_ROTATION_BYTES
+    assert rotation_bytes_for(50 * 2**20) == MIN_ROTATION_BYTES  # H100: 4 x 50 MB < 512 MiB floor
+    assert rotation_bytes_for(256 * 2**20) == 4 * 256 * 2**20
+
+
+@pytest.mark.parametrize(("hip", "arch", "want"), [(False, "sm_90", "float8_e4m3fn"), (True, "gfx942:sramecc+:xnack-",
+                                                   "float8_e4m3fnuz"), (True, "gfx950", "float8_e4m3fn")])
+def test_fp8_dtype_per_vendor(hip: bool, arch: str, want: str) -> None:
+    assert fp8_dtype_name(hip, arch) == want
+
+
+@pytest.mark.parametrize(("dtype", "cc", "hip", "arch", "bad"), [
+    ("fp8", (8, 0), False, "sm_80", True), ("fp8", (8, 9), False, "sm_89", False),
+    ("fp8", (9, 0), False, "sm_90", False), ("fp8", (9, 4), True, "gfx942", False),
+    ("fp8", (9, 0), True, "gfx90a", True), ("tf32", (7, 0), False, "sm_70", True),
+    ("tf32", (8, 0), False, "sm_80", False), ("tf32", (9, 4), True, "gfx942", True),
+    ("bf16", (9, 0), False, "sm_90", False), ("fp32", (7, 0), False, "sm_70", False),
+])
+def test_unsupported_reason(dtype: str, cc: tuple[int, int], hip: bool, arch: str, bad: bool) -> None:
+    reason = unsupported_reason(dtype, cc, hip, arch)
+    assert (reason is not None) == bad
+    if bad:
+        assert dtype in reason
+
+
+def test_bf16_unsupported_when_torch_says_so() -> None:
+    assert unsupported_reason("bf16", (7, 0), False, "sm_70", bf16_ok=False)
+
+
+def test_decode_throttle_reasons() -> None:
+    assert decode_throttle_reasons(0) == []
+    assert decode_throttle_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert decode_throttle_reasons(0x1000) == ["unknown_0x1000"]
+
+
+def test_summarize_telemetry_flags_power_cap_and_low_clock() -> None:
+    capped = [{"sm_clock_mhz": 1980, "power_w": 690.0, "temp_c": 60, "throttle_reasons": ["sw_power_cap"]},
+              {"sm_clock_mhz": 1755, "power_w": 700.0, "temp_c": 62, "throttle_reasons": []}]
+    seen = summarize_telemetry(capped, 1980)
+    assert seen.flags == ("throttled",)
+    tel = seen.extra["telemetry"]
+    assert tel["sm_clock_mhz"] == {"min": 1755.0, "median": 1867.5, "max": 1980.0}
+    assert tel["throttle_reasons"] == ["sw_power_cap"] and tel["throttled_because"] == ["sw_power_cap"]
+    slow = summarize_telemetry([{"sm_clock_mhz": 1000, "throttle_reasons": ["gpu_idle"]}], 1980)
+    assert slow.flags == ("throttled",) and "sm_clock" in slow.extra["telemetry"]["throttled_because"][0]
+    fine = summarize_telemetry([{"sm_clock_mhz": 1980, "throttle_reasons": ["gpu_idle"]}], 1980)
+    assert fine.flags == () and "throttled_because" not in fine.extra["telemetry"]
+    assert summarize_telemetry([], 1980) == Telemetry()
+
+
+def test_sampler_reads_at_start_during_and_at_stop() -> None:
+    ticks = iter(range(10_000))
+    sampler = Sampler(lambda: {"n": next(ticks)}, interval_s=0.005)
+    sampler.start()
+    import time
+
+    time.sleep(0.05)
+    samples = sampler.stop()
+    assert len(samples) >= 3 and samples[0]["n"] == 0
+    assert [s["n"] for s in samples] == sorted(s["n"] for s in samples)
+
+
+# ----- Neuron decisions ---------------------------------------------------------------
+@pytest.mark.parametrize(("existing", "dtype", "want"), [
+    ("", "fp32", "--auto-cast=none"),
+    ("--foo --auto-cast matmult --auto-cast-type=bf16 -O1", "fp32", "--foo -O1 --auto-cast=none"),
+    ("--auto-cast=all", "bf16", "--auto-cast=none"),
+    ("--cache_dir=/x", "tf32", "--cache_dir=/x --auto-cast=matmult --auto-cast-type=tf32"),
+])
+def test_neuron_cc_flags(existing: str, dtype: str, want: str) -> None:
+    assert neuron_cc_flags(existing, dtype) == want
+
+
+@pytest.mark.parametrize(("texts", "family"), [(("trn2.48xlarge",), "trn2"), ((None, "trn3.48xlarge"), "trn3"),
+                                               (("Trainium2",), "trn2"), (("inf2.xlarge",), "inf2"),
+                                               (("trn1.32xlarge",), "trn1"), (("m7i.large", None), None)])
+def test_chip_family(texts: tuple[str | None, ...], family: str | None) -> None:
+    assert chip_family(*texts) == family
+
+
+def test_logical_core_config() -> None:
+    assert logical_core_config("trn2", {}) == (2, "default")
+    assert logical_core_config("trn1", {}) == (1, "default")
+    assert logical_core_config("trn2", {"NEURON_LOGICAL_NC_CONFIG": "1"}) == (1, "env")
+    with pytest.raises(BackendError, match="must be 1 or 2"):
+        logical_core_config("trn2", {"NEURON_LOGICAL_NC_CONFIG": "4"})
+
+
+def test_neuron_peak_is_per_logical_core() -> None:
+    lnc2 = neuron_peak("trn2", 2, CHIPS)
+    assert lnc2 is not None and lnc2.chip == "trn2-lnc2" and lnc2.scope == "core"
+    assert lnc2.tflops["bf16"] == pytest.approx(667.0 / 4)
+    assert neuron_peak("trn2", 1, CHIPS).chip == "trn2-lnc1"
+    trn3 = neuron_peak("trn3", 2, CHIPS)
+    assert trn3.scope == "core" and trn3.chip == "trn3-lnc2" and "derived" in trn3.source
+    assert trn3.tflops["bf16"] == pytest.approx(671.0 / 4)
+    assert trn3.memory_bandwidth_tbs == pytest.approx(4.9 / 4)
+    assert neuron_peak(None, 2, CHIPS) is None
+
+
+def test_neff_cache_stats_from_mapping_or_object() -> None:
+    class Stats:
+        persistent_hits, persistent_misses, total_entries = 3, 1, 4
+
+    assert stats_dict({"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4, "note": "x"}) == {
+        "persistent_hits": 3, "persistent_misses": 1, "total_entries": 4}
+    assert stats_dict(Stats()) == {"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4}
+
+
+# ----- XLA decisions ------------------------------------------------------------------
+def test_pjrt_target() -> None:
+    assert pjrt_target({"PJRT_DEVICE": "cpu"}, False, False) == "CPU"
+    assert pjrt_target({}, True, False) == "NEURON"
+    assert pjrt_target({}, False, True) == "TPU"
+    assert pjrt_target({}, False, False) is None
+
+
+def test_xla_block_timer_runs_whole_graphs_and_scales() -> None:
+    calls, steps, waits = [], [], []
+    now = [0]
+
+    def clock_ns() -> int:
+        now[0] += 1_000_000  # every read advances 1 ms
+        return now[0]
+
+    timer = xla_block_timer(lambda: calls.append(1), 8, lambda: steps.append(1), lambda: waits.append(1), clock_ns)
+    assert timer(1) == pytest.approx(1e-3)  # first graph: unscaled (it holds the compile)
+    assert len(calls) == 8 and len(steps) == 1
+    calls.clear()
+    steps.clear()
+    assert timer(20) == pytest.approx(1e-3 * 20 / 24)  # 3 graphs of 8 calls, scaled to 20 calls
+    assert len(calls) == 24 and len(steps) == 3
+
+
+# ----- hooks, for real on the CPU backend ------------------------------------------------
+class _ObservingCpu(CpuBackend):
+    """The real CPU backend plus a telemetry hook that reports what it saw."""
+
+    def telemetry_start(self) -> None:
+        self.started = True
+
+    def telemetry_stop(self) -> Telemetry:
+        return Telemetry(extra={"telemetry": {"seen": self.started}}, flags=("throttled",), compile_s=0.25)
+
+
+def test_telemetry_hooks_reach_the_record() -> None:
+    from mfu_sweep.timing import TimingConfig
+
+    rec = run_task(_ObservingCpu(), Task(shape=Shape(1, 64, 64, 64), dtype="fp32", timing=TimingConfig(**QUICK)))
+    assert rec.status == "ok"
+    assert rec.extra["telemetry"] == {"seen": True}
+    assert "throttled" in rec.flags and rec.compile_s == 0.25
+    assert json.loads(json.dumps(rec.to_json()))["telemetry"] == {"seen": True}
+
+
+def test_default_hooks_add_nothing() -> None:
+    assert TorchBackend.telemetry_stop(CpuBackend()) == Telemetry()
+    timer, name = CpuBackend().block_timer(lambda: None)
+    assert name == "host" and timer(3) >= 0
+
+
+def test_soak_runs_for_the_requested_time() -> None:
+    out = CpuBackend().soak(0.2)
+    assert out["seconds"] >= 0.2 and out["calls"] >= 1 and out["tflops"] > 0
+    assert out["shape"] == "512x512x512" and out["dtype"] == "fp32"
+
+
+def test_hello_records_soak_and_requested_device() -> None:
+    _, info = hello("auto", None, None, soak_s=0.05)
+    assert info["device"]["requested"] == "auto" and info["device"]["backend"] == "cpu"
+    assert info["environment"]["soak"]["seconds"] >= 0.05
+
+
+def test_device_options_env_is_restored() -> None:
+    before = {k: os.environ.get(k) for k in (TIMER_ENV, SOAK_ENV)}
+    with device_options_env("graph", 3.0):
+        assert os.environ[TIMER_ENV] == "graph" and float(os.environ[SOAK_ENV]) == 3.0
+    assert {k: os.environ.get(k) for k in (TIMER_ENV, SOAK_ENV)} == before
+
+
+def test_sweep_records_timer_and_soak_settings(tmp_path: os.PathLike) -> None:
+    out = os.path.join(tmp_path, "s.json")
+    res = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--shape", "64x64x64", "--isolate", "none",
+                                    "--soak", "0.1", "--budget-s", "0.1", "-o", out, "--quiet"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(open(out).read())
+    assert data["settings"]["timer"] == "auto" and data["settings"]["soak_s"] == 0.1
+    assert data["environment"]["soak"]["seconds"] >= 0.1
+    assert SOAK_ENV not in os.environ

@@ -1,0 +1,163 @@
+"""The one-shot report: sections, numbers, self-contained HTML, and the ``report`` command.
+
+All inputs are SYNTHETIC sweeps from tests/synthetic.py (made-up numbers).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from synthetic import make_sweep_doc, write_sweep  # noqa: E402
+
+from mfu_sweep.cli import main  # noqa: E402
+from mfu_sweep.report import analyse, write_report  # noqa: E402
+from mfu_sweep.results import (  # noqa: E402
+    Sweep,
+    parse_document,
+    summary_line,  # noqa: E402
+)
+
+FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
+ODD_LABEL = 'chip-c<b>&"$x'
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def docs() -> list[dict[str, Any]]:
+    common = {"flops": FLOPS, "n_samples": 10}
+    a = make_sweep_doc("chip-a", P_tflops=100.0, W_tbs=1.0, t0_s=2e-6, peak_tflops=200.0, bandwidth_tbs=1.2,
+                       seed=1, **common)
+    a_compile = make_sweep_doc("chip-a", P_tflops=120.0, W_tbs=1.0, t0_s=6e-6, peak_tflops=200.0,
+                               bandwidth_tbs=1.2, mode="compile", seed=2, **common)
+    b = make_sweep_doc("chip-b", P_tflops=400.0, W_tbs=3.0, t0_s=5e-5, peak_tflops=500.0, bandwidth_tbs=3.5,
+                       seed=3, **common)
+    c = make_sweep_doc(ODD_LABEL, P_tflops=250.0, W_tbs=2.0, t0_s=1e-5, seed=4, mode="compile",
+                       statuses=["ok"] * 7 + ["timeout", "oom", "error"], **common)
+    c["peak"]["estimated"] = True
+    return [a, a_compile, b, c]
+
+
+@pytest.fixture(scope="module")
+def sweeps(tmp_path_factory: pytest.TempPathFactory) -> list[Sweep]:
+    d = tmp_path_factory.mktemp("sweeps")
+    out = []
+    for i, doc in enumerate(docs()):
+        path = write_sweep(d, doc, name=f"s{i}.json")
+        out += parse_document(doc, source=str(path))
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(sweeps: list[Sweep], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[Path]]:
+    analysis = analyse(sweeps, fit_n_boot=20, compare_n_boot=300)
+    out = tmp_path_factory.mktemp("report")
+    return out, analysis, write_report(sweeps, out, analysis=analysis)
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs)))
+
+
+def test_report_writes_markdown_html_json_and_figures(report: tuple[Path, Any, list[Path]]) -> None:
+    out, _, written = report
+    names = {p.relative_to(out).as_posix() for p in written}
+    assert {"index.md", "index.html", "analysis.json", "figures/mfu-vs-flops.png", "figures/roofline.png",
+            "figures/first-call.png", "figures/speedup.png", "figures/status.png"} <= names
+    assert all(p.exists() for p in written)
+
+
+def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]], sweeps: list[Sweep]) -> None:
+    out, analysis, _ = report
+    md = (out / "index.md").read_text()
+    for heading in ("# mfu-sweep report", "## Summary", "## Comparisons", "## Figures", "## Series",
+                    "### chip-a bf16 eager", "### chip-a bf16 compile", "### chip-b bf16 eager", "## How to read"):
+        assert heading in md
+    sw = sweeps[0]
+    for fact in (sw.run["id"], "synthetic-host", "torch n/a", "mfu-sweep-synthetic 1", "SYNTHETIC: made-up peak",
+                 "(vendor spec)", "(estimated)", "compute ceiling P", "bandwidth W", "overhead t0",
+                 "first call / steady median", "compile time | total", "MFU range", "best shape"):
+        assert fact in md, fact
+    # crossover verdicts and their intervals, as the analysis returns them
+    for c in analysis.comparisons:
+        assert c.sentence() in md
+    crossing = [x for c in analysis.comparisons for x in c.crossovers]
+    assert crossing, "the synthetic pair must cross"
+    from mfu_sweep.compare import format_flops
+    from mfu_sweep.report import crossover_text
+
+    for x in crossing:
+        assert f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}" in md
+        assert crossover_text(x) in md  # also in the series' own table
+    assert "| vs chip-b |" in md and "| vs chip-a |" in md
+    [compiled] = analysis.compile_comparisons.values()
+    escaped = compiled.sentence().replace("|", "\\|")  # Markdown table cells escape pipes
+    assert f"| where compiling pays | {escaped} |" in md
+    fit = analysis.fits[next(k for k in analysis.fits if k.label == "chip-a" and k.mode == "eager")]
+    from mfu_sweep.export import significant
+
+    assert f"{significant(fit.p_tflops)} TFLOP/s [{significant(fit.p_tflops_ci[0])}" in md
+    assert "![mfu-vs-flops](figures/mfu-vs-flops.png)" in md
+    assert "| 10000x10000x10000" not in md  # no invented shapes
+    assert "timeout" in md and "SYNTHETIC oom" in md  # the failed-records table
+
+
+def test_pass_rate_line(sweeps: list[Sweep]) -> None:
+
+    assert summary_line(sweeps[3].records) == "7/10 ok; 1 timeout, 1 oom, 0 mismatch, 1 error"
+
+
+def test_html_is_self_contained_and_escaped(report: tuple[Path, Any, list[Path]]) -> None:
+    out, _, written = report
+    page = (out / "index.html").read_text()
+    parser = _Tags()
+    parser.feed(page)
+    tags = parser.tags
+    assert not [t for t, _ in tags if t in ("script", "link", "iframe", "object", "embed")]
+    assert not [a for _, a in tags if "href" in a]
+    images = [a["src"] for t, a in tags if t == "img"]
+    figures = [p for p in written if p.suffix == ".png"]
+    assert len(images) == len(figures)
+    for src in images:
+        assert src.startswith("data:image/png;base64,")
+        assert base64.b64decode(src.split(",", 1)[1]).startswith(PNG_MAGIC)
+    assert "<style>" in page and "http://" not in page.split("<body>")[0]
+    assert "chip-c&lt;b&gt;&amp;&quot;$x" in page and "<b>" not in page
+    for section in ("Summary", "Comparisons", "Figures", "Series", "How to read this"):
+        assert f"<h2>{section}</h2>" in page
+
+
+def test_analysis_json_holds_fits_and_comparisons(report: tuple[Path, Any, list[Path]]) -> None:
+    out, analysis, _ = report
+    data = json.loads((out / "analysis.json").read_text())
+    assert len(data["fits"]) == len(analysis.fits)
+    assert [c["sentence"] for c in data["comparisons"]] == [c.sentence() for c in analysis.comparisons]
+
+
+def test_report_command_on_one_series(tmp_path: Path) -> None:
+    doc = make_sweep_doc("solo", P_tflops=100.0, W_tbs=1.0, t0_s=1e-5, flops=FLOPS[:5], n_samples=5, seed=9)
+    path = str(write_sweep(tmp_path, doc))
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(main, ["report", path, "-o", str(out), "--n-boot", "5"])
+    assert res.exit_code == 0, res.output
+    assert (out / "index.html").exists() and f"wrote {out / 'index.html'}" in res.output
+    md = (out / "index.md").read_text()
+    assert "Nothing to compare" in md and "### solo bf16 eager" in md
+    res = CliRunner().invoke(main, ["report", str(tmp_path / "missing.json"), "-o", str(out)])
+    assert res.exit_code == 1 and "no such file" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["report", path, "--mode", "bogus", "-o", str(out)])
+    assert res.exit_code == 1 and "--mode bogus matches no records" in res.output
