@@ -7,7 +7,6 @@ traceback.
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import sys
@@ -20,7 +19,8 @@ import click
 
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.shapes import ShapeError, parse_shape, read_shape_csv, square_family, unique_sorted
+from mfu_sweep.errors import one_line_errors
+from mfu_sweep.shapes import parse_shape, read_shape_csv, square_family, unique_sorted
 
 # Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
 # on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=1728) keeps the
@@ -30,20 +30,7 @@ CPU_RANGE = (1e6, 2e10)
 DEFAULT_POINTS = 16
 
 
-def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn the library's validation errors into one-line Click errors."""
-    from mfu_sweep.backends.base import BackendError
-    from mfu_sweep.results import ResultError
-    from mfu_sweep.specs import SpecError
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (ShapeError, SpecError, ResultError, BackendError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return wrapper
+domain_errors = one_line_errors
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -159,11 +146,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
     """
     from mfu_sweep.backends import auto_backend, parse_device
-    from mfu_sweep.bench import Task
     from mfu_sweep.cli_device import device_options_env
     from mfu_sweep.distributed import gather_to_rank0, placement
     from mfu_sweep.specs import load_chips
     from mfu_sweep.sweep import SweepError, SweepPlan, default_label, run_sweep
+    from mfu_sweep.task import Task
     from mfu_sweep.timing import TimingConfig
 
     place = placement(distribute, shard)
@@ -233,17 +220,19 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
 
 def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str]) -> Any:
-    """Resolve sweeps/<label>.json before the sweep starts (needs the device's name)."""
+    """Resolve sweeps/<label>.json before the sweep starts, without opening the device here.
+
+    On a CPU the label comes from /proc/cpuinfo (what the worker will report);
+    accelerators are named after the --device value: opening one in this process
+    could hold it (Neuron cores and TPUs belong to one process).
+    """
     from mfu_sweep.backends import auto_backend
-    from mfu_sweep.worker import hello
+    from mfu_sweep.specs.cpu import read_cpuinfo
 
     if label is None:
         picked = auto_backend() if plan.device == "auto" else plan.device
         if picked.startswith("cpu"):
-            # describing the device here is cheap on CPU; accelerators describe in the worker
-            # (opening one here could hold it: Neuron cores and TPUs belong to one process)
-            _, info = hello(plan.device, plan.spec_file, plan.chip)
-            label = default_label(info["device"])
+            label = default_label({"name": read_cpuinfo()[0], "chip": "cpu", "backend": "cpu"})
         else:
             label = picked.replace(":", "-")
     return replace(plan, output=Path("sweeps") / f"{label}.json", label=plan.label)

@@ -8,7 +8,6 @@ options, checks the output directory and prints what it wrote. It imports
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -16,19 +15,9 @@ from typing import Any
 
 import click
 
+from mfu_sweep.errors import one_line_errors as domain_errors
+
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
-
-
-def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """:func:`mfu_sweep.cli.domain_errors`, looked up when the command runs (no import cycle)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from mfu_sweep.cli import domain_errors as one_line_errors
-
-        return one_line_errors(fn)(*args, **kwargs)
-
-    return wrapper
 
 
 def _use_agg() -> None:

@@ -7,7 +7,6 @@ does not import :mod:`mfu_sweep.cli`, so either can be imported first.
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import json
 from collections.abc import Callable, Sequence
@@ -16,25 +15,12 @@ from typing import Any
 import click
 
 from mfu_sweep.dtypes import DTYPES, get_dtype
-from mfu_sweep.predict import LEFT_OUT, Part, PredictError, StepPrediction, predict_step
+from mfu_sweep.errors import one_line_errors
+from mfu_sweep.predict import LEFT_OUT, Part, StepPrediction, predict_step
 from mfu_sweep.shapes import ShapeError
 from mfu_sweep.workloads import KINDS, WorkloadGemm, load_models, resolve_family, step_flops
 
 CSV_COLUMNS = ("batch", "m", "n", "k", "role", "pass", "count", "layout", "flops", "bytes", "intensity", "family")
-
-
-def _errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Bad input becomes a one-line error and exit 1, never a traceback."""
-    from mfu_sweep.results import ResultError
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except (ShapeError, ResultError, PredictError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return wrapper
 
 
 def _si(value: float, unit: str) -> str:
@@ -118,7 +104,7 @@ def _print_models() -> None:
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout (usable as `sweep --shape-file`).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @click.option("--models", "list_models", is_flag=True, help="List the known llm: models and their sources.")
-@_errors
+@one_line_errors
 def shapes(families: tuple[str, ...], dtype: str, as_csv: bool, as_json: bool, list_models: bool) -> None:
     """List a family's GEMMs with role, pass, count per step, FLOPs, bytes and intensity.
 
@@ -215,7 +201,7 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--no-fit", is_flag=True, help="Never fill unmeasured shapes from a roofline fit.")
 @click.option("--allow-partial", is_flag=True, help="Show series that miss shapes, labelled partial.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
-@_errors
+@one_line_errors
 def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | None, tp: int | None, dtype: str,
             mode: str, no_fit: bool, allow_partial: bool, as_json: bool) -> None:
     """Predict the GEMM time and GEMM-only MFU of one training step from sweep files.

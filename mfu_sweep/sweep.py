@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.bench import Task
 from mfu_sweep.results import (
     Record,
     ResultError,
@@ -31,6 +30,7 @@ from mfu_sweep.results import (
     save_sweep,
 )
 from mfu_sweep.specs import Peak, apply_peak_override
+from mfu_sweep.task import Task
 from mfu_sweep.worker import InProcessRunner, SubprocessRunner
 
 ISOLATION = ("sweep", "shape", "none")
@@ -146,6 +146,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
                              f"differs from this device's {fresh.device.get(key)!r}")
     run = dict(old.run)
     run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
+    run["resumed_argv"] = [*run.get("resumed_argv", []), list(plan.argv)]
     run["finished_at"] = None
     return replace(old, run=run)
 

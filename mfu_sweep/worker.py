@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.bench import Task, blank_record
 from mfu_sweep.results import Record
+from mfu_sweep.task import Task, blank_record
 
 STDERR_TAIL_LINES = 20
 # Seconds of large-GEMM warm-up each worker runs after opening the device (sweep --soak).

@@ -14,8 +14,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from mfu_sweep.backends.base import BackendError, TorchBackend
+from mfu_sweep.errors import BackendError
+
+if TYPE_CHECKING:  # the torch-free parent process parses --device without importing torch
+    from mfu_sweep.backends.base import TorchBackend
 
 # backend name -> "module:Class"; modules are imported only when chosen
 REGISTRY: dict[str, str] = {

@@ -27,10 +27,6 @@ GemmFn = Callable[[int], torch.Tensor]
 """Runs one GEMM on input set ``i`` and returns the output tensor."""
 
 
-class BackendError(RuntimeError):
-    """The requested device is absent or unusable; the message says why."""
-
-
 class Unsupported(Exception):
     """This (dtype, mode) cannot run on this device; becomes status ``unsupported``."""
 

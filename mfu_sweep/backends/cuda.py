@@ -28,8 +28,9 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.backends.base import BackendError, DeviceInfo, Telemetry, TorchBackend, Unsupported
+from mfu_sweep.backends.base import DeviceInfo, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.dtypes import DType
+from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, find_chip, load_chips
 from mfu_sweep.timing import BlockTimer

@@ -15,8 +15,9 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.backends.base import BackendError, DeviceInfo, TorchBackend
+from mfu_sweep.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.dtypes import DType
+from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import find_chip
 from mfu_sweep.timing import BlockTimer, host_block_timer

@@ -29,9 +29,10 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.backends.base import BackendError, DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
+from mfu_sweep.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.backends.generic import event_block_timer, events_work
 from mfu_sweep.dtypes import DType
+from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, get_chip, load_chips
 from mfu_sweep.timing import BlockTimer, host_block_timer

@@ -33,9 +33,10 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.backends.base import BackendError, DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
+from mfu_sweep.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.backends.neuron import CC_FLAGS_ENV, device_nodes, neuron_cc_flags, package_version
 from mfu_sweep.dtypes import DType
+from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, find_chip
 from mfu_sweep.timing import BlockTimer
