@@ -20,15 +20,7 @@ import click
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import one_line_errors
-from mfu_sweep.shapes import parse_shape, read_shape_csv, square_family, unique_sorted
-
-# Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
-# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=1728) keeps the
-# whole default sweep within a couple of minutes.
-ACCEL_RANGE = (1e6, 2e12)
-CPU_RANGE = (1e6, 2e10)
-DEFAULT_POINTS = 16
-
+from mfu_sweep.sweep import DEFAULT_POINTS
 
 domain_errors = one_line_errors
 
@@ -50,27 +42,6 @@ def _positive_float(ctx: click.Context, param: click.Parameter, value: float | N
     if value is not None and not (math.isfinite(value) and value > 0):
         raise click.BadParameter(f"{value!r} must be a positive number", ctx=ctx, param=param)
     return value
-
-
-def build_shapes(shape_specs: tuple[str, ...], shape_file: str | None, min_flop: float | None,
-                 max_flop: float | None, points: int, align: int, on_cpu: bool,
-                 families: tuple[str, ...] = ()) -> list[tuple[Any, str]]:
-    """Shapes from the options: explicit ``--shape``s, a CSV, ``--shapes`` families, else the square family."""
-    from mfu_sweep.workloads import sweep_shapes
-
-    shapes: list[tuple[Any, str]] = [(parse_shape(s), "custom") for s in shape_specs]
-    if shape_file:
-        shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
-    for family in families:
-        shapes += sweep_shapes(family)
-    if not shapes or min_flop is not None or max_flop is not None:
-        lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
-        shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
-    seen = unique_sorted(s for s, _ in shapes)
-    fam = {}
-    for s, f in shapes:
-        fam.setdefault(s, f)
-    return [(s, fam[s]) for s in seen]
 
 
 @main.command()
@@ -149,8 +120,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     from mfu_sweep.cli_device import device_options_env
     from mfu_sweep.distributed import gather_to_rank0, placement
     from mfu_sweep.specs import load_chips
-    from mfu_sweep.sweep import SweepError, SweepPlan, default_label, run_sweep
-    from mfu_sweep.task import Task
+    from mfu_sweep.sweep import SweepError, SweepPlan, default_label, make_tasks, run_sweep, select_shapes
     from mfu_sweep.timing import TimingConfig
 
     place = placement(distribute, shard)
@@ -158,27 +128,19 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     req = parse_device(device)
     if timer != "auto" and req.backend not in ("cuda", "auto"):
         raise click.BadParameter(f"{timer!r} applies to --device cuda only", param_hint="--timer")
-    if spec_file:
-        chips = load_chips(spec_file)
-    if chip:
-        chips = load_chips(spec_file)
-        if chip not in chips:
+    if spec_file or chip:
+        chips = load_chips(spec_file)  # validates the spec file at the edge
+        if chip and chip not in chips:
             raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
     on_cpu = req.backend == "cpu" or (req.backend == "auto" and auto_backend() == "cpu")
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = build_shapes(shape_specs, shape_file, min_flop, max_flop, points, align, on_cpu, families)
+    shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks = [Task(shape=s, dtype=d, mode=m, family=f, seed=seed, timing=timing, compile_mode=compile_mode,
-                  check=not no_check) for d in dtypes for m in modes for s, f in shapes]
-    from mfu_sweep.dtypes import get_dtype
-    from mfu_sweep.shapes import check_memory
-
-    for t in tasks:
-        check_memory(t.shape, get_dtype(t.dtype))
-    tasks = place.select(tasks)
+    tasks = place.select(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing, compile_mode=compile_mode,
+                                    check=not no_check))
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
         label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,

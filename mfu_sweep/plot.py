@@ -175,11 +175,8 @@ def format_si(value: float, unit: str = "") -> str:
     return f"{value:.3g} {unit}".strip()
 
 
-class DecadeLocator(mticker.Locator):
-    """Major ticks on powers of ten, thinned to at most ``max_ticks`` (every 3rd, 6th ... decade).
-
-    A stride of 3 keeps ticks on SI prefix boundaries (1 M, 1 G, 1 T).
-    """
+class _ViewLocator(mticker.Locator):
+    """A locator that computes ticks from the view interval, at most ``max_ticks`` of them."""
 
     def __init__(self, max_ticks: int = 5) -> None:
         self.max_ticks = max_ticks
@@ -187,6 +184,13 @@ class DecadeLocator(mticker.Locator):
     def __call__(self) -> list[float]:
         lo, hi = self.axis.get_view_interval()
         return self.tick_values(lo, hi)
+
+
+class DecadeLocator(_ViewLocator):
+    """Major ticks on powers of ten, thinned to at most ``max_ticks`` (every 3rd, 6th ... decade).
+
+    A stride of 3 keeps ticks on SI prefix boundaries (1 M, 1 G, 1 T).
+    """
 
     def tick_values(self, vmin: float, vmax: float) -> list[float]:
         vmin, vmax = sorted((vmin, vmax))
@@ -206,18 +210,14 @@ class DecadeLocator(mticker.Locator):
         return ticks
 
 
-class RatioLocator(mticker.Locator):
+class RatioLocator(_ViewLocator):
     """Ticks for ratios on a log axis: 1× and round factors either side (0.5×, 2×, 10× ...)."""
 
     COARSE = tuple(m * 10.0**e for e in range(-3, 4) for m in (1, 2, 5))
     FINE = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 1.75, 2.0)
 
     def __init__(self, max_ticks: int = 6) -> None:
-        self.max_ticks = max_ticks
-
-    def __call__(self) -> list[float]:
-        lo, hi = self.axis.get_view_interval()
-        return self.tick_values(lo, hi)
+        super().__init__(max_ticks)
 
     def tick_values(self, vmin: float, vmax: float) -> list[float]:
         vmin, vmax = sorted((vmin, vmax))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
+from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.results import (
     Record,
     ResultError,
@@ -29,12 +30,56 @@ from mfu_sweep.results import (
     load_sweeps,
     save_sweep,
 )
+from mfu_sweep.shapes import Shape, check_memory, parse_shape, read_shape_csv, square_family, unique_sorted
 from mfu_sweep.specs import Peak, apply_peak_override
 from mfu_sweep.task import Task
 from mfu_sweep.worker import InProcessRunner, SubprocessRunner
 
 ISOLATION = ("sweep", "shape", "none")
 MODES = ("eager", "compile")
+
+
+# Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
+# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=1728) keeps the
+# whole default sweep within a couple of minutes.
+ACCEL_RANGE = (1e6, 2e12)
+CPU_RANGE = (1e6, 2e10)
+DEFAULT_POINTS = 16
+
+
+def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None, families: Sequence[str] = (),
+                  min_flop: float | None = None, max_flop: float | None = None, points: int = DEFAULT_POINTS,
+                  align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
+    """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
+
+    The square family is added when nothing else is asked for, or when a FLOP
+    range is given; its default range depends on the device (see ``CPU_RANGE``).
+    Duplicates keep their first family.
+    """
+    from mfu_sweep.workloads import sweep_shapes
+
+    shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
+    if shape_file:
+        shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
+    for family in families:
+        shapes += sweep_shapes(family)
+    if not shapes or min_flop is not None or max_flop is not None:
+        lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
+        shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
+    seen = unique_sorted(s for s, _ in shapes)
+    fam = {}
+    for s, f in shapes:
+        fam.setdefault(s, f)
+    return [(s, fam[s]) for s in seen]
+
+
+def make_tasks(shapes: Sequence[tuple[Shape, str]], dtypes: Sequence[str], modes: Sequence[str],
+               **task_kw: Any) -> list[Task]:
+    """Every (dtype, mode, shape) as a task, after refusing shapes with absurd memory needs."""
+    tasks = [Task(shape=s, dtype=d, mode=m, family=f, **task_kw) for d in dtypes for m in modes for s, f in shapes]
+    for t in tasks:
+        check_memory(t.shape, get_dtype(t.dtype))
+    return tasks
 
 
 class SweepError(RuntimeError):
