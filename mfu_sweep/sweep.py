@@ -244,7 +244,10 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
                 progress(task, record)
         sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
         save_sweep(plan.output, sweep)
-        return sweep
-    finally:
         runner.close()
+        return sweep
+    except BaseException:
+        runner.close(abandon=True)  # Ctrl-C or a crash: the shape in flight is abandoned at once
+        raise
+    finally:
         _cleanup_cold()

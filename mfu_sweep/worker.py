@@ -70,7 +70,7 @@ class InProcessRunner:
 
         return run_task(self.backend, task)
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
         pass
 
 
@@ -162,9 +162,12 @@ class Worker:
                 pass
             popen.wait()
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
+        """Stop the worker: politely (it exits after its task), or at once when ``abandon``."""
         popen = self.proc.popen
-        if popen.poll() is None:
+        if abandon:
+            self.kill()
+        elif popen.poll() is None:
             try:
                 popen.stdin.close()  # type: ignore[union-attr]
                 popen.wait(timeout=5)
@@ -219,9 +222,9 @@ class SubprocessRunner:
             return blank_record(task, exc.status, str(exc))
         return Record.from_json(answer["record"])
 
-    def close(self) -> None:
+    def close(self, abandon: bool = False) -> None:
         if self.worker is not None:
-            self.worker.close()
+            self.worker.close(abandon)
             self.worker = None
 
 

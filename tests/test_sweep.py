@@ -220,3 +220,29 @@ def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
     assert warm2 < 0.7 * warm1, f"warm run did not reuse the cache: {warm1:.2f} s then {warm2:.2f} s"
     settings = json.loads((tmp_path / "cold1.json").read_text())["settings"]
     assert settings["compile_cache"].startswith("cold")
+
+
+def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ["sweep", "--device", "cpu", "--budget-s", "0.1", "--quiet", "-o", str(out), "--timeout", "600",
+            "--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
+    env = {**os.environ, "MFU_SWEEP_TEST_FAULT": "hang:128x128x128"}
+    proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            if len(records(out)) == 2:
+                break
+        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+            pass
+        time.sleep(0.05)
+    time.sleep(0.5)  # the worker is now hanging in the third shape
+    start = time.time()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert time.time() - start < 5, "Ctrl-C must not wait for the shape in flight"
+    assert proc.returncode == 130
+    assert "--resume" in err and str(out) in err
+    assert [r["shape"]["m"] for r in records(out)] == [64, 96]
+    assert json.loads(out.read_text())["run"]["finished_at"] is None
