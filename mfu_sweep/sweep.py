@@ -142,16 +142,26 @@ def _make_runner(plan: SweepPlan) -> InProcessRunner | SubprocessRunner:
 _COLD_ROOT: list[str] = []
 
 
-def _cold_env(task: Task) -> dict[str, str]:
-    """Fresh, empty compile caches for one task (removed at exit)."""
-    from mfu_sweep.backends.base import TorchBackend
+def cold_cache_env(root: str) -> dict[str, str]:
+    """Environment pointing every compile cache a worker may use into the empty folder ``root``.
 
+    Inductor and triton (CPU/CUDA), TorchNeuron's NEFF cache and neuronx-cc's cache (XLA-based
+    torch-neuronx). Set before the worker starts, so it needs no knowledge of the backend.
+    """
+    flags = os.environ.get("NEURON_CC_FLAGS", "")
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(root, "triton"),
+        "TORCH_NEURONX_NEFF_CACHE_DIR": os.path.join(root, "neff"),
+        "NEURON_CC_FLAGS": f"{flags} --cache_dir={os.path.join(root, 'neuron')}".strip(),
+    }
+
+
+def _cold_env(task: Task) -> dict[str, str]:
+    """Fresh, empty compile caches for one task (removed when the sweep ends)."""
     root = tempfile.mkdtemp(prefix="mfu-sweep-cold-")
     _COLD_ROOT.append(root)
-    env = TorchBackend.compile_cache_env(None, root)  # type: ignore[arg-type]
-    env.update({"TORCH_NEURONX_NEFF_CACHE_DIR": os.path.join(root, "neff"),
-                "NEURON_CC_FLAGS": (os.environ.get("NEURON_CC_FLAGS", "") + f" --cache_dir={root}/neuron").strip()})
-    return env
+    return cold_cache_env(root)
 
 
 def _cleanup_cold() -> None:

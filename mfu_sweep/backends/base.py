@@ -9,7 +9,6 @@ differs: the timer, synchronisation, device description and peak lookup.
 
 from __future__ import annotations
 
-import os
 import platform
 import time
 from collections.abc import Callable, Mapping
@@ -231,7 +230,3 @@ class TorchBackend:
     def memory_bytes(self) -> int | None:
         return None
 
-    def compile_cache_env(self, root: str) -> dict[str, str]:
-        """Environment that points every compile cache of this stack into ``root``."""
-        return {"TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
-                "TRITON_CACHE_DIR": os.path.join(root, "triton")}

@@ -274,9 +274,6 @@ class NeuronBackend(TorchBackend):
             raise Unsupported(f"torch.compile(backend='neuron') supports mode 'default' only, not {compile_mode!r}")
         return super().gemm_fn(shape, dtype, mode, inputs, compile_mode)
 
-    def compile_cache_env(self, root: str) -> dict[str, str]:
-        return {**super().compile_cache_env(root), "TORCH_NEURONX_NEFF_CACHE_DIR": os.path.join(root, "neff")}
-
     # ----- per-shape observations ------------------------------------------
     def telemetry_start(self) -> None:
         stats = _cache_stats()

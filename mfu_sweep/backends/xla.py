@@ -289,12 +289,6 @@ class XlaBackend(TorchBackend):
     def is_oom(self, exc: BaseException) -> bool:
         return super().is_oom(exc) or "resource_exhausted" in str(exc).lower()
 
-    def compile_cache_env(self, root: str) -> dict[str, str]:
-        env = super().compile_cache_env(root)
-        flags = os.environ.get(CC_FLAGS_ENV, "")
-        env[CC_FLAGS_ENV] = f"{flags} --cache_dir={os.path.join(root, 'neuron')}".strip()
-        return env
-
     # ----- per-shape observations ------------------------------------------
     def telemetry_start(self) -> None:
         self._before = {"compile": _metric(self.met, "CompileTime"), "execute": _metric(self.met, "ExecuteTime"),
