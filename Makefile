@@ -32,7 +32,7 @@ venv: $(STAMP)
 
 sweep: $(STAMP)
 	$(BIN)/mfu-sweep sweep $(SWEEP_ARGS) --force
-	$(BIN)/mfu-sweep sweep $(SWEEP_ARGS_BF16) --resume
+	$(if $(strip $(SWEEP_ARGS_BF16)),$(BIN)/mfu-sweep sweep $(SWEEP_ARGS_BF16) --resume)
 	$(MAKE) plots
 
 plots: $(STAMP)
