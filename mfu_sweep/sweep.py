@@ -30,7 +30,7 @@ from mfu_sweep.results import (
     load_sweeps,
     save_sweep,
 )
-from mfu_sweep.shapes import Shape, check_memory, parse_shape, read_shape_csv, square_family, unique_sorted
+from mfu_sweep.shapes import Shape, check_memory, parse_shape, read_shape_csv, square_family
 from mfu_sweep.specs import Peak, apply_peak_override
 from mfu_sweep.task import Task
 from mfu_sweep.worker import InProcessRunner, SubprocessRunner
@@ -40,7 +40,7 @@ MODES = ("eager", "compile")
 
 
 # Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
-# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=1728) keeps the
+# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=2176) keeps the
 # whole default sweep within a couple of minutes.
 ACCEL_RANGE = (1e6, 2e12)
 CPU_RANGE = (1e6, 2e10)
@@ -66,11 +66,10 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
     if not shapes or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
         shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
-    seen = unique_sorted(s for s, _ in shapes)
-    fam = {}
+    first: dict[Shape, str] = {}
     for s, f in shapes:
-        fam.setdefault(s, f)
-    return [(s, fam[s]) for s in seen]
+        first.setdefault(s, f)
+    return list(first.items())
 
 
 def make_tasks(shapes: Sequence[tuple[Shape, str]], dtypes: Sequence[str], modes: Sequence[str],
@@ -112,13 +111,17 @@ def utc_now() -> str:
 
 
 def git_sha() -> str | None:
-    """Commit of the tool's own checkout, when it runs from one."""
+    """Commit of the tool's own checkout, when it runs from one (never of a repository it is merely inside)."""
     here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() / "mfu_sweep" != here:
+        return None
+    return lines[1]
 
 
 def default_label(device: dict[str, Any]) -> str:
