@@ -212,7 +212,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     at a shape only when its ratio is significant after Holm's correction over
     the pair's shapes, in a run of at least --min-run shapes; otherwise the
     shape is ambiguous. Crossovers come from the data ("data") and from the
-    fitted rooflines ("fit"), each with an interval.
+    fitted rooflines ("fit"), each with an interval. For a torchrun replicate
+    run (labels <label>.r0, .r1 ...) it first prints the spread across the
+    devices of one chip: slowest/fastest median per shape.
 
     \b
     Example:
@@ -223,14 +225,22 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     """
     from mfu_sweep.compare import compare_all
     from mfu_sweep.results import load_sweeps
+    from mfu_sweep.spread import replicate_spreads
 
-    comps = compare_all(load_sweeps(files), metric, label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha,
+    sweeps = load_sweeps(files)
+    comps = compare_all(sweeps, metric, label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha,
                         min_run=min_run, use_fit=not no_fit, fit_n_boot=fit_n_boot)
+    spreads = replicate_spreads(sweeps) if label_a is None and label_b is None else []
     if as_json:
-        click.echo(json.dumps({"comparisons": [c.to_json() for c in comps]}, indent=1))
+        out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps]}
+        if spreads:
+            out["spreads"] = [s.to_json() for s in spreads]
+        click.echo(json.dumps(out, indent=1))
         return
+    for s in spreads:
+        click.echo(f"spread: {s.sentence()}")
     for i, c in enumerate(comps):
-        if i:
+        if i or spreads:
             click.echo("")
         _print_comparison(c)
 

@@ -80,6 +80,29 @@ def test_torchrun_two_ranks_gloo(tmp_path: Path, mode: str) -> None:
     if mode == "replicate":
         assert got == [64, 64, 96, 96, 128, 128]
         assert sorted(sw["device"]["label"][-3:] for sw in doc["sweeps"]) == [".r0", ".r1"]
+        res = CliRunner().invoke(main, ["compare", str(out), "--metric", "tflops", "--no-fit"])
+        assert res.exit_code == 0, res.output
+        assert "spread: " in res.output and "over 2 devices" in res.output
     else:
         assert got == [64, 96, 128]
     assert CliRunner().invoke(main, ["validate", str(out)]).exit_code == 0
+
+
+def test_replicate_spread_names_the_slow_device(tmp_path: Path) -> None:
+    """SYNTHETIC: rank 1 is 10% slower everywhere; the spread says so."""
+    from synthetic import make_sweep_doc
+
+    from mfu_sweep.results import parse_document
+    from mfu_sweep.spread import replicate_spreads
+
+    flops = [1e8, 1e9, 1e10, 1e11]
+    fast = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, noise=0.0, run_id="a")
+    slow = make_sweep_doc("gpu.r1", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, noise=0.0, run_id="b",
+                          time_fn=lambda f, b: 1.1 * (1e-5 + max(f / 1e14, b / 2e12)))
+    other = make_sweep_doc("cpu", P_tflops=1, W_tbs=0.1, t0_s=1e-5, flops=flops, run_id="c")
+    sweeps = [s for d in (fast, slow, other) for s in parse_document(d)]
+    (spread,) = replicate_spreads(sweeps)
+    assert spread.label == "gpu" and spread.devices == ("gpu.r0", "gpu.r1")
+    assert len(spread.shapes) == 4 and all(s.slowest == "gpu.r1" for s in spread.shapes)
+    assert abs(spread.median_ratio - 1.1) < 1e-6
+    assert "over 2 devices" in spread.sentence()
