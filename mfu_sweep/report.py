@@ -32,6 +32,7 @@ from mfu_sweep.plot import make_figures, peak_kind, save_figure
 from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
 from mfu_sweep.series import Series, SeriesKey, group_series
 from mfu_sweep.specs import Peak
+from mfu_sweep.spread import replicate_spreads
 
 # Figures in the report are for screens; ``mfu-sweep plot`` writes 300 dpi for print.
 REPORT_DPI = 200
@@ -448,12 +449,21 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
     blocks += [Heading(2, "Summary"), _summary_table(sweeps, analysis)]
+    blocks += _spread_blocks(sweeps)
     blocks += _comparison_blocks(analysis)
     blocks.append(Heading(2, "Figures"))
     blocks += [FigureRef(stem, caption(stem, analysis.metric)) for stem in figures]
     blocks += _series_blocks(sweeps, analysis)
     blocks += _method_blocks(analysis)
     return blocks
+
+
+def _spread_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
+    """Spread across the devices of one chip, for torchrun replicate runs (labels ``<label>.r<rank>``)."""
+    spreads = replicate_spreads(sweeps)
+    if not spreads:
+        return []
+    return [Heading(2, "Spread across devices (replicate runs)"), Bullets(tuple(s.sentence() for s in spreads))]
 
 
 # --------------------------------------------------------------------------- rendering

@@ -161,3 +161,17 @@ def test_report_command_on_one_series(tmp_path: Path) -> None:
     assert res.exit_code == 1 and "no such file" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["report", path, "--mode", "bogus", "-o", str(out)])
     assert res.exit_code == 1 and "--mode bogus matches no records" in res.output
+
+
+def test_report_shows_replicate_spread(tmp_path: Path) -> None:
+    """SYNTHETIC: two ranks of one chip, rank 1 slower; the report has a spread section naming it."""
+    from mfu_sweep.results import parse_document
+
+    flops = list(np.geomspace(1e8, 1e11, 5))
+    r0 = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r0")
+    r1 = make_sweep_doc("gpu.r1", P_tflops=80, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r1")
+    sweeps = [s for d in (r0, r1) for s in parse_document(d)]
+    write_report(sweeps, tmp_path / "rep", analysis=analyse(sweeps, fit_n_boot=10, compare_n_boot=200))
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "## Spread across devices (replicate runs)" in md
+    assert "gpu (bf16, eager) over 2 devices" in md and "slowest: gpu.r1" in md
