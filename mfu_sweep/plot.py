@@ -301,15 +301,19 @@ def filter_sweeps(sweeps: Sequence[Sweep], dtypes: Sequence[str] = (), modes: Se
     return out
 
 
-def _pick(sweeps: Sequence[Sweep], field: str, value: str | None) -> str:
-    have = available(sweeps, field)
+def _choose(have: Sequence[str], field: str, value: str | None, plural: str) -> str:
+    """``value`` if the sweeps hold it, else the only value they hold; a ValueError names the choices."""
     if value is not None:
         if value not in have:
             raise ValueError(f"{field}={value!r} not in these sweeps (present: {', '.join(have) or 'none'})")
         return value
     if len(have) != 1:
-        raise ValueError(f"these sweeps hold several {field}s ({', '.join(have)}); pass {field}=...")
+        raise ValueError(f"these sweeps hold several {plural} ({', '.join(have)}); pass {field}=...")
     return have[0]
+
+
+def _pick(sweeps: Sequence[Sweep], field: str, value: str | None) -> str:
+    return _choose(available(sweeps, field), field, value, f"{field}s")
 
 
 def _series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) -> list[Series]:
@@ -889,14 +893,7 @@ def _cell_text(values: np.ndarray) -> np.ndarray:
 
 
 def _pick_label(sweeps: Sequence[Sweep], label: str | None) -> str:
-    have = sorted({sw.label for sw in sweeps})
-    if label is not None:
-        if label not in have:
-            raise ValueError(f"label={label!r} not in these sweeps (present: {', '.join(have)})")
-        return label
-    if len(have) != 1:
-        raise ValueError(f"these sweeps hold several devices ({', '.join(have)}); pass label=...")
-    return have[0]
+    return _choose(sorted({sw.label for sw in sweeps}), "label", label, "devices")
 
 
 # --------------------------------------------------------------------------- 6. status overview
