@@ -30,18 +30,19 @@ def device_options_env(timer: str, soak_s: float) -> Iterator[None]:
     wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None}
     saved = {k: os.environ.get(k) for k in wanted}
     try:
-        for k, v in wanted.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_env(wanted)
         yield
     finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        _set_env(saved)
+
+
+def _set_env(values: dict[str, str | None]) -> None:
+    """Set each variable, or unset it where the value is None."""
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
 
 
 DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
