@@ -19,7 +19,7 @@ XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean venv-xla test-xla
+.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,6 +57,13 @@ venv-xla: $(XLA_STAMP)
 
 test-xla: $(XLA_STAMP)
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
+
+# Wheels the GPU machine's image lacks (jsonschema and its needs), for benchmarks/gpu_check.sh there.
+GPU_WHEELS := jsonschema jsonschema-specifications referencing rpds-py
+gpu-wheels:
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+	  -d .whl $(GPU_WHEELS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks

@@ -24,6 +24,10 @@ from mfu_sweep.task import Task, blank_record
 from mfu_sweep.timing import Measurement, measure
 
 MAX_INPUT_SETS = 64
+# With --cache flush every call is timed alone (event pair or host clock
+# around one call), so a block need not be long to hide timer overhead; a
+# short block keeps the untimed flushes from eating the whole budget.
+FLUSH_MIN_BLOCK_S = 2e-4
 CHECK_ROWS = 32
 # Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE".
 FAULT_ENV = "MFU_SWEEP_TEST_FAULT"
@@ -117,7 +121,8 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     if task.mode == "compile":
         torch._dynamo.reset()
     _maybe_inject_fault(task)
-    sets = input_sets(task.shape, dt, backend.rotation_bytes())
+    flushing = task.cache == "flush"
+    sets = 1 if flushing else input_sets(task.shape, dt, backend.rotation_bytes())
     inputs = backend.make_inputs(task.shape, dt, sets, task.seed)
     fn = backend.gemm_fn(task.shape, dt, task.mode, inputs, task.compile_mode)
     counter = [0]
@@ -128,10 +133,17 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         fn(i)
 
     compiles_before = _compilation_count()
-    block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
+    config = backend.timing_config(task.timing)
+    cache_info: dict[str, object] = {"cache": task.cache}
+    if flushing:
+        block_timer, timer_name = backend.flush_timer(call, backend.make_flush())
+        config = replace(config, min_block_s=min(config.min_block_s, FLUSH_MIN_BLOCK_S))
+        cache_info["flush_bytes"] = backend.flush_bytes()
+    else:
+        block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     backend.telemetry_start()
     try:
-        m: Measurement = measure(block_timer, backend.timing_config(task.timing))
+        m: Measurement = measure(block_timer, config)
     finally:
         seen = backend.telemetry_stop()
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
@@ -148,7 +160,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     error = None if status == "ok" else f"rel_error {rel:.3g} > tolerance {dt.rel_tolerance:g}"
     rec = blank_record(task, status, error,
                        input_sets=sets, stop_reason=m.stop_reason, measure_wall_s=m.elapsed_s,
-                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **seen.extra)
+                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **cache_info, **seen.extra)
     return replace(rec, samples_s=m.samples_s, block_size=m.block_size, first_call_s=m.first_call_s,
                    compile_s=compile_s, rel_error=rel, timer=timer_name, ci_low_s=m.ci_s[0], ci_high_s=m.ci_s[1],
                    flags=tuple(dict.fromkeys((*rec.flags, *seen.flags))))

@@ -25,7 +25,29 @@ from mfu_sweep.sweep import DEFAULT_POINTS
 domain_errors = one_line_errors
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _ArgvGroup(click.Group):
+    """A group that remembers the arguments it was invoked with, for the result's ``run.argv``.
+
+    ``sys.argv`` would be wrong for in-process callers (CliRunner, notebooks):
+    it holds the host program's command line, not this invocation's.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        ctx.meta["mfu_sweep.argv"] = ["mfu-sweep", *args]
+        return ctx
+
+
+def invoked_argv() -> list[str]:
+    """This invocation's command line as ``mfu-sweep ...`` (falls back to ``sys.argv`` outside click)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and "mfu_sweep.argv" in ctx.meta:
+        return list(ctx.meta["mfu_sweep.argv"])
+    return ["mfu-sweep", *sys.argv[1:]]
+
+
+@click.group(cls=_ArgvGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="mfu-sweep")
 def main() -> None:
     """Sweep GEMM shapes on a device, compute MFU against cited peak specs,
@@ -97,6 +119,13 @@ def _positive_float(ctx: click.Context, param: click.Parameter, value: float | N
               help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us).")
 @click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
               help="Run a large GEMM for S seconds after opening the device, before the first shape.")
+@click.option("--cache", type=click.Choice(["rotate", "flush"]), default="rotate", show_default=True,
+              help="Keep operands out of cache by rotating operand sets larger than the cache, calls back to "
+                   "back (rotate), or by overwriting a cache-sized buffer before each call and timing every call "
+                   "alone (flush, as nvbench and triton's do_bench do). The default label gets a -flush suffix.")
+@click.option("--threads", type=click.IntRange(1, 4096), default=None,
+              help="CPU only: torch intra-op threads (default: torch's choice). The CPU peak estimate "
+                   "follows the thread count.")
 @domain_errors
 def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
           shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
@@ -104,7 +133,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           points: int, align: int, output: str | None, label: str | None, budget_s: float, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None) -> None:
+          force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
+          cache: str, threads: int | None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
     The file is rewritten atomically after every shape; an interrupted sweep
@@ -128,11 +158,16 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     req = parse_device(device)
     if timer != "auto" and req.backend not in ("cuda", "auto"):
         raise click.BadParameter(f"{timer!r} applies to --device cuda only", param_hint="--timer")
+    if timer != "auto" and cache == "flush":
+        raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
+                                 "alone with events", param_hint="--timer")
     if spec_file or chip:
         chips = load_chips(spec_file)  # validates the spec file at the edge
         if chip and chip not in chips:
             raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
     on_cpu = req.backend == "cpu" or (req.backend == "auto" and auto_backend() == "cpu")
+    if threads is not None:
+        _check_threads(threads, on_cpu)
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
     shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
@@ -140,22 +175,24 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
     tasks = place.select(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing, compile_mode=compile_mode,
-                                    check=not no_check))
+                                    check=not no_check, cache=cache))
+    suffix = "-flush" if cache == "flush" and label is None else ""
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
         label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,
-        chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=["mfu-sweep", *sys.argv[1:]],
-        settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode,
-                  "dtypes": list(dtypes), "modes": list(modes), "timer": timer, "soak_s": soak, **place.settings()},
-        label_suffix=place.label_suffix,
+        chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=invoked_argv(),
+        settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
+                  "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
+                  **place.settings()},
+        label_suffix=suffix + place.label_suffix,
     )
     if output is None:
-        plan = _plan_with_default_output(plan, label, default_label)
+        plan = _plan_with_default_output(plan, label, default_label, suffix)
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak):
+        with device_options_env(timer, soak, threads):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start)
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
@@ -181,7 +218,18 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
             click.echo(f"rank 0 gathered {place.world} ranks into {merged}")
 
 
-def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str]) -> Any:
+def _check_threads(threads: int, on_cpu: bool) -> None:
+    import os
+
+    if not on_cpu:
+        raise click.BadParameter(f"{threads} applies to the CPU device only", param_hint="--threads")
+    usable = len(os.sched_getaffinity(0))
+    if threads > usable:
+        raise click.BadParameter(f"{threads} is more than the {usable} usable cores", param_hint="--threads")
+
+
+def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str],
+                              suffix: str = "") -> Any:
     """Resolve sweeps/<label>.json before the sweep starts, without opening the device here.
 
     On a CPU the label comes from /proc/cpuinfo (what the worker will report);
@@ -197,7 +245,7 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
             label = default_label({"name": read_cpuinfo()[0], "chip": "cpu", "backend": "cpu"})
         else:
             label = picked.replace(":", "-")
-    return replace(plan, output=Path("sweeps") / f"{label}.json", label=plan.label)
+    return replace(plan, output=Path("sweeps") / f"{label}{suffix}.json", label=plan.label)
 
 
 class _Progress:

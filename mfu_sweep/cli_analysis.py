@@ -53,7 +53,10 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
     Inputs are validated; mixed schema versions are refused; a run given twice
     is kept once (a different run with the same run.id is an error). A label
     used by two different devices (name, backend or host) is an error unless
-    --relabel renames one. The output is sorted, so input order does not matter.
+    --relabel renames one; the pieces of one sharded sweep (--shard I/N or
+    torchrun --distribute shard: same shard count and settings) are one device
+    even when they ran on different hosts. The output is sorted, so input
+    order does not matter.
 
     \b
     Example:
@@ -168,6 +171,7 @@ def _print_comparison(c: Any) -> None:
     wl = max(len(c.a), len(c.b), len("ambiguous"))
     click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader = Holm-corrected p < {c.alpha:g} "
                f"in runs of >= {c.min_run} points")
+    click.echo(f"summary: {c.summary()}")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
                f"{'a/b':>6}  {'95% CI':<17} {'p(Holm)':>8}  {'leader':<{wl}} method")
     for p in c.points:
@@ -212,7 +216,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     at a shape only when its ratio is significant after Holm's correction over
     the pair's shapes, in a run of at least --min-run shapes; otherwise the
     shape is ambiguous. Crossovers come from the data ("data") and from the
-    fitted rooflines ("fit"), each with an interval. For a torchrun replicate
+    fitted rooflines ("fit"), each with an interval. Each pair opens with a
+    summary: the share of the shared FLOP range (log scale) where each series
+    leads or neither does, and the longest lead. For a torchrun replicate
     run (labels <label>.r0, .r1 ...) it first prints the spread across the
     devices of one chip: slowest/fastest median per shape.
 

@@ -119,7 +119,9 @@ def report(files: tuple[str, ...], output: str, metric: str, dtypes: tuple[str, 
 
     Per series: device and provenance, peak source, MFU range and best shape,
     fitted roofline with intervals, crossovers and verdicts, compile tax and
-    pass rate.
+    pass rate. Per compared pair: a one-line summary (the share of the shared
+    FLOP range, log scale, where each side leads, and the longest lead), then
+    the lead segments.
 
     \b
     Example:

@@ -20,6 +20,10 @@ Statistics, per pair:
 * segments are the maximal runs of points with one verdict, tiled along FLOPs;
   a crossover is a change of leader (possibly across an ambiguous gap), placed
   where the log ratio crosses zero and bracketed by the bootstrap;
+* the *summary* (:class:`LeadSummary`) condenses the same per-point verdicts
+  into the share of the shared FLOP range, on a log10 scale, where each series
+  leads and where neither does, plus the longest lead: readable however many
+  short segments a non-square grid produces;
 * with fits of both series (:mod:`mfu_sweep.fit`) the fitted curves give
   crossovers too (``method="fit"``), from a simultaneous bootstrap band; when
   data and fit crossovers disagree beyond their intervals a note says so.
@@ -29,7 +33,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import combinations
 from typing import Any
@@ -116,6 +120,50 @@ class Crossover:
 
 
 @dataclass(frozen=True)
+class LeadSummary:
+    """How much of the shared FLOP range each verdict covers (log10-FLOP scale), and the longest lead.
+
+    Uses the per-point verdicts of the comparison as they are (Holm and
+    ``min_run`` already applied), no new statistics. Each point speaks for the
+    log10-FLOP interval reaching halfway to the neighbouring FLOP counts (the
+    first and last reach only the ends of the range); points with the same
+    FLOP count share their interval equally. ``share_a``, ``share_b`` and
+    ``share_ambiguous`` are the fractions of ``[low_flops, high_flops]`` (in
+    log10 FLOPs) held by points where ``a`` leads, ``b`` leads, or neither;
+    they add up to 1. When the range is a single FLOP count, each point counts
+    equally. ``longest`` is the lead segment widest in log FLOPs (ties: the
+    one with more points, then the first), or None when nobody leads.
+    """
+
+    low_flops: float
+    high_flops: float
+    share_a: float
+    share_b: float
+    share_ambiguous: float
+    longest: Segment | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"low_flops": self.low_flops, "high_flops": self.high_flops, "share_a": self.share_a,
+                "share_b": self.share_b, "share_ambiguous": self.share_ambiguous,
+                "longest_lead": self.longest.to_json() if self.longest else None}
+
+
+def point_weights(flops: Sequence[float]) -> np.ndarray:
+    """The share of the log10-FLOP range ``[min(flops), max(flops)]`` each point speaks for (sums to 1).
+
+    Each distinct FLOP count owns the interval halfway to its neighbours
+    (clipped to the range); points with equal FLOP counts split it equally.
+    """
+    f = np.asarray(flops, dtype=float)
+    levels, inverse, counts = np.unique(f, return_inverse=True, return_counts=True)
+    if len(levels) == 1:
+        return np.full(len(f), 1.0 / len(f))
+    x = np.log10(levels)
+    edges = np.concatenate(([x[0]], (x[:-1] + x[1:]) / 2, [x[-1]]))
+    return (np.diff(edges) / (x[-1] - x[0]) / counts)[inverse]
+
+
+@dataclass(frozen=True)
 class Comparison:
     """The comparison of series ``a`` and ``b`` (same dtype and mode) along FLOPs."""
 
@@ -137,6 +185,7 @@ class Comparison:
         return {
             "a": self.a, "b": self.b, "dtype": self.dtype, "mode": self.mode, "metric": self.metric,
             "alpha": self.alpha, "n_boot": self.n_boot, "seed": self.seed, "min_run": self.min_run,
+            "summary": self._summary_json(),
             "segments": [s.to_json() for s in self.segments],
             "crossovers": [c.to_json() for c in self.crossovers],
             "points": [p.to_json() for p in self.points],
@@ -151,6 +200,43 @@ class Comparison:
         n = len(self.segments)
         parts = [_segment_phrase(s, i, n, self.a, self.b, self.metric) for i, s in enumerate(self.segments)]
         return head + ", ".join(parts) + "."
+
+    def lead_summary(self) -> LeadSummary | None:
+        """Shares of the shared FLOP range per verdict and the longest lead; None without points."""
+        if not self.points:
+            return None
+        weights = point_weights([p.flops for p in self.points])
+        # divided by the same sum, a verdict held by every point gets exactly 1
+        share = {name: float(weights[[p.leader == name for p in self.points]].sum() / weights.sum())
+                 for name in (self.a, self.b, None)}
+        leads = [s for s in self.segments if s.leader is not None]
+        longest = max(leads, key=lambda s: (math.log(s.end_flops / s.start_flops), s.n_points), default=None)
+        return LeadSummary(low_flops=self.points[0].flops, high_flops=self.points[-1].flops, share_a=share[self.a],
+                           share_b=share[self.b], share_ambiguous=share[None], longest=longest)
+
+    def summary(self) -> str:
+        """One line, however fragmented the segments, from :meth:`lead_summary`.
+
+        E.g. "A leads over 85% of the shared FLOP range (log scale, 1 GFLOP to 1 TFLOP), B over 5%,
+        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (MFU +6.2 points, x1.10)."
+        """
+        s = self.lead_summary()
+        if s is None:
+            return "no shapes in a common FLOP range."
+        lo, hi = format_flops(s.low_flops), format_flops(s.high_flops)
+        where = f"log scale, {lo} to {hi}" if s.low_flops < s.high_flops else f"all at {lo}, shares by shape"
+        text = (f"{self.a} leads over {_share(s.share_a)} of the shared FLOP range ({where}), "
+                f"{self.b} over {_share(s.share_b)}, ambiguous over {_share(s.share_ambiguous)}; ")
+        if s.longest is None:
+            return text + "no lead anywhere."
+        return (text + f"longest lead: {s.longest.leader} {_span(s.longest)} "
+                f"({_effect(s.longest, self.a, self.metric)}).")
+
+    def _summary_json(self) -> dict[str, Any]:
+        s = self.lead_summary()
+        numbers = s.to_json() if s else dict.fromkeys(
+            ("low_flops", "high_flops", "share_a", "share_b", "share_ambiguous", "longest_lead"))
+        return {"text": self.summary(), **numbers}
 
 
 def metric_name(metric: str) -> str:
@@ -173,9 +259,24 @@ def _effect(seg: Segment, a: str, metric: str) -> str:
     return f"{(ratio - 1) * 100:+.0f}% TFLOP/s"
 
 
+def _share(fraction: float) -> str:
+    """``0.853 -> "85%"``; a share that is not exactly 0 or 1 never rounds to "0%" or "100%"."""
+    pct = round(fraction * 100)
+    if 0 < fraction and pct == 0:
+        return "<1%"
+    if fraction < 1 and pct == 100:
+        return ">99%"
+    return f"{pct}%"
+
+
+def _span(seg: Segment) -> str:
+    lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
+    return f"at {lo}" if lo == hi else f"from {lo} to {hi}"
+
+
 def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str) -> str:
     lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
-    span = f"at {lo}" if lo == hi else f"from {lo} to {hi}"
+    span = _span(seg)
     if seg.leader is not None:
         return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
     if n == 1:
@@ -616,15 +717,19 @@ def _as_view(s: Series, differ_dtype: bool, differ_mode: bool, view: tuple[str, 
     return replace(s, key=SeriesKey(f"{s.label} {suffix}", view[0], view[1]), peak=peak)
 
 
-def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu", **kw: Any) -> Comparison:
+def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu", *,
+                   fits: Mapping[SeriesKey, RooflineFit | None] | None = None, **kw: Any) -> Comparison:
     """Compare two series that differ in dtype and/or mode, e.g. ``cpu/fp32/eager`` vs ``cpu/fp32/compile``.
 
     The same machinery as :func:`compare_series` answers "where does compiling pay?" or
     "where does bf16 beat fp32?"; MFU compares each side against its own dtype's peak.
+    ``fits`` (keyed by the series' own keys) are reused instead of fitting again.
     """
     series = group_series(sweeps)
     sa = _select(series, a, (None, None))
     sb = _select(series, b, (sa.dtype if "/" not in b else None, sa.mode if b.count("/") < 2 else None))
+    if fits:
+        kw = {"fit_a": fits.get(sa.key), "fit_b": fits.get(sb.key), **kw}
     differ_dtype, differ_mode = sa.dtype != sb.dtype, sa.mode != sb.mode
     if not (differ_dtype or differ_mode):
         return compare_series(sa, sb, metric, **kw)
@@ -634,31 +739,89 @@ def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu",
     return compare_series(va, vb, metric, **kw)
 
 
-def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None,
+OnError = Callable[[CompareError], None]
+
+
+def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None) -> bool:
+    try:
+        _check_pair(a, b, metric)
+    except CompareError as exc:
+        if on_error is None:
+            raise
+        on_error(exc)
+        return False
+    return True
+
+
+def _fits_for(series: Mapping[SeriesKey, Series], keys: Iterable[SeriesKey],
+              given: Mapping[SeriesKey, RooflineFit | None], kw: Mapping[str, Any]
+              ) -> dict[SeriesKey, RooflineFit | None]:
+    """``given``, plus a fit of every series in ``keys`` it lacks (none when ``use_fit=False``)."""
+    fits = dict(given)
+    if kw.get("use_fit", True):
+        for key in sorted(set(keys) - set(fits)):
+            fits[key] = fit_series(series[key], seed=kw.get("seed", 0), n_boot=kw.get("fit_n_boot", 200))
+    return fits
+
+
+def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: str | None = None,
+                   b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
+                   on_error: OnError | None = None, **kw: Any) -> list[Comparison]:
+    """:func:`compare_all` for series already grouped (``mfu_sweep.series.group_series``).
+
+    Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
+    (``a`` becomes the first series of its pairs). See :func:`compare_all` for
+    ``fits``, ``on_error`` and the other keyword arguments.
+    """
+    pairs = _pairs(series, a, b)
+    if not pairs and on_error is None:
+        raise CompareError(_no_pairs_message(series, a, b))
+    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error)]
+    fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, kw)
+    out = []
+    for x, y in pairs:
+        try:
+            out.append(compare_series(series[x], series[y], metric, fit_a=fits.get(x), fit_b=fits.get(y), **kw))
+        except CompareError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+    return out
+
+
+def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None, *,
+                fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
                 **kw: Any) -> list[Comparison]:
     """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
 
-    Each series is fitted once (unless ``use_fit=False``); other keyword
-    arguments go to :func:`compare_series`.
+    Parameters
+    ----------
+    sweeps:
+        From ``mfu_sweep.results.load_sweeps``.
+    metric, a, b:
+        ``"mfu"`` or ``"tflops"``; labels that select pairs, or ``LABEL/DTYPE[/MODE]``
+        selectors (both needed) to compare across dtypes or modes (:func:`compare_across`).
+    fits:
+        ``SeriesKey -> fit`` to reuse (e.g. from ``mfu_sweep.fit.fit_groups``); each
+        series not in it is fitted once here (unless ``use_fit=False``).
+    on_error:
+        Called with the :class:`CompareError` of each pair that cannot be compared
+        (e.g. MFU without a peak), which is then skipped, like ``os.walk``'s
+        ``onerror``; having no pair at all then gives ``[]``. By default the first
+        such error is raised, before anything is fitted. Errors of selectors, and
+        of pairs named by ``LABEL/DTYPE[/MODE]``, are always raised.
+    **kw:
+        Passed to :func:`compare_series` (``seed``, ``n_boot``, ``alpha``, ``min_run``,
+        ``use_fit``, ``fit_n_boot``).
 
     Raises
     ------
     CompareError
-        When a label is unknown, no pair exists, or MFU is asked for a series without a peak.
+        When a label is unknown, no pair exists, or MFU is asked for a series without a peak
+        (the last two only without ``on_error``).
     """
     if any(x is not None and "/" in x for x in (a, b)):
         if a is None or b is None:
             raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
-        return [compare_across(sweeps, a, b, metric, **kw)]
-    series = group_series(sweeps)
-    pairs = _pairs(series, a, b)
-    if not pairs:
-        raise CompareError(_no_pairs_message(series, a, b))
-    for x, y in pairs:
-        _check_pair(series[x], series[y], metric)
-    fits: dict[SeriesKey, RooflineFit | None] = {}
-    if kw.get("use_fit", True):
-        for key in sorted({k for pair in pairs for k in pair}):
-            fits[key] = fit_series(series[key], seed=kw.get("seed", 0), n_boot=kw.get("fit_n_boot", 200))
-    return [compare_series(series[x], series[y], metric, fit_a=fits.get(x), fit_b=fits.get(y), **kw)
-            for x, y in pairs]
+        return [compare_across(sweeps, a, b, metric, fits=fits, **kw)]
+    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, **kw)

@@ -11,10 +11,14 @@
   rank 0 over ``torch.distributed`` (gloo, which works everywhere) and
   written as one merged file, each record tagged with rank, host and device
   index.
+* The pieces of one sharded sweep (either way) may come from several hosts:
+  :func:`shard_plan` says what they share, and ``series.check_labels`` accepts
+  them under one label although ``run.host`` differs.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -26,6 +30,7 @@ from mfu_sweep.results import ResultError, Sweep, write_json_atomic
 
 T = TypeVar("T")
 DISTRIBUTE = ("replicate", "shard")
+PER_PIECE_SETTINGS = frozenset({"shard", "rank", "local_rank"})
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -50,6 +55,7 @@ class Placement:
     distribute: str = "replicate"
     shard_index: int = 0
     shard_count: int = 1
+    job_id: str | None = None
 
     def select(self, tasks: Sequence[T]) -> list[T]:
         """This process's tasks, in order."""
@@ -77,9 +83,27 @@ class Placement:
         out: dict[str, Any] = {}
         if self.shard_count > 1:
             out["shard"] = f"{self.shard_index}/{self.shard_count}"
+            if self.job_id:
+                out["job_id"] = self.job_id
         if self.launcher:
             out.update(rank=self.rank, world_size=self.world, local_rank=self.local_rank, distribute=self.distribute)
         return out
+
+
+# The id every piece of one sharded job shares, by launcher: a Slurm job array, a torchrun rendezvous.
+JOB_ID_ENV = ("SLURM_ARRAY_JOB_ID", "TORCHELASTIC_RUN_ID")
+
+
+def job_id(env: Mapping[str, str]) -> str | None:
+    """``SLURM_ARRAY_JOB_ID=123`` -> ``"SLURM_ARRAY_JOB_ID=123"``; None outside such a job.
+
+    Recorded with a shard so that pieces of two different jobs with the same
+    settings are never taken for one sweep (see :func:`shard_plan`).
+    """
+    for name in JOB_ID_ENV:
+        if env.get(name):
+            return f"{name}={env[name]}"
+    return None
 
 
 def placement(distribute: str | None, shard: str | None, env: Mapping[str, str] | None = None) -> Placement:
@@ -94,11 +118,11 @@ def placement(distribute: str | None, shard: str | None, env: Mapping[str, str] 
         rank, world = int(env["RANK"]), int(env["WORLD_SIZE"])
         mode = distribute or "replicate"
         index, count = (rank, world) if mode == "shard" else (0, 1)
-        return Placement(rank, world, int(env.get("LOCAL_RANK", 0)), True, mode, index, count)
+        return Placement(rank, world, int(env.get("LOCAL_RANK", 0)), True, mode, index, count, job_id(env))
     if distribute:
         raise ValueError("--distribute needs torchrun (WORLD_SIZE/RANK unset); without it use --shard I/N")
     index, count = parse_shard(shard) if shard else (0, 1)
-    return Placement(shard_index=index, shard_count=count)
+    return Placement(shard_index=index, shard_count=count, job_id=job_id(env))
 
 
 def tag_records(doc: dict[str, Any], rank: int) -> dict[str, Any]:
@@ -125,6 +149,43 @@ def gather_to_rank0(sweep: Sweep, place: Placement, final: Path) -> Path | None:
     sweeps = [s for i, d in enumerate(docs or []) for s in parse_document(d, source=f"rank {i}")]
     write_json_atomic(final, merge_sweeps(sweeps).to_json())
     return final
+
+
+def shard_plan(sweep: Sweep) -> tuple[int, str] | None:
+    """What every piece of one sharded sweep shares; None when ``sweep`` is no consistent shard piece.
+
+    A piece of ``--shard I/N`` or of ``torchrun --distribute shard`` carries
+    ``settings.shard = "I/N"``. Pieces of one sweep have the same shard count and
+    the same settings apart from the per-piece ones (``shard``, ``rank``,
+    ``local_rank``), whatever host ran them.
+
+    Returns
+    -------
+    tuple or None
+        ``(shard count, the shared settings as canonical JSON)``: equal for the
+        pieces of one sweep. None for an unsharded sweep and for inconsistent
+        metadata (``shard`` not ``I/N``; a torchrun piece whose ``rank``,
+        ``world_size`` or ``distribute`` disagrees with its ``shard``).
+    """
+    settings = sweep.settings
+    shard = settings.get("shard")
+    if not shard:
+        return None
+    try:
+        index, count = parse_shard(str(shard))
+    except ValueError:
+        return None  # not a usable piece: it cannot vouch for another host; check_shards names the bad value
+    if not _launcher_agrees(settings, index, count):
+        return None
+    shared = {k: v for k, v in settings.items() if k not in PER_PIECE_SETTINGS}
+    return count, json.dumps(shared, sort_keys=True)
+
+
+def _launcher_agrees(settings: Mapping[str, Any], index: int, count: int) -> bool:
+    """A torchrun piece's rank and world size must be its shard index and count."""
+    if "world_size" not in settings:
+        return True
+    return (settings.get("distribute"), settings.get("world_size"), settings.get("rank")) == ("shard", count, index)
 
 
 def check_shards(sweeps: Sequence[Sweep]) -> None:

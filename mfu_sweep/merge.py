@@ -11,7 +11,10 @@ settings, records). Rules:
 * ``device.label`` names a series: one label on two different devices
   (device name, backend or host differ) is an error unless a :class:`Relabel`
   (``--relabel [FILE:]OLD=NEW``) renames one of them; a renamed sweep keeps its
-  old label in ``device.relabeled_from``;
+  old label in ``device.relabeled_from``. The pieces of one sharded sweep run
+  on several hosts are one device (``series.check_labels``); every sweep keeps
+  its ``run.host``, :attr:`MergeResult.hosts` lists them per label and a note
+  names them;
 * sweeps are sorted by (label, start time, run id), so the output does not
   depend on the order of the inputs, and merging a merged file again gives
   the same file;
@@ -28,7 +31,7 @@ from typing import Any
 
 from mfu_sweep.distributed import check_shards
 from mfu_sweep.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json
-from mfu_sweep.series import check_labels, sweep_order
+from mfu_sweep.series import check_labels, host_of, sweep_order
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,11 @@ class MergeResult:
     def labels(self) -> list[str]:
         return sorted({s.label for s in self.sweeps})
 
+    @property
+    def hosts(self) -> dict[str, tuple[str, ...]]:
+        """The hosts (``run.host``) that contributed to each label, sorted; several for a multi-host sharded sweep."""
+        return hosts_by_label(self.sweeps)
+
     def to_json(self) -> dict[str, Any]:
         return merged_document(self.sweeps)
 
@@ -79,6 +87,19 @@ def source_file(sweep: Sweep) -> str:
 
 def _same_file(a: str, b: str) -> bool:
     return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
+
+
+def hosts_by_label(sweeps: Iterable[Sweep]) -> dict[str, tuple[str, ...]]:
+    """``label -> sorted hosts`` of the sweeps, in label order."""
+    hosts: dict[str, set[str]] = {}
+    for sw in sweeps:
+        hosts.setdefault(sw.label, set()).add(host_of(sw))
+    return {label: tuple(sorted(hosts[label])) for label in sorted(hosts)}
+
+
+def _host_notes(sweeps: Iterable[Sweep]) -> list[str]:
+    return [f"label {label!r}: sharded sweep measured on {len(hosts)} hosts ({', '.join(hosts)}), merged as one device"
+            for label, hosts in hosts_by_label(sweeps).items() if len(hosts) > 1]
 
 
 def merged_document(sweeps: Iterable[Sweep]) -> dict[str, Any]:
@@ -123,14 +144,15 @@ def merge_sweeps(sweeps: Iterable[Sweep], relabel: Sequence[Relabel] = ()) -> Me
     ------
     ResultError
         On a run id with two different contents, a relabel rule that matches
-        nothing, or a label naming two devices.
+        nothing, a label naming two devices (the pieces of one sharded sweep
+        from several hosts are one device), or shard pieces missing or given twice.
     """
     out, notes = _relabel(list(sweeps), relabel)
     out, dup_notes = _dedupe(out)
     out.sort(key=sweep_order)
     check_labels(out)
     check_shards(out)
-    return MergeResult(sweeps=tuple(out), notes=tuple(notes + dup_notes))
+    return MergeResult(sweeps=tuple(out), notes=tuple(notes + dup_notes + _host_notes(out)))
 
 
 def read_versioned(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:

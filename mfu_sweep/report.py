@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.compare import CompareError, Comparison, compare_across, compare_series, format_flops
+from mfu_sweep.compare import CompareError, Comparison, compare_across, compare_groups, format_flops
 from mfu_sweep.export import significant
 from mfu_sweep.fit import RooflineFit, fit_groups
 from mfu_sweep.plot import make_figures, peak_kind, save_figure
@@ -77,24 +77,20 @@ def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, R
                   **kw: object) -> tuple[list[Comparison], list[str]]:
     """Compare every pair of series with the same dtype and mode, reusing ``fits``.
 
-    Pairs are formed and ordered as ``mfu_sweep.compare.compare_all`` forms
-    them (sorted keys; ratios are first / second), but each series is fitted
-    only once, here by the caller. Returns the comparisons and, for pairs that
-    cannot be compared (e.g. MFU without a peak), a note each.
+    ``mfu_sweep.compare.compare_groups`` (:func:`~mfu_sweep.compare.compare_all` on series
+    already grouped) does the work, one dtype and mode at a time: groups in the order of
+    their first sorted series key, pairs within a group as ``compare_all`` orders them
+    (``compare_all`` itself sorts pairs across groups). Returns the comparisons and, for
+    pairs that cannot be compared (e.g. MFU without a peak), a note each.
     """
-    groups: dict[tuple[str, str], list[SeriesKey]] = {}
+    groups: dict[tuple[str, str], dict[SeriesKey, Series]] = {}
     for key in sorted(series):
-        groups.setdefault((key.dtype, key.mode), []).append(key)
-    out, notes = [], []
-    for keys in groups.values():
-        for i, ka in enumerate(keys):
-            for kb in keys[i + 1:]:
-                try:
-                    out.append(compare_series(series[ka], series[kb], metric, fit_a=fits.get(ka),
-                                              fit_b=fits.get(kb), **kw))
-                except CompareError as exc:
-                    notes.append(str(exc))
-    return out, notes
+        groups.setdefault((key.dtype, key.mode), {})[key] = series[key]
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+    for group in groups.values():
+        comparisons += compare_groups(group, metric, fits=fits, on_error=lambda exc: notes.append(str(exc)), **kw)
+    return comparisons, notes
 
 
 def compile_pairs(sweeps: Sequence[Sweep], series: Mapping[SeriesKey, Series], **kw: object
@@ -362,6 +358,7 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
         blocks.append(Para("Nothing to compare: no two devices share a dtype and mode."))
     for c in analysis.comparisons:
         blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
+        blocks.append(Para(f"In short: {c.summary()}"))
         blocks.append(Para(c.sentence()))
         if c.crossovers:
             blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
@@ -384,14 +381,14 @@ def crossover_text(x: Any) -> str:
 
 
 def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[tuple[str, str]]:
-    """The verdict and crossovers of every comparison ``key`` takes part in."""
+    """The summary, verdict and crossovers of every comparison ``key`` takes part in."""
     rows = []
     for c in comparisons:
         if (c.dtype, c.mode) != (key.dtype, key.mode) or key.label not in (c.a, c.b):
             continue
         other = c.b if key.label == c.a else c.a
         crossings = "; ".join(crossover_text(x) for x in c.crossovers) or "none"
-        rows.append((f"vs {other}", f"{c.sentence()} Crossovers: {crossings}."))
+        rows.append((f"vs {other}", f"In short: {c.summary()} {c.sentence()} Crossovers: {crossings}."))
     return rows
 
 
@@ -433,6 +430,9 @@ def _method_blocks(analysis: Analysis) -> list[Block]:
         f"Comparisons call a leader only where the Holm-corrected bootstrap test (alpha {st.get('alpha', '?')}, "
         f"{st.get('compare_n_boot', '?')} resamples) is significant over a run of shapes; elsewhere the verdict is "
         "ambiguous.",
+        "Each comparison's short summary gives the share of the FLOP range both devices cover, on a log scale, "
+        "where each leads or neither does: every shape stands for the stretch halfway to its neighbouring FLOP "
+        "counts, split equally among shapes of equal FLOPs, with the verdicts above; and the longest lead.",
     ))]
 
 

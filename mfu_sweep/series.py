@@ -13,7 +13,10 @@ series sorted by FLOPs; fitting, comparison, plots and reports start from here::
 
 Several sweeps may feed one series (e.g. two runs on the same device); they
 must then agree on the device and on the peak, otherwise the label is
-ambiguous and ``SeriesError`` says which files disagree.
+ambiguous and ``SeriesError`` says which files disagree. The device is its
+name, backend and host, except that the pieces of one sharded sweep
+(``--shard I/N`` or ``torchrun --distribute shard``) may come from several
+hosts; ``Series.hosts`` lists the hosts that contributed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mfu_sweep.distributed import shard_plan
 from mfu_sweep.results import Record, ResultError, Sweep
 from mfu_sweep.specs import Peak
 
@@ -60,6 +64,9 @@ class Series:
         The ``device`` block of the first sweep (in sorted run order).
     sources:
         Where the sweeps were read from, for messages.
+    hosts:
+        The hosts (``run.host``) that measured the records, sorted; several
+        when the pieces of a sharded sweep ran on several hosts.
     """
 
     key: SeriesKey
@@ -67,6 +74,7 @@ class Series:
     peak: Peak
     device: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -96,26 +104,69 @@ def usable(record: Record) -> bool:
     return record.ok and bool(record.samples_s)
 
 
-def device_identity(sweep: Sweep) -> tuple[str, str, str]:
-    """What makes two sweeps the same device: name, backend and host."""
-    return (str(sweep.device.get("name", "")), str(sweep.device.get("backend", "")), str(sweep.run.get("host", "")))
+def host_of(sweep: Sweep) -> str:
+    """The host that ran ``sweep`` (``run.host``)."""
+    return str(sweep.run.get("host", ""))
+
+
+def linked_hosts(sweeps: Iterable[Sweep]) -> dict[str, str]:
+    """Map each host to one representative of its group of hosts.
+
+    Hosts are grouped when they ran pieces of one sharded sweep (equal
+    ``distributed.shard_plan``); a host without shard pieces is its own group.
+    Call it on the sweeps of one label.
+    """
+    parent: dict[str, str] = {}
+
+    def root(host: str) -> str:
+        while parent[host] != host:
+            host = parent[host]
+        return host
+
+    first_host: dict[tuple[int, str], str] = {}
+    for sw in sweeps:
+        host, plan = host_of(sw), shard_plan(sw)
+        parent.setdefault(host, host)
+        if plan is not None:
+            parent[root(host)] = root(first_host.setdefault(plan, host))
+    return {host: root(host) for host in parent}
+
+
+def device_identity(sweep: Sweep, linked: Mapping[str, str] | None = None) -> tuple[str, str, str]:
+    """What makes two sweeps the same device: name, backend and host.
+
+    With ``linked`` (from :func:`linked_hosts`) the host is replaced by its
+    group, so the pieces of one sharded sweep run on several hosts are one device.
+    """
+    host = host_of(sweep)
+    return (str(sweep.device.get("name", "")), str(sweep.device.get("backend", "")),
+            linked.get(host, host) if linked is not None else host)
 
 
 def describe_device(sweep: Sweep) -> str:
     name, backend, host = device_identity(sweep)
-    return f"{name!r} (backend {backend}, host {host}) in {sweep.source or '<data>'}"
+    shard = sweep.settings.get("shard")
+    where = f"host {host}, shard {shard}" if shard else f"host {host}"
+    return f"{name!r} (backend {backend}, {where}) in {sweep.source or '<data>'}"
 
 
 def check_labels(sweeps: Iterable[Sweep]) -> None:
-    """Refuse a label that names two different devices; the message says how to fix it."""
-    first: dict[str, Sweep] = {}
+    """Refuse a label that names two different devices; the message says how to fix it.
+
+    Sweeps under one label must agree on device name, backend and host; hosts
+    count as one when they ran pieces of one sharded sweep (see :func:`linked_hosts`).
+    """
+    by_label: dict[str, list[Sweep]] = {}
     for sw in sweeps:
-        seen = first.setdefault(sw.label, sw)
-        if device_identity(seen) != device_identity(sw):
-            raise SeriesError(
-                f"device.label {sw.label!r} names two devices: {describe_device(seen)} and {describe_device(sw)}; "
-                f"relabel one (mfu-sweep merge --relabel FILE:{sw.label}=NEW ...)"
-            )
+        by_label.setdefault(sw.label, []).append(sw)
+    for label, group in by_label.items():
+        linked, head = linked_hosts(group), group[0]
+        for sw in group:
+            if device_identity(head, linked) != device_identity(sw, linked):
+                raise SeriesError(
+                    f"device.label {label!r} names two devices: {describe_device(head)} and {describe_device(sw)}; "
+                    f"relabel one (mfu-sweep merge --relabel FILE:{label}=NEW ...)"
+                )
 
 
 def sweep_order(sweep: Sweep) -> tuple[str, str, str]:
@@ -150,7 +201,8 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
     Raises
     ------
     SeriesError
-        When one label names two devices, or sweeps of one series disagree on the peak.
+        When one label names two devices (the pieces of one sharded sweep
+        from several hosts are one device), or sweeps of one series disagree on the peak.
     """
     ordered = sorted(sweeps, key=sweep_order)
     check_labels(ordered)
@@ -167,5 +219,7 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
             _check_peak(key, head, sw)
         records = sorted((r for _, r in pairs), key=lambda r: (r.flops, r.shape))
         sources = tuple(dict.fromkeys(sw.source for sw, _ in pairs))
-        out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources)
+        hosts = tuple(sorted({host_of(sw) for sw, _ in pairs}))
+        out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,
+                          hosts=hosts)
     return out

@@ -184,7 +184,7 @@ def read_shape_csv(path: str | Path) -> list[Shape]:
     return shapes
 
 
-def unique_sorted(shapes: Iterable[Shape]) -> list[Shape]:
+def unique_in_order(shapes: Iterable[Shape]) -> list[Shape]:
     """Drop duplicates, keep order of first appearance."""
     seen: dict[Shape, None] = {}
     for s in shapes:

@@ -14,10 +14,24 @@ from mfu_sweep.results import Record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.timing import TimingConfig
 
+CACHE_POLICIES = ("rotate", "flush")
+
+# Device options a sweep hands to its workers through their environment
+# (set by ``sweep``, read where the worker opens its device).
+TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice
+SOAK_ENV = "MFU_SWEEP_SOAK_S"  # --soak: seconds of large-GEMM warm-up after opening the device
+THREADS_ENV = "MFU_SWEEP_THREADS"  # --threads: torch intra-op threads on the CPU
+
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work for a worker."""
+    """One unit of work for a worker.
+
+    ``cache`` is how the GEMM's operands are kept out of cache: ``rotate``
+    cycles operand sets larger than the cache with calls back to back;
+    ``flush`` overwrites a cache-sized buffer before each call and times
+    every call alone.
+    """
 
     shape: Shape
     dtype: str
@@ -27,16 +41,23 @@ class Task:
     timing: TimingConfig = field(default_factory=TimingConfig)
     compile_mode: str | None = None
     check: bool = True
+    cache: str = "rotate"
+
+    def __post_init__(self) -> None:
+        if self.cache not in CACHE_POLICIES:
+            raise ValueError(f"cache={self.cache!r} is not one of {', '.join(CACHE_POLICIES)}")
 
     def to_json(self) -> dict[str, Any]:
         return {"shape": self.shape.to_json(), "dtype": self.dtype, "mode": self.mode, "family": self.family,
-                "seed": self.seed, "timing": vars(self.timing), "compile_mode": self.compile_mode, "check": self.check}
+                "seed": self.seed, "timing": vars(self.timing), "compile_mode": self.compile_mode, "check": self.check,
+                "cache": self.cache}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Task:
         return cls(shape=Shape.from_json(data["shape"]), dtype=data["dtype"], mode=data["mode"],
                    family=data["family"], seed=data["seed"], timing=TimingConfig(**data["timing"]),
-                   compile_mode=data.get("compile_mode"), check=data.get("check", True))
+                   compile_mode=data.get("compile_mode"), check=data.get("check", True),
+                   cache=data.get("cache", "rotate"))
 
 
 def blank_record(task: Task, status: str, error: str | None = None, **extra: Any) -> Record:

@@ -26,11 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mfu_sweep.results import Record
-from mfu_sweep.task import Task, blank_record
+from mfu_sweep.task import SOAK_ENV, Task, blank_record
 
 STDERR_TAIL_LINES = 20
-# Seconds of large-GEMM warm-up each worker runs after opening the device (sweep --soak).
-SOAK_ENV = "MFU_SWEEP_SOAK_S"
 
 
 def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:

@@ -42,7 +42,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_sorted
+from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_in_order
 
 PASSES = ("fwd", "dgrad", "wgrad")
 NO_PASS = "n/a"
@@ -500,7 +500,7 @@ def resolve_family(spec: str) -> list[WorkloadGemm]:
 def sweep_shapes(spec: str) -> list[tuple[Shape, str]]:
     """Distinct shapes of a family with its canonical name, for the sweep's task list."""
     gemms = resolve_family(spec)
-    return [(s, gemms[0].family) for s in unique_sorted(g.shape for g in gemms)]
+    return [(s, gemms[0].family) for s in unique_in_order(g.shape for g in gemms)]
 
 
 def step_flops(gemms: Iterable[WorkloadGemm]) -> float:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from mfu_sweep.backends import (
@@ -39,7 +41,15 @@ from mfu_sweep.backends.cuda import (
     summarize_telemetry,
     unsupported_reason,
 )
-from mfu_sweep.backends.neuron import chip_family, logical_core_config, neuron_cc_flags, neuron_peak, stats_dict
+from mfu_sweep.backends.generic import event_flush_timer
+from mfu_sweep.backends.neuron import (
+    cache_delta,
+    chip_family,
+    logical_core_config,
+    neuron_cc_flags,
+    neuron_peak,
+    stats_dict,
+)
 from mfu_sweep.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
 from mfu_sweep.bench import Task, run_task
 from mfu_sweep.cli import main
@@ -47,6 +57,7 @@ from mfu_sweep.cli_device import device_options_env
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import find_chip, load_chips
+from mfu_sweep.timing import TimingConfig
 from mfu_sweep.worker import SOAK_ENV, hello
 
 CHIPS = load_chips()
@@ -256,7 +267,10 @@ def test_neuron_cc_flags(existing: str, dtype: str, want: str) -> None:
 
 @pytest.mark.parametrize(("texts", "family"), [(("trn2.48xlarge",), "trn2"), ((None, "trn3.48xlarge"), "trn3"),
                                                (("Trainium2",), "trn2"), (("inf2.xlarge",), "inf2"),
-                                               (("trn1.32xlarge",), "trn1"), (("m7i.large", None), None)])
+                                               (("trn1.32xlarge",), "trn1"), (("m7i.large", None), None),
+                                               # get_device_properties(i).name is the runtime's instance family
+                                               (("trn2n", None, None), "trn2"), (("trn3u", "trn3"), "trn3"),
+                                               ((None, "trn2", "trn2.48xlarge"), "trn2")])
 def test_chip_family(texts: tuple[str | None, ...], family: str | None) -> None:
     assert chip_family(*texts) == family
 
@@ -283,11 +297,22 @@ def test_neuron_peak_is_per_logical_core() -> None:
 
 def test_neff_cache_stats_from_mapping_or_object() -> None:
     class Stats:
-        persistent_hits, persistent_misses, total_entries = 3, 1, 4
+        persistent_hits, persistent_misses, total_entries, hit_rate = 3, 1, 4, 0.75
 
-    assert stats_dict({"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4, "note": "x"}) == {
-        "persistent_hits": 3, "persistent_misses": 1, "total_entries": 4}
+    assert stats_dict({"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4, "note": "x",
+                       "enabled": True}) == {"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4}
     assert stats_dict(Stats()) == {"persistent_hits": 3, "persistent_misses": 1, "total_entries": 4}
+
+
+def test_neff_cache_delta_counts_one_shape() -> None:
+    before = {"persistent_hits": 3, "persistent_misses": 1, "in_memory_hits": 10, "total_entries": 4,
+              "total_compilation_time_ms": 1500.0}
+    after = {"persistent_hits": 3, "persistent_misses": 2, "in_memory_hits": 12, "total_entries": 5,
+             "total_compilation_time_ms": 3750.0}
+    got = cache_delta(before, after)
+    assert got == {"persistent_hits": 0, "persistent_misses": 1, "in_memory_hits": 2, "compile_s": 2.25,
+                   "total_entries": 5}
+    assert cache_delta({}, {"persistent_misses": 1})["compile_s"] is None
 
 
 # ----- XLA decisions ------------------------------------------------------------------
@@ -370,3 +395,68 @@ def test_sweep_records_timer_and_soak_settings(tmp_path: os.PathLike) -> None:
     assert data["settings"]["timer"] == "auto" and data["settings"]["soak_s"] == 0.1
     assert data["environment"]["soak"]["seconds"] >= 0.1
     assert SOAK_ENV not in os.environ
+
+
+class SlowFlushCpu(CpuBackend):
+    """The real CPU backend whose flush also sleeps: a timed flush would show up as >= 20 ms per call."""
+
+    def make_flush(self):
+        zero = super().make_flush()
+
+        def flush() -> None:
+            zero()
+            time.sleep(0.02)
+
+        return flush
+
+
+def test_cache_flush_on_cpu_times_the_gemm_not_the_flush() -> None:
+    task = Task(shape=Shape(1, 128, 128, 128), dtype="fp32", cache="flush",
+                timing=TimingConfig(budget_s=0.3, max_samples=10))
+    threads = torch.get_num_threads()
+    try:  # one thread: a multi-threaded tiny GEMM on a loaded 2-core machine can wait a scheduler slice
+        rec = run_task(SlowFlushCpu(threads=1), task)
+    finally:
+        torch.set_num_threads(threads)
+    assert rec.status == "ok" and rec.timer == "host+flush" and rec.rel_error < 1e-5
+    assert rec.extra["cache"] == "flush" and rec.extra["input_sets"] == 1
+    assert max(rec.samples_s) < 0.01, rec.samples_s  # a 4 MFLOP GEMM, never the 20 ms sleep
+
+
+def test_cache_policy_is_validated_and_travels_to_the_worker() -> None:
+    with pytest.raises(ValueError, match="cache='cold'"):
+        Task(shape=Shape(1, 8, 8, 8), dtype="fp32", cache="cold")
+    task = Task(shape=Shape(1, 8, 8, 8), dtype="fp32", cache="flush")
+    assert Task.from_json(json.loads(json.dumps(task.to_json()))) == task
+
+
+def test_event_flush_timer_queues_flush_before_each_start_event() -> None:
+    """Logic only, with stand-in events on a fake clock: CUDA/Neuron events need their devices."""
+    log: list[str] = []
+    now = [0.0]
+
+    class Event:
+        def record(self) -> None:
+            self.t = now[0]
+            log.append("record")
+
+        def synchronize(self) -> None:
+            log.append("sync-event")
+
+        def elapsed_time(self, end: Event) -> float:
+            return (end.t - self.t) * 1e3
+
+    def flush() -> None:
+        log.append("flush")
+        now[0] += 1.0
+
+    def call() -> None:
+        log.append("call")
+        now[0] += 0.002
+
+    made = []
+    timer = event_flush_timer(call, flush, lambda: made.append(Event()) or made[-1], lambda: log.append("sync"))
+    assert timer(3) == pytest.approx(0.006)
+    assert log == ["sync", *["flush", "record", "call", "record"] * 3, "sync-event", "sync"]
+    timer(2)
+    assert len(made) == 6  # event pairs are reused across blocks

@@ -269,3 +269,158 @@ def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     # MFU_small = F/(1e-6 + F/1e14)/2e14, MFU_big = F/(1e-4 + F/4e14)/5e14: equal at F = 6.6e10
     for x in by.values():
         assert 1e10 < x.flops < 1e11, x
+
+
+# -- the one-line summary: shares of the log-FLOP range and the longest lead ----------------
+
+
+def _step_pair(switch: float) -> tuple[dict, dict]:
+    """SYNTHETIC: A is 25% faster than B below ``switch`` FLOPs and 25% slower above."""
+    def a_time(f: float, b: float) -> float:
+        return roofline_time(f, b, 600, 2.0, 8e-6) * (0.75 if f < switch else 1 / 0.75)
+
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": [float(f) for f in np.geomspace(1e8, 1e12, 16)]}
+    return make_sweep_doc("A", seed=1, time_fn=a_time, **base), make_sweep_doc("B", seed=2, **base)
+
+
+def test_summary_of_a_lead_in_the_low_half_and_b_in_the_high_half() -> None:
+    switch = 10**10.2  # 55% of the 8..12 decades below the switch
+    [c] = compare_all(_sweeps(*_step_pair(switch)), "tflops", use_fit=False, n_boot=600)
+    s = c.lead_summary()
+    assert s is not None and (s.low_flops, s.high_flops) == (c.points[0].flops, c.points[-1].flops)
+    assert s.share_a == pytest.approx(0.55, abs=0.05) and s.share_b == pytest.approx(0.45, abs=0.05)
+    assert s.share_ambiguous == 0.0 and s.share_a + s.share_b == pytest.approx(1.0)
+    assert s.longest is not None and s.longest.leader == "A"
+    assert s.longest.start_flops == c.points[0].flops
+    assert abs(math.log10(s.longest.end_flops / switch)) < 0.2
+    text = c.summary()
+    assert text.startswith(f"A leads over {s.share_a:.0%} of the shared FLOP range (log scale, 100 MFLOP to 1 TFLOP), "
+                           f"B over {s.share_b:.0%}, ambiguous over 0%; longest lead: A from 100 MFLOP to ")
+    assert "\n" not in text and c.to_json()["summary"]["text"] == text
+
+
+def _shares_by_nearest_level(points: list) -> dict:
+    """Independent check: integrate over a fine log10 grid, each x taking the verdicts of the nearest FLOP count."""
+    levels = np.unique([math.log10(p.flops) for p in points])
+    xs = np.linspace(levels[0], levels[-1], 200_001)
+    nearest = levels[np.abs(xs[:, None] - levels[None, :]).argmin(axis=1)]
+    out: dict = {}
+    for level in levels:
+        at = [p.leader for p in points if math.log10(p.flops) == level]
+        weight = float(np.mean(nearest == level))
+        for leader in set(at):
+            out[leader] = out.get(leader, 0.0) + weight * at.count(leader) / len(at)
+    return out
+
+
+def test_summary_reads_a_fragmented_grid_comparison() -> None:
+    """SYNTHETIC: B measured a non-square grid and is slow on its high-byte shapes, so equal-FLOP
+    points alternate between A leading and ambiguous and the segments fragment."""
+    def b_time(f: float, nbytes: float) -> float:
+        square_bytes = 3 * (f / 2) ** (2 / 3) * 2  # bytes of the square bf16 shape with these FLOPs
+        return roofline_time(f, nbytes, 100, 1.0, 5e-6) * (1.4 if nbytes > 1.05 * square_bytes else 1.0)
+
+    grid = [f"{m}x{n}x{k}" for m in (256, 512, 1024) for n in (256, 512, 1024) for k in (256, 512, 1024)]
+    a = make_sweep_doc("A", P_tflops=100, W_tbs=1.0, t0_s=5e-6, flops=[2.0 * s**3 for s in range(192, 1100, 64)],
+                       seed=3)
+    b = make_sweep_doc("B", P_tflops=100, W_tbs=1.0, t0_s=5e-6, shapes=grid, seed=4, time_fn=b_time)
+    [c] = compare_all(_sweeps(a, b), "tflops", use_fit=False, n_boot=600)
+    assert len(c.segments) >= 5 and c.sentence().count("A leads") >= 3  # fragmented; the segments stay
+    s = c.lead_summary()
+    assert s is not None
+    want = _shares_by_nearest_level(list(c.points))
+    assert s.share_a == pytest.approx(want["A"], abs=1e-3)
+    assert s.share_ambiguous == pytest.approx(want[None], abs=1e-3)
+    assert s.share_b == 0.0 and s.share_a > 0.6
+    widest = max((x for x in c.segments if x.leader), key=lambda x: x.end_flops / x.start_flops)
+    assert s.longest == widest
+    assert c.summary().startswith(f"A leads over {s.share_a:.0%} of the shared FLOP range")
+    assert f"; longest lead: A from {format_flops(widest.start_flops)} to {format_flops(widest.end_flops)}" \
+        in c.summary()
+
+
+def test_point_weights_split_ties_and_half_cells() -> None:
+    """SYNTHETIC FLOP counts: one per decade 1e8..1e11, two shapes at 1e9."""
+    from mfu_sweep.compare import point_weights
+
+    w = point_weights([1e8, 1e9, 1e9, 1e10, 1e11])
+    assert w.tolist() == pytest.approx([1 / 6, 1 / 6, 1 / 6, 1 / 3, 1 / 6])
+    assert point_weights([1e9, 1e9, 1e9]).tolist() == pytest.approx([1 / 3] * 3)  # one FLOP count: by shape
+
+
+def test_share_text_never_rounds_a_lead_away() -> None:
+    from mfu_sweep.compare import _share
+
+    assert [_share(x) for x in (0.0, 0.004, 0.3333, 0.996, 1.0)] == ["0%", "<1%", "33%", ">99%", "100%"]
+
+
+def test_summary_without_lead_or_points() -> None:
+    truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3], "noise": 0.05}
+    [c] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **truth)),
+                      "tflops", use_fit=False, n_boot=300)
+    assert c.summary().endswith("B over 0%, ambiguous over 100%; no lead anywhere.")
+    assert c.to_json()["summary"]["longest_lead"] is None
+    far = {**truth, "flops": [1e14, 2e14, 4e14]}
+    [d] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **far)),
+                      "tflops", use_fit=False, n_boot=300)
+    assert d.summary() == "no shapes in a common FLOP range."
+    assert d.to_json()["summary"]["share_a"] is None
+
+
+def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in _step_pair(10**10.2)]
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[1].startswith("summary: A leads over 5") and "longest lead: A from 100 MFLOP" in lines[1]
+    assert lines[2].lstrip().startswith("FLOP") and lines[-1].startswith("A vs B (bf16, eager, TFLOP/s): A leads")
+
+
+# -- reusing fits and skipping pairs --------------------------------------------------------
+
+
+def _lead_lose_regain() -> list:
+    pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
+    return _sweeps(make_sweep_doc("A", flops=FLOPS, seed=1, **pa), make_sweep_doc("B", flops=FLOPS, seed=2, **pb))
+
+
+def test_compare_all_uses_the_fits_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mfu_sweep import compare as compare_module
+    from mfu_sweep.fit import fit_series
+
+    sweeps = _lead_lose_regain()
+    series = group_series(sweeps)
+    ka, kb = sorted(series)
+    own = {k: fit_series(series[k], seed=0, n_boot=30) for k in (ka, kb)}
+    fitted_here = compare_all(sweeps, "tflops", **FAST)
+    given = compare_all(sweeps, "tflops", fits=own, **FAST)
+    assert [c.to_json() for c in given] == [c.to_json() for c in fitted_here]
+
+    def refit(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("compare_all refitted a series whose fit it was given")
+
+    monkeypatch.setattr(compare_module, "fit_series", refit)
+    [same] = compare_all(sweeps, "tflops", fits=own, **FAST)
+    assert [x for x in same.crossovers if x.method == "fit"] == [x for x in given[0].crossovers if x.method == "fit"]
+    # a deliberately wrong fit: B's roofline for both series, so the fitted curves never cross
+    [wrong] = compare_all(sweeps, "tflops", fits={ka: own[kb], kb: own[kb]}, **FAST)
+    assert [x.method for x in given[0].crossovers].count("fit") == 2
+    assert [x for x in wrong.crossovers if x.method == "fit"] == []
+    assert wrong.segments == given[0].segments  # the data side does not use fits
+    assert any("data and fit disagree" in n for n in wrong.notes)
+
+
+def test_on_error_skips_pairs_that_cannot_be_compared() -> None:
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::4], "n_samples": 5}
+    sweeps = _sweeps(make_sweep_doc("x", **base), make_sweep_doc("y", seed=1, **base),
+                     make_sweep_doc("np", seed=2, peak_tflops=0, **base))
+    with pytest.raises(CompareError, match="series np bf16 eager has no peak"):
+        compare_all(sweeps, "mfu", use_fit=False, n_boot=50)
+    errors: list[str] = []
+    comps = compare_all(sweeps, "mfu", use_fit=False, n_boot=50, on_error=lambda e: errors.append(str(e)))
+    assert [(c.a, c.b) for c in comps] == [("x", "y")]
+    assert len(errors) == 2 and all("series np bf16 eager has no peak" in e for e in errors)
+    alone = _sweeps(make_sweep_doc("x", **base))
+    assert compare_all(alone, "mfu", use_fit=False, on_error=errors.append) == []
+    with pytest.raises(CompareError, match="need two series"):
+        compare_all(alone, "mfu", use_fit=False)

@@ -7,15 +7,18 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.distributed import parse_shard, placement
-from mfu_sweep.merge import merge_files
-from mfu_sweep.results import ResultError
+from mfu_sweep.distributed import parse_shard, placement, shard_plan
+from mfu_sweep.merge import merge_files, merge_sweeps
+from mfu_sweep.results import ResultError, load_sweeps, parse_document
+from mfu_sweep.series import group_series
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "8", "--quiet", "--isolate", "none"]
@@ -42,13 +45,46 @@ def test_placement_from_environment() -> None:
         placement(None, "0/2", env)
 
 
-def test_shards_merge_back_to_the_full_set(tmp_path: Path) -> None:
+def test_shard_pieces_record_their_job_so_two_jobs_never_link(tmp_path: Path) -> None:
+    slurm = placement(None, "1/4", {"SLURM_ARRAY_JOB_ID": "777", "SLURM_JOB_ID": "781"})
+    assert slurm.settings() == {"shard": "1/4", "job_id": "SLURM_ARRAY_JOB_ID=777"}
+    torchrun = placement("shard", None, {"WORLD_SIZE": "2", "RANK": "1", "TORCHELASTIC_RUN_ID": "abc"})
+    assert torchrun.settings()["job_id"] == "TORCHELASTIC_RUN_ID=abc"
+    assert "job_id" not in placement(None, None, {"SLURM_ARRAY_JOB_ID": "777"}).settings()  # not sharded
+    a, b = (s for p in _shard_pieces(tmp_path, count=2) for s in load_sweeps([p]))
+    job = {"job_id": "SLURM_ARRAY_JOB_ID=777"}
+    same = replace(a, settings={**a.settings, **job}), replace(b, settings={**b.settings, **job})
+    assert shard_plan(same[0]) == shard_plan(same[1])
+    other = replace(b, settings={**b.settings, "job_id": "SLURM_ARRAY_JOB_ID=778"})
+    assert shard_plan(same[0]) != shard_plan(other)
+
+
+def _shard_pieces(tmp_path: Path, count: int = 3) -> list[Path]:
+    """Run ``sweep --shard I/count`` for every I on this host, like a Slurm array; return the pieces."""
     out = tmp_path / "s.json"
-    for i in range(3):
-        res = CliRunner().invoke(main, ["sweep", *FAST, *SHAPES, "--shard", f"{i}/3", "-o", str(out)])
+    for i in range(count):
+        res = CliRunner().invoke(main, ["sweep", *FAST, *SHAPES, "--shard", f"{i}/{count}", "-o", str(out)])
         assert res.exit_code == 0, res.output
-    pieces = sorted(tmp_path.glob("s.shard*-of-3.json"))
-    assert len(pieces) == 3
+    pieces = sorted(tmp_path.glob(f"s.shard*-of-{count}.json"))
+    assert len(pieces) == count
+    return pieces
+
+
+def _edit(path: Path, edit: Callable[[dict], None]) -> Path:
+    """Change a piece in place (SYNTHETIC: the result no longer is what this host measured)."""
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _move_to(host: str) -> Callable[[dict], None]:
+    """SYNTHETIC: pretend another host ran the piece (``run.host``, as sweep writes it)."""
+    return lambda doc: doc["run"].update(host=host)
+
+
+def test_shards_merge_back_to_the_full_set(tmp_path: Path) -> None:
+    pieces = _shard_pieces(tmp_path)
     merged = merge_files(pieces)
     shapes = sorted(r.shape.m for sw in merged.sweeps for r in sw.records)
     assert shapes == [64, 96, 128]
@@ -85,6 +121,12 @@ def test_torchrun_two_ranks_gloo(tmp_path: Path, mode: str) -> None:
         assert "spread: " in res.output and "over 2 devices" in res.output
     else:
         assert got == [64, 96, 128]
+        # SYNTHETIC: rank 1's checkpoint as if a second node ran it (torchrun --nnodes 2); rank 0's merge takes it
+        ranks = [s for p in sorted(tmp_path.glob("t.rank*.json")) for s in load_sweeps([p])]
+        ranks[1] = replace(ranks[1], run={**ranks[1].run, "host": "node-2"})
+        two_nodes = merge_sweeps(ranks)
+        assert two_nodes.hosts == {ranks[0].label: tuple(sorted({ranks[0].run["host"], "node-2"}))}
+        assert sorted(r.shape.m for sw in two_nodes.sweeps for r in sw.records) == [64, 96, 128]
     assert CliRunner().invoke(main, ["validate", str(out)]).exit_code == 0
 
 
@@ -92,7 +134,6 @@ def test_replicate_spread_names_the_slow_device(tmp_path: Path) -> None:
     """SYNTHETIC: rank 1 is 10% slower everywhere; the spread says so."""
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.results import parse_document
     from mfu_sweep.spread import replicate_spreads
 
     flops = [1e8, 1e9, 1e10, 1e11]
@@ -106,3 +147,64 @@ def test_replicate_spread_names_the_slow_device(tmp_path: Path) -> None:
     assert len(spread.shapes) == 4 and all(s.slowest == "gpu.r1" for s in spread.shapes)
     assert abs(spread.median_ratio - 1.1) < 1e-6
     assert "over 2 devices" in spread.sentence()
+
+
+def test_shard_pieces_from_several_hosts_merge_as_one_device(tmp_path: Path) -> None:
+    """Real --shard pieces; SYNTHETIC: pieces 1 and 2 are relabelled as run on node-2 and node-3."""
+    pieces = _shard_pieces(tmp_path)
+    here = json.loads(pieces[0].read_text())["run"]["host"]
+    _edit(pieces[1], _move_to("node-2"))
+    _edit(pieces[2], _move_to("node-3"))
+    merged = merge_files(pieces)
+    (label,) = merged.labels
+    assert merged.hosts == {label: tuple(sorted([here, "node-2", "node-3"]))}
+    assert any("3 hosts" in n and "node-2" in n for n in merged.notes)
+    assert sorted(r.shape.m for sw in merged.sweeps for r in sw.records) == [64, 96, 128]
+    (series,) = group_series(load_sweeps(pieces)).values()
+    assert series.hosts == merged.hosts[label] and series.n_shapes == 3
+    out = tmp_path / "merged.json"
+    res = CliRunner().invoke(main, ["merge", *map(str, pieces), "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "merged 3 sweep(s)" in res.output and "node-3" in res.output
+    assert sorted(sw["run"]["host"] for sw in json.loads(out.read_text())["sweeps"]) == list(merged.hosts[label])
+    assert merge_files([out]).to_json() == merged.to_json()  # merging the output again gives the same file
+
+
+def test_other_devices_under_one_label_are_still_refused(tmp_path: Path) -> None:
+    """Real --shard pieces with SYNTHETIC edits: each edit breaks what makes them one sharded sweep."""
+    pieces = _shard_pieces(tmp_path, count=2)
+    _edit(pieces[1], _move_to("node-2"))
+    assert merge_files(pieces).hosts  # the baseline merges
+
+    def no_shard_metadata(doc: dict) -> None:
+        doc["settings"].pop("shard")
+
+    def other_plan(doc: dict) -> None:
+        doc["settings"]["seed"] += 1
+
+    def other_chip(doc: dict) -> None:
+        doc["device"]["name"] = "Another CPU"
+
+    for edit in (no_shard_metadata, other_plan, other_chip):
+        doc = json.loads(pieces[1].read_text())
+        edit(doc)
+        other = tmp_path / f"{edit.__name__}.json"
+        other.write_text(json.dumps(doc))
+        with pytest.raises(ResultError, match="names two devices"):
+            merge_files([pieces[0], other])
+        with pytest.raises(ResultError, match="names two devices"):
+            group_series(load_sweeps([pieces[0], other]))
+        res = CliRunner().invoke(main, ["merge", str(pieces[0]), str(other), "-o", str(tmp_path / "m.json")])
+        assert res.exit_code == 1 and res.output.count("\n") == 1 and "Traceback" not in res.output
+        assert "node-2" in res.output and "--relabel" in res.output
+
+
+def test_shard_plan_is_shared_by_the_pieces_of_one_sweep(tmp_path: Path) -> None:
+    a, b = (s for p in _shard_pieces(tmp_path, count=2) for s in load_sweeps([p]))
+    assert shard_plan(a) == shard_plan(b) and shard_plan(a)[0] == 2
+    torchrun = {"shard": "1/2", "rank": 1, "world_size": 2, "local_rank": 0, "distribute": "shard"}
+    assert shard_plan(replace(a, settings={**a.settings, **torchrun})) is not None
+    assert shard_plan(replace(b, settings={**b.settings, "seed": -1})) != shard_plan(a)  # another plan
+    for bad in ({"shard": None}, {"shard": "3/2"}, {**torchrun, "world_size": 4}, {**torchrun, "rank": 0},
+                {**torchrun, "distribute": "replicate"}):
+        assert shard_plan(replace(b, settings={**b.settings, **bad})) is None, bad

@@ -77,6 +77,47 @@ def test_label_clash_is_an_error_until_relabelled(tmp_path: Path) -> None:
     assert renamed.device["relabeled_from"] == "gpu" and renamed.run["host"] == "node-2"
 
 
+def _piece(label: str, host: str, shard: str | None, **kw) -> dict:
+    """SYNTHETIC sweep tagged like a ``--shard I/N`` piece run on ``host`` (no shard tag when ``shard`` is None)."""
+    doc = _doc(label, host=host, **kw)
+    if shard:
+        doc["settings"]["shard"] = shard
+    return doc
+
+
+def test_shard_pieces_from_two_hosts_are_one_device_in_any_order(tmp_path: Path) -> None:
+    a = write_sweep(tmp_path, _piece("gpu", "node-1", "0/2", seed=1), "p0.json")
+    b = write_sweep(tmp_path, _piece("gpu", "node-2", "1/2", seed=1, flops=[1e12, 1e13]), "p1.json")
+    again = write_sweep(tmp_path, _piece("gpu", "node-1", None, seed=3, flops=[1e7]), "rerun.json")
+    result = merge_files([a, b, again])
+    assert result.labels == ["gpu"] and result.hosts == {"gpu": ("node-1", "node-2")}
+    assert any("2 hosts (node-1, node-2)" in n for n in result.notes)
+    assert merge_files([again, b, a]).to_json() == result.to_json()
+
+
+@pytest.mark.parametrize("shards", [("0/2", None), (None, None), ("0/2", "1/3")],
+                         ids=["no-shard-metadata-on-node-2", "no-shard-metadata-at-all", "different-shard-counts"])
+def test_hosts_not_linked_by_one_shard_plan_are_two_devices(tmp_path: Path, shards: tuple) -> None:
+    a = write_sweep(tmp_path, _piece("gpu", "node-1", shards[0], seed=1), "n1.json")
+    b = write_sweep(tmp_path, _piece("gpu", "node-2", shards[1], seed=1, flops=[1e12]), "n2.json")
+    two_hosts = r"device.label 'gpu' names two devices: .*node-[12].* and .*node-[12].*--relabel"
+    with pytest.raises(ResultError, match=two_hosts):
+        merge_files([a, b])
+
+
+def test_shard_pieces_do_not_make_an_outside_host_the_same_device(tmp_path: Path) -> None:
+    pieces = [write_sweep(tmp_path, _piece("gpu", f"node-{i + 1}", f"{i}/2", seed=1, flops=[10.0 ** (8 + i)]),
+                          f"p{i}.json") for i in range(2)]
+    assert merge_files(pieces).hosts == {"gpu": ("node-1", "node-2")}
+    outsider = write_sweep(tmp_path, _piece("gpu", "node-3", None, seed=1), "n3.json")
+    with pytest.raises(ResultError, match=r"names two devices: .*, shard [01]/2\) in .* and .*host node-3\)"):
+        merge_files([*pieces, outsider])
+    other_plan = write_sweep(tmp_path, _piece("gpu", "node-2", "1/2", seed=2, flops=[1e9]), "other-plan.json")
+    two_plans = r"names two devices: .*node-[12], shard [01]/2.* and .*node-[12], shard [01]/2"
+    with pytest.raises(ResultError, match=two_plans):
+        merge_files([pieces[0], other_plan])  # settings.synthetic (the pieces' settings) differ: another sweep
+
+
 def test_same_device_twice_is_one_series_not_a_clash(tmp_path: Path) -> None:
     a = write_sweep(tmp_path, _doc("gpu", seed=1), "r1.json")
     b = write_sweep(tmp_path, _doc("gpu", seed=2, flops=[1e12, 1e13]), "r2.json")

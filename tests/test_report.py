@@ -6,6 +6,7 @@ All inputs are SYNTHETIC sweeps from tests/synthetic.py (made-up numbers).
 from __future__ import annotations
 
 import base64
+import html
 import json
 from html.parser import HTMLParser
 from pathlib import Path
@@ -175,3 +176,45 @@ def test_report_shows_replicate_spread(tmp_path: Path) -> None:
     md = (tmp_path / "rep" / "index.md").read_text()
     assert "## Spread across devices (replicate runs)" in md
     assert "gpu (bf16, eager) over 2 devices" in md and "slowest: gpu.r1" in md
+
+
+def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) -> None:
+    out, analysis, _ = report
+    md, page = (out / "index.md").read_text(), (out / "index.html").read_text()
+    data = json.loads((out / "analysis.json").read_text())
+    assert analysis.comparisons
+    for c, js in zip(analysis.comparisons, data["comparisons"], strict=True):
+        text = c.summary()
+        assert "of the shared FLOP range" in text
+        assert f"In short: {text}\n\n{c.sentence()}" in md  # the summary comes first, the segments stay
+        assert f"<p>In short: {html.escape(text)}</p>" in page
+        assert js["summary"]["text"] == text and js["summary"]["share_a"] == c.lead_summary().share_a
+
+
+def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SYNTHETIC: three devices in bf16 and fp32 (one without an fp32 peak); the report compares each
+    dtype in turn, with the fits it already has, and notes the pairs MFU cannot rank."""
+    from mfu_sweep import compare as compare_module
+    from mfu_sweep.compare import compare_all
+
+    flops = FLOPS[3:8]
+    sweeps = [s for i, label in enumerate(("p", "q", "r")) for dtype in ("bf16", "fp32")
+              for s in parse_document(make_sweep_doc(
+                  label, P_tflops=100.0 * (i + 1), W_tbs=1.0, t0_s=1e-5, flops=flops, dtype=dtype, n_samples=5,
+                  seed=i, peak_tflops=0 if (label, dtype) == ("q", "fp32") else None))]
+
+    def refit(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the report refitted a series it had already fitted")
+
+    monkeypatch.setattr(compare_module, "fit_series", refit)
+    analysis = analyse(sweeps, fit_n_boot=5, compare_n_boot=100)
+    assert [(c.a, c.b, c.dtype) for c in analysis.comparisons] == [
+        ("p", "q", "bf16"), ("p", "r", "bf16"), ("q", "r", "bf16"), ("p", "r", "fp32")]
+    assert list(analysis.compare_notes) == ["series q fp32 eager has no peak for fp32, so its MFU is undefined; "
+                                            "use --metric tflops (metric='tflops')"] * 2
+    # the same comparisons compare_all gives with these fits (it sorts pairs across dtypes)
+    direct = compare_all(sweeps, fits=analysis.fits, seed=0, n_boot=100, alpha=0.05, on_error=lambda e: None)
+    assert [(c.a, c.b, c.dtype) for c in direct] == [
+        ("p", "q", "bf16"), ("p", "r", "bf16"), ("p", "r", "fp32"), ("q", "r", "bf16")]
+    by_pair = {(c.a, c.b, c.dtype): c.to_json() for c in direct}
+    assert [c.to_json() for c in analysis.comparisons] == [by_pair[(c.a, c.b, c.dtype)] for c in analysis.comparisons]

@@ -14,6 +14,7 @@ from mfu_sweep.shapes import (
     parse_shape,
     read_shape_csv,
     square_family,
+    unique_in_order,
 )
 
 
@@ -132,3 +133,9 @@ def test_csv_loader_never_tracebacks(tmp_path_factory, data: bytes) -> None:
         read_shape_csv(f)
     except ShapeError:
         pass
+
+
+def test_unique_in_order_keeps_first_appearance_and_does_not_sort() -> None:
+    big, small, mid = Shape(1, 512, 512, 512), Shape(1, 64, 64, 64), Shape(2, 128, 128, 128)
+    assert unique_in_order([big, small, big, mid, small]) == [big, small, mid]
+    assert unique_in_order(iter([])) == []

@@ -86,6 +86,11 @@ def _bad(*args: str) -> str:
     (["--peak-tflops", "0"], "0.0"),
     (["--spec-file", "/nonexistent.toml"], "/nonexistent.toml"),
     (["--shape", "16777216x16777216x16"], "GiB"),
+    (["--cache", "cold"], "'cold'"),
+    (["--cache", "flush", "--timer", "graph"], "--cache flush"),
+    (["--threads", "0"], "--threads"),
+    (["--threads", "4096"], "usable cores"),
+    (["--device", "cuda", "--threads", "1"], "CPU device only"),
 ])
 def test_bad_sweep_options(args: list[str], fragment: str) -> None:
     out = _bad("sweep", "--isolate", "none", "--quiet", *args)
@@ -246,3 +251,38 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     assert "--resume" in err and str(out) in err
     assert [r["shape"]["m"] for r in records(out)] == [64, 96]
     assert json.loads(out.read_text())["run"]["finished_at"] is None
+
+
+def test_cache_flush_sweep_labels_itself_and_records_the_policy(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", "flush", "--threads", "1")
+    assert res.exit_code == 0, res.output
+    (path,) = Path("sweeps").glob("*.json")
+    assert path.stem.endswith("-cpu-flush")
+    (sweep,) = load_sweeps([path])
+    assert sweep.device["label"] == path.stem and sweep.device["threads"] == 1
+    assert sweep.settings["cache"] == "flush" and sweep.settings["threads"] == 1
+    (rec,) = sweep.records
+    assert rec.status == "ok" and rec.timer == "host+flush" and rec.extra["cache"] == "flush"
+    assert rec.extra["input_sets"] == 1 and rec.extra["flush_bytes"] >= 2**20
+    # the peak estimate follows the thread count: one core
+    assert "1 cores" in sweep.peak.source
+
+
+def test_run_argv_is_this_invocation_not_the_host_program(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    args = ["sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)]
+    assert cli(*args).exit_code == 0
+    (sweep,) = load_sweeps([out])
+    assert sweep.run["argv"] == ["mfu-sweep", *args]
+
+
+def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
+    """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py)."""
+    code = ("import sys; from mfu_sweep.cli import main; "
+            f"main(['sweep', '--device', 'cpu', '--quiet', '--budget-s', '0.05', '--shape', '64x64x64', "
+            f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {str(tmp_path / 'r.json')!r}], "
+            "standalone_mode=False); "
+            "assert 'torch' not in sys.modules, 'the sweep parent imported torch'")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]

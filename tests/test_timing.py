@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from mfu_sweep.stats import median_ci, median_ci_indices
-from mfu_sweep.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, measure
+from mfu_sweep.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, host_flush_timer, measure
 
 
 class FakeClock:
@@ -133,3 +133,28 @@ def test_real_cpu_timing_is_plausible() -> None:
     gflops = 2 * 256**3 / m.median_s / 1e9
     assert 0.5 < gflops < 5000
     assert all(s > 0 for s in m.samples_s) and m.block_size >= 1
+
+
+def test_flush_timer_times_each_call_alone_and_never_the_flush() -> None:
+    clock = FakeClock(call_s=10e-6)
+    order: list[str] = []
+
+    def flush() -> None:
+        order.append("flush")
+        clock.t += 5e-3  # a flush far slower than the call: if it were timed it would dominate
+
+    def call() -> None:
+        order.append("call")
+        clock.call()
+
+    time_block = host_flush_timer(call, flush, clock_ns=clock.ns)
+    assert time_block(4) == pytest.approx(4 * 10e-6, rel=1e-6)
+    assert order == ["flush", "call"] * 4
+
+
+def test_flush_timer_in_the_adaptive_loop_reports_the_call_time() -> None:
+    clock = FakeClock(call_s=20e-6, noise=0.02, seed=3)
+    timer = host_flush_timer(clock.call, lambda: setattr(clock, "t", clock.t + 1e-3), clock_ns=clock.ns)
+    m = measure(timer, TimingConfig(budget_s=5.0, min_block_s=2e-4), wall=clock.wall)
+    assert m.median_s == pytest.approx(20e-6, rel=0.05)
+    assert m.block_size >= 10  # 10 calls of 20 us fill the 0.2 ms block

@@ -75,6 +75,8 @@ def test_unsupported_combinations_are_statuses(backend: XlaBackend) -> None:
     for dtype, mode in (("fp8", "eager"), ("tf32", "eager"), ("fp32", "compile")):
         rec = run_task(backend, Task(shape=shape, dtype=dtype, mode=mode, timing=FAST))
         assert rec.status == "unsupported", (dtype, mode, rec)
+    rec = run_task(backend, Task(shape=shape, dtype="fp32", timing=FAST, cache="flush"))
+    assert rec.status == "unsupported" and "--cache flush" in rec.error
 
 
 def test_real_sweep_writes_a_valid_file(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import torch
 from mfu_sweep.dtypes import DType
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, find_chip, get_chip
-from mfu_sweep.timing import BlockTimer, TimingConfig, host_block_timer
+from mfu_sweep.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
 
 GemmFn = Callable[[int], torch.Tensor]
 """Runs one GEMM on input set ``i`` and returns the output tensor."""
@@ -111,6 +111,19 @@ class TorchBackend:
     def rotation_bytes(self) -> int:
         """Bytes of operands to cycle through so no call finds its inputs in cache."""
         return 64 * 2**20
+
+    def flush_bytes(self) -> int:
+        """Size of the buffer ``--cache flush`` overwrites before every call (at least the cache size)."""
+        return self.rotation_bytes()
+
+    def make_flush(self) -> Callable[[], object]:
+        """A callable that evicts the caches by overwriting a :meth:`flush_bytes` buffer on the device."""
+        buf = torch.empty(self.flush_bytes() // 4, dtype=torch.int32, device=self.device)
+        return buf.zero_
+
+    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
+        """A timer for ``--cache flush``: each call timed alone after ``flush``; the flush is not timed."""
+        return host_flush_timer(call, flush, sync=self.sync), f"{self.timer_name}+flush"
 
     def torch_dtype(self, dtype: DType) -> torch.dtype:
         return getattr(torch, dtype.torch_name)

@@ -9,8 +9,10 @@ from pathlib import Path
 import torch
 
 from mfu_sweep.backends.base import DeviceInfo, TorchBackend
+from mfu_sweep.errors import BackendError
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
+from mfu_sweep.task import THREADS_ENV
 
 MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
 
@@ -29,13 +31,26 @@ def last_level_cache_bytes() -> int | None:
     return best
 
 
+def threads_from_env(raw: str | None) -> int | None:
+    """The ``--threads`` value a sweep handed its worker, validated; None when unset."""
+    if not raw:
+        return None
+    usable = len(os.sched_getaffinity(0))
+    if not raw.isdigit() or not 1 <= int(raw) <= usable:
+        raise BackendError(f"{THREADS_ENV}={raw!r} must be an integer from 1 to {usable} (the usable cores)")
+    return int(raw)
+
+
 class CpuBackend(TorchBackend):
     name = "cpu"
     timer_name = "host"
 
-    def __init__(self, index: int = 0) -> None:
+    def __init__(self, index: int = 0, threads: int | None = None) -> None:
         super().__init__(index)
         self.device = torch.device("cpu")
+        threads = threads or threads_from_env(os.environ.get(THREADS_ENV))
+        if threads:
+            torch.set_num_threads(threads)
 
     def describe(self) -> DeviceInfo:
         model, clock, flags = read_cpuinfo()

@@ -29,14 +29,15 @@ from typing import Any
 import torch
 
 from mfu_sweep.backends.base import DeviceInfo, Telemetry, TorchBackend, Unsupported
+from mfu_sweep.backends.generic import event_flush_timer
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, find_chip, load_chips
+from mfu_sweep.task import TIMER_ENV
 from mfu_sweep.timing import BlockTimer
 
 TIMERS = ("auto", "events", "graph")
-TIMER_ENV = "MFU_SWEEP_TIMER"
 # Eager launch cost of one torch.mm is ~5-10 us of host time; a kernel that is
 # estimated (at peak, so optimistically) below this runs from a CUDA graph.
 GRAPH_BELOW_S = 50e-6
@@ -102,12 +103,12 @@ def graph_calls(sets: int, minimum: int = MIN_GRAPH_CALLS) -> int:
 def rotation_bytes_for(l2_bytes: int | None) -> int:
     """Operand bytes to cycle: ``L2_ROTATION_FACTOR`` x L2, at least :data:`MIN_ROTATION_BYTES`.
 
-    Rotation keeps GEMMs back to back. The alternative, flushing (writing a
-    buffer of 2x L2 before every call, as nvbench's cold mode and triton's
-    do_bench do), needs an event pair per call so the flush is not timed,
-    and so adds per-call event overhead; it is not used here. Rotation is
-    limited by the bench's cap on operand sets (64): the tiniest shapes
-    still fit in L2 and are measured L2-warm.
+    Rotation keeps GEMMs back to back. The alternative, ``--cache flush``
+    (overwriting a buffer of this size before every call, as nvbench's cold
+    mode and triton's do_bench do), needs an event pair per call so the
+    flush is not timed, and so adds per-call event overhead and idle gaps.
+    Rotation is limited by the bench's cap on operand sets (64): the tiniest
+    shapes still fit in L2 and are measured L2-warm; flush has no such limit.
     """
     return max(L2_ROTATION_FACTOR * (l2_bytes or 0), MIN_ROTATION_BYTES)
 
@@ -511,6 +512,10 @@ class CudaBackend(TorchBackend):
             calls = graph_calls(self._sets)
             return graph_block_timer(call, self.device, calls), f"cuda-graph[{calls}]"
         return event_block_timer(call, self.device), "cuda-events"
+
+    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
+        return event_flush_timer(call, flush, lambda: torch.cuda.Event(enable_timing=True), self.sync), \
+            "cuda-events+flush"
 
     # ----- telemetry ---------------------------------------------------
     def _reader(self) -> Reader | None:

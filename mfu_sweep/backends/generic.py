@@ -20,7 +20,7 @@ from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import find_chip
-from mfu_sweep.timing import BlockTimer, host_block_timer
+from mfu_sweep.timing import BlockTimer, host_block_timer, host_flush_timer
 
 
 def event_block_timer(call: Callable[[], object], make_event: Callable[[], Any],
@@ -37,6 +37,32 @@ def event_block_timer(call: Callable[[], object], make_event: Callable[[], Any],
         end.synchronize()
         sync()
         return start.elapsed_time(end) / 1e3
+
+    return time_block
+
+
+def event_flush_timer(call: Callable[[], object], flush: Callable[[], object], make_event: Callable[[], Any],
+                      sync: Callable[[], object]) -> BlockTimer:
+    """An event pair around every call, each queued right after ``flush``; returns the sum.
+
+    The flush runs on the device before the start event, so it is never
+    timed; one synchronisation per block. Event pairs are created once and
+    reused across blocks.
+    """
+    pairs: list[tuple[Any, Any]] = []
+
+    def time_block(n: int) -> float:
+        while len(pairs) < n:
+            pairs.append((make_event(), make_event()))
+        sync()
+        for start, end in pairs[:n]:
+            flush()
+            start.record()
+            call()
+            end.record()
+        pairs[n - 1][1].synchronize()
+        sync()
+        return sum(start.elapsed_time(end) for start, end in pairs[:n]) / 1e3
 
     return time_block
 
@@ -122,3 +148,8 @@ class AcceleratorBackend(TorchBackend):
         if self.events_ok:
             return event_block_timer(call, self._event, self.sync), "accelerator-events"
         return host_block_timer(call, sync=self.sync), "host-sync"
+
+    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
+        if self.events_ok:
+            return event_flush_timer(call, flush, self._event, self.sync), "accelerator-events+flush"
+        return host_flush_timer(call, flush, sync=self.sync), "host-sync+flush"

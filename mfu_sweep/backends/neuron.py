@@ -1,14 +1,27 @@
 """AWS Trainium through TorchNeuron, the native PyTorch device ``neuron`` (torch-neuronx >= 2.13).
 
-Written against the documented TorchNeuron API (no Neuron hardware was
-available while writing it): the package registers ``torch.neuron`` with
-``synchronize()`` and ``Event(enable_timing=True)``; eager mode compiles one
-NEFF per op shape on first use (so the first call carries the compile and a
-persistent-cache miss); ``torch.compile(backend="neuron")`` supports mode
-``default`` only. One ``neuron`` device is one *logical* NeuronCore, so the
-peak is per logical core: the chip figure divided by the logical cores per
-chip (8 physical cores, paired when ``NEURON_LOGICAL_NC_CONFIG=2``, the Trn2
-and Trn3 default). The scope is recorded in the result's peak block.
+Written against the TorchNeuron documentation and the torch-neuronx sources
+(no Neuron hardware was available while writing it):
+
+- ``torch.neuron`` has ``synchronize()``, ``device_count()`` (logical cores)
+  and ``get_device_properties(i)``, whose ``name`` is the runtime's instance
+  family (``trn2``, ``trn2n``, ``trn3`` ...); ``get_device_name(i)`` returns
+  only ``"neuron:i"``, so it cannot identify the chip.
+- ``torch.neuron.Event`` stamps ``record()`` with the *host* clock, so an
+  event pair measures submission, not execution. Timing therefore reads the
+  host clock after ``synchronize()`` (timer ``host-sync``), over blocks of
+  back-to-back calls, which is exact once the block is long.
+- Eager mode compiles one NEFF per op shape on first use with
+  ``--auto-cast=none`` plus ``NEURON_CC_FLAGS`` (read at every compile), so
+  the first call carries the compile. The compile cache's counters
+  (``_get_compilation_cache_stats``) only count while torch-neuronx metrics
+  are enabled, which this backend turns on.
+- ``torch.compile(backend="neuron")`` supports mode ``default`` only.
+
+One ``neuron`` device is one *logical* NeuronCore, so the peak is per
+logical core: the chip figure divided by the logical cores per chip (8
+physical cores, paired when ``NEURON_LOGICAL_NC_CONFIG=2``, the Trn2 and
+Trn3 default). The scope is recorded in the result's peak block.
 
 The XLA-based torch-neuronx (PyTorch <= 2.9) is served by ``backends.xla``.
 """
@@ -30,12 +43,10 @@ from typing import Any
 import torch
 
 from mfu_sweep.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
-from mfu_sweep.backends.generic import event_block_timer, events_work
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, get_chip, load_chips
-from mfu_sweep.timing import BlockTimer, host_block_timer
 
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 CC_FLAGS_ENV = "NEURON_CC_FLAGS"
@@ -157,22 +168,71 @@ def _cache_stats() -> Callable[[], Mapping[str, int]] | None:
     return getattr(getattr(torch_neuronx, "_C", None), "_get_compilation_cache_stats", None)
 
 
-CACHE_STAT_KEYS = ("persistent_hits", "persistent_misses", "total_entries")
+def enable_metrics() -> bool:
+    """Turn on torch-neuronx's metrics (off by default), without which the cache counters stay at 0."""
+    try:
+        import torch_neuronx
+    except (ImportError, OSError, RuntimeError):
+        return False
+    for owner, fn in ((getattr(torch_neuronx, "metrics", None), "set_enabled"),
+                      (getattr(torch_neuronx, "_C", None), "_neuron_set_metrics_enabled")):
+        setter = getattr(owner, fn, None)
+        if setter is not None:
+            try:
+                setter(True)
+                return True
+            except (RuntimeError, TypeError):
+                continue
+    return False
 
 
-def stats_dict(stats: Any) -> dict[str, int]:
-    """The cache statistics as a dict, whether torch_neuronx returns a mapping or an object."""
+CACHE_STAT_KEYS = ("persistent_hits", "persistent_misses", "in_memory_hits", "in_memory_misses",
+                   "total_compilations", "total_entries", "total_compilation_time_ms")
+COUNTERS = ("persistent_hits", "persistent_misses", "in_memory_hits", "in_memory_misses", "total_compilations",
+            "total_compilation_time_ms")
+
+
+def stats_dict(stats: Any) -> dict[str, float]:
+    """The cache statistics as a dict of numbers, whether torch_neuronx returns a mapping or an object."""
     if isinstance(stats, Mapping):
-        return {k: int(v) for k, v in stats.items() if isinstance(v, (int, float))}
-    return {k: int(getattr(stats, k)) for k in CACHE_STAT_KEYS if hasattr(stats, k)}
+        return {k: v for k, v in stats.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return {k: getattr(stats, k) for k in CACHE_STAT_KEYS if isinstance(getattr(stats, k, None), (int, float))}
+
+
+def cache_delta(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, Any]:
+    """What one shape did to the NEFF cache: counter increases, plus the entry count after it.
+
+    ``compile_s`` is the compile time the cache recorded for NEFFs built
+    during the shape (``total_compilation_time_ms``), None when not reported.
+    """
+    out: dict[str, Any] = {k: after[k] - before.get(k, 0) for k in COUNTERS if k in after}
+    ms = out.pop("total_compilation_time_ms", None)
+    out["compile_s"] = ms / 1e3 if ms is not None else None
+    out["total_entries"] = after.get("total_entries")
+    return out
+
+
+def platform_target() -> str | None:
+    """torch-neuronx's compiler target (``trn1``/``trn2``/``trn3``), when it exposes it."""
+    try:
+        from torch_neuronx import utils
+    except (ImportError, OSError, RuntimeError):
+        return None
+    fn = getattr(utils, "get_platform_target", None)
+    try:
+        return str(fn()) if fn else None
+    except (RuntimeError, ValueError, OSError):
+        return None
 
 
 class NeuronBackend(TorchBackend):
     """One logical NeuronCore through TorchNeuron."""
 
     name = "neuron"
-    timer_name = "neuron-events"
     compile_backend = "neuron"
+    # torch.neuron.Event stamps record() on the host: an event pair would time submission, not the device.
+    # block_timer and flush_timer are therefore the base class's host clock after synchronize().
+    timer_name = "host-sync"
 
     @staticmethod
     def available() -> bool:
@@ -189,20 +249,23 @@ class NeuronBackend(TorchBackend):
             raise BackendError(f"neuron:{index} requested but only {count} Neuron device(s) are visible")
         super().__init__(index)
         self.count = count
-        self._stats_before: Mapping[str, int] | None = None
+        self._stats_before: Mapping[str, float] | None = None
         self._cc_flags: str | None = None
+        self._metrics_on = False
 
     # ----- description -------------------------------------------------
     @cached_property
+    def properties(self) -> Any | None:
+        get = getattr(self.mod, "get_device_properties", None)
+        try:
+            return get(self.index) if get else None
+        except (RuntimeError, TypeError, ValueError):
+            return None
+
+    @cached_property
     def family(self) -> str | None:
-        get_name = getattr(self.mod, "get_device_name", None)
-        name = None
-        if get_name is not None:
-            try:
-                name = get_name(self.index)
-            except (RuntimeError, TypeError):
-                name = None
-        return chip_family(name, instance_type())
+        """trn2/trn3/... from the runtime's instance family, the compiler target, or the instance type."""
+        return chip_family(getattr(self.properties, "name", None), platform_target(), instance_type())
 
     @cached_property
     def lnc(self) -> tuple[int, str]:
@@ -217,13 +280,15 @@ class NeuronBackend(TorchBackend):
             details={"instance_type": instance_type(), "family": self.family, "lnc": lnc, "lnc_source": lnc_source,
                      "peak_scope": "core (one logical NeuronCore)", "device_files": len(device_nodes()),
                      "torch_neuronx": package_version("torch-neuronx"), "neuronx_cc": package_version("neuronx-cc"),
-                     "timer": self.timer_kind},
+                     "runtime_family": getattr(self.properties, "name", None), "platform_target": platform_target(),
+                     "memory_bytes": self.memory_bytes(), "timer": "host-sync"},
         )
 
     def environment(self) -> dict[str, Any]:
         env = super().environment()
-        names = (LNC_ENV, CC_FLAGS_ENV, "NEURON_LAUNCH_BLOCKING", "TORCH_NEURONX_NEFF_CACHE_DIR",
-                 "TORCH_NEURONX_NEFF_DISABLE_CACHE")
+        names = (LNC_ENV, CC_FLAGS_ENV, "NEURON_LAUNCH_BLOCKING", "NEURON_COMPILER_OPT_LEVEL",
+                 "TORCH_NEURONX_NEFF_CACHE_DIR", "TORCH_NEURONX_NEFF_DISABLE_CACHE",
+                 "TORCH_NEURONX_DISABLE_NEFF_CACHE", "TORCH_NEURONX_METRICS_ENABLED")
         env.update({"torch_neuronx": package_version("torch-neuronx"), "neuronx_cc": package_version("neuronx-cc"),
                     **{k: os.environ.get(k) for k in names}})
         return env
@@ -247,24 +312,17 @@ class NeuronBackend(TorchBackend):
         else:
             torch.accelerator.synchronize(self.device)
 
-    def _event(self) -> Any:
-        event_cls = getattr(self.mod, "Event", None)
-        if event_cls is not None:
-            return event_cls(enable_timing=True)
-        return torch.Event(device=self.device, enable_timing=True)
+    def memory_bytes(self) -> int | None:
+        total = getattr(self.properties, "total_memory", None)
+        return int(total) if total else None
 
-    @cached_property
-    def timer_kind(self) -> str:
-        return "neuron-events" if events_work(self.device, self._event, self.sync) else "host-sync"
-
-    def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
-                    mode: str = "eager") -> tuple[BlockTimer, str]:
-        if self.timer_kind == "neuron-events":
-            return event_block_timer(call, self._event, self.sync), "neuron-events"
-        return host_block_timer(call, sync=self.sync), "host-sync"
+    def check_supported(self, dtype: DType, mode: str) -> None:
+        """Every dtype is attempted: tf32 is a compiler auto-cast (see :func:`neuron_cc_flags`); fp8 is
+        undocumented for TorchNeuron, so a failure becomes the record's ``unsupported``/``error`` status."""
 
     def set_math_mode(self, dtype: DType) -> None:
-        # Whether TorchNeuron's per-op NEFFs honour NEURON_CC_FLAGS is undocumented; set it anyway and record it.
+        # Eager NEFFs compile with "--auto-cast=none" followed by NEURON_CC_FLAGS (torch-neuronx sources);
+        # for tf32 ours come later on the command line: that the last --auto-cast wins is unverified.
         self._cc_flags = neuron_cc_flags(os.environ.get(CC_FLAGS_ENV, ""), dtype.name)
         os.environ[CC_FLAGS_ENV] = self._cc_flags
 
@@ -277,16 +335,16 @@ class NeuronBackend(TorchBackend):
     # ----- per-shape observations ------------------------------------------
     def telemetry_start(self) -> None:
         stats = _cache_stats()
+        if stats is not None and not self._metrics_on:
+            self._metrics_on = enable_metrics()
         self._stats_before = stats_dict(stats()) if stats else None
 
     def telemetry_stop(self) -> Telemetry:
         extra: dict[str, Any] = {"neuron_cc_flags": self._cc_flags}
         stats = _cache_stats()
-        if stats is not None and self._stats_before is not None:
-            after = stats_dict(stats())
-            extra["neff_cache"] = {
-                "hits": after.get("persistent_hits", 0) - self._stats_before.get("persistent_hits", 0),
-                "misses": after.get("persistent_misses", 0) - self._stats_before.get("persistent_misses", 0),
-                "total_entries": after.get("total_entries"),
-            }
-        return Telemetry(extra=extra)
+        if stats is None or self._stats_before is None:
+            return Telemetry(extra=extra)
+        delta = cache_delta(self._stats_before, stats_dict(stats()))
+        compile_s = delta.pop("compile_s")
+        extra["neff_cache"] = {**delta, "metrics_enabled": self._metrics_on}
+        return Telemetry(extra=extra, compile_s=compile_s or None)
