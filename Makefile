@@ -59,7 +59,7 @@ test-xla: $(XLA_STAMP)
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
 
 # Wheels the GPU machine's image lacks (jsonschema and its needs), for benchmarks/gpu_check.sh there.
-GPU_WHEELS := jsonschema jsonschema-specifications referencing rpds-py
+GPU_WHEELS := jsonschema jsonschema-specifications referencing rpds-py attrs
 gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

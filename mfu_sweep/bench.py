@@ -39,6 +39,14 @@ def input_sets(shape: Shape, dtype: DType, rotation_bytes: int) -> int:
     return max(1, min(MAX_INPUT_SETS, math.ceil(rotation_bytes / per_set)))
 
 
+def _rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """``x.index_select(0, rows)``, also for 1-byte float8 tensors (gathered as bytes, which every
+    device implements, then viewed back)."""
+    if x.element_size() == 1 and x.is_floating_point():
+        return x.view(torch.uint8).index_select(0, rows).view(x.dtype)
+    return x.index_select(0, rows)
+
+
 def relative_error(inputs: Inputs, shape: Shape, seed: int) -> float:
     """Relative Frobenius error of sampled output rows against a float64 reference.
 
@@ -48,9 +56,9 @@ def relative_error(inputs: Inputs, shape: Shape, seed: int) -> float:
     gen = torch.Generator().manual_seed(seed + 1)
     bi = int(torch.randint(shape.batch, (1,), generator=gen))
     rows = torch.randperm(shape.m, generator=gen)[: min(CHECK_ROWS, shape.m)].to(inputs.a[0].device)
-    a = inputs.a[0][bi].index_select(0, rows).to(torch.float64)
+    a = _rows(inputs.a[0][bi], rows).to(torch.float64)
     ref = a @ inputs.b[0][bi].to(torch.float64)
-    got = inputs.out[0][bi].index_select(0, rows).to(torch.float64)
+    got = _rows(inputs.out[0][bi], rows).to(torch.float64)
     denom = torch.linalg.vector_norm(ref).item()
     err = torch.linalg.vector_norm(got - ref).item()
     return err / denom if denom > 0 else err

@@ -51,7 +51,7 @@ from mfu_sweep.backends.neuron import (
     stats_dict,
 )
 from mfu_sweep.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
-from mfu_sweep.bench import Task, run_task
+from mfu_sweep.bench import Task, _rows, run_task
 from mfu_sweep.cli import main
 from mfu_sweep.cli_device import device_options_env
 from mfu_sweep.dtypes import get_dtype
@@ -252,6 +252,33 @@ def test_sampler_reads_at_start_during_and_at_stop() -> None:
     samples = sampler.stop()
     assert len(samples) >= 3 and samples[0]["n"] == 0
     assert [s["n"] for s in samples] == sorted(s["n"] for s in samples)
+
+
+def test_sampler_survives_a_failing_reader() -> None:
+    calls = iter(range(10_000))
+
+    def read() -> dict:
+        n = next(calls)
+        if n % 2:
+            raise OSError("driver hiccup")
+        return {"sm_clock_mhz": 1000.0 + n}
+
+    sampler = Sampler(read, interval_s=0.005)
+    sampler.start()
+    time.sleep(0.05)
+    samples = sampler.stop()
+    assert any("error" in s and "driver hiccup" in s["error"] for s in samples)
+    summary = summarize_telemetry(samples, 2000.0)
+    assert summary.extra["telemetry"]["samples"] == len(samples)
+
+
+def test_numerical_check_gathers_float8_rows() -> None:
+    """fp8 outputs are checked row-wise too: gathered as bytes, so devices without float8 gather work."""
+    x = torch.randn(64, 16).to(torch.float8_e4m3fn)
+    rows = torch.tensor([5, 0, 63])
+    assert torch.equal(_rows(x, rows).float(), x.float()[[5, 0, 63]])
+    y = torch.randn(64, 16)
+    assert torch.equal(_rows(y, rows), y[[5, 0, 63]])
 
 
 # ----- Neuron decisions ---------------------------------------------------------------

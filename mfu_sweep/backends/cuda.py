@@ -195,22 +195,29 @@ class Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def _read(self) -> dict[str, Any]:
+        """One reading; a failing reader (a driver hiccup) gives a sample with the error, never an exception."""
+        try:
+            return self.read()
+        except Exception as exc:  # noqa: BLE001 - telemetry must never take the measurement down
+            return {"t": time.perf_counter(), "error": f"{type(exc).__name__}: {exc}"[:200]}
+
     def start(self) -> None:
-        self.samples = [self.read()]
+        self.samples = [self._read()]
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="mfu-sweep-telemetry", daemon=True)
         self._thread.start()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
-            self.samples.append(self.read())
+            self.samples.append(self._read())
 
     def stop(self) -> list[dict[str, Any]]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
-        self.samples.append(self.read())
+        self.samples.append(self._read())
         return self.samples
 
 
@@ -281,15 +288,19 @@ class NvmlDevice:
 
 
 def _torch_reader(device: torch.device) -> Reader | None:
-    """Clock/power/temperature through torch.cuda (pynvml or amdsmi underneath), if it works."""
+    """Clock/power/temperature through torch.cuda's amdsmi helpers (ROCm), if they work.
+
+    On ROCm ``torch.cuda.power_draw`` is amdsmi's socket power, already in
+    watts (on NVIDIA it would be NVML's milliwatts; NVIDIA uses :class:`NvmlDevice`).
+    """
 
     def read() -> dict[str, Any]:
         return {"t": time.perf_counter(), "sm_clock_mhz": torch.cuda.clock_rate(device),
-                "power_w": torch.cuda.power_draw(device) / 1000, "temp_c": torch.cuda.temperature(device)}
+                "power_w": float(torch.cuda.power_draw(device)), "temp_c": torch.cuda.temperature(device)}
 
     try:
         read()
-    except (ImportError, ModuleNotFoundError, RuntimeError, AttributeError, ValueError):
+    except Exception:  # noqa: BLE001 - ImportError, RuntimeError, amdsmi's own AmdSmiException ...: no telemetry
         return None
     return read
 
