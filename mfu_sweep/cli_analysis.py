@@ -170,7 +170,7 @@ def _print_comparison(c: Any) -> None:
     wv = max(len(c.a), len(c.b)) + len(name) + 1
     wl = max(len(c.a), len(c.b), len("ambiguous"))
     click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader = Holm-corrected p < {c.alpha:g} "
-               f"in runs of >= {c.min_run} points")
+               f"in runs of >= {c.min_run} FLOP counts")
     click.echo(f"summary: {c.summary()}")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
                f"{'a/b':>6}  {'95% CI':<17} {'p(Holm)':>8}  {'leader':<{wl}} method")
@@ -201,7 +201,7 @@ def _print_comparison(c: Any) -> None:
 @click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
               help="Bootstrap resamples of each median.")
 @click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
-              help="Consecutive significant points needed for a lead.")
+              help="Consecutive FLOP counts with a significant lead needed for a lead (equal-FLOP shapes are one).")
 @click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
               help="Bootstrap resamples of each roofline fit.")
@@ -214,7 +214,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
 
     Every pair of series is compared (or those with --a/--b). A series leads
     at a shape only when its ratio is significant after Holm's correction over
-    the pair's shapes, in a run of at least --min-run shapes; otherwise the
+    the pair's shapes, in a run of at least --min-run FLOP counts; otherwise the
     shape is ambiguous. Crossovers come from the data ("data") and from the
     fitted rooflines ("fit"), each with an interval. Each pair opens with a
     summary: the share of the shared FLOP range (log scale) where each series

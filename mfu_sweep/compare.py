@@ -15,8 +15,10 @@ Statistics, per pair:
   the log ratio;
 * a point has a *leader* only if its p-value survives Holm's step-down
   correction over all points of the pair (family-wise error ``alpha``) **and**
-  it sits in a run of at least ``min_run`` (default 2) consecutive points with
-  the same leader; everything else is *ambiguous* (leader None);
+  it sits in a run of at least ``min_run`` (default 2) consecutive FLOP
+  counts with the same leader (shapes of equal FLOPs are one place on the
+  axis, so their order never matters); everything else is *ambiguous*
+  (leader None);
 * segments are the maximal runs of points with one verdict, tiled along FLOPs;
   a crossover is a change of leader (possibly across an ambiguous gap), placed
   where the log ratio crosses zero and bracketed by the bootstrap;
@@ -412,12 +414,29 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
-def _apply_min_run(verdict: np.ndarray, min_run: int) -> np.ndarray:
-    """Demote runs of one leader shorter than ``min_run`` points to ambiguous."""
+def _apply_min_run(verdict: np.ndarray, min_run: int, flops: Sequence[float] | None = None) -> np.ndarray:
+    """Demote leads that do not span ``min_run`` consecutive FLOP counts to ambiguous.
+
+    Runs count distinct FLOP counts, not points, so the outcome does not
+    depend on how shapes of equal FLOPs (a grid's ``256x512x256`` and
+    ``512x256x256``) happen to be ordered: a FLOP count supports a leader when
+    any of its points has that leader significant, and a point's lead stands
+    when its FLOP count sits in a run of at least ``min_run`` consecutive FLOP
+    counts supporting the same leader. Two shapes of one FLOP count are one
+    place on the axis, never a run by themselves. Without ``flops`` every
+    point is its own FLOP count.
+    """
+    flops = np.arange(len(verdict), dtype=float) if flops is None else np.asarray(flops, dtype=float)
+    positions, where = np.unique(flops, return_inverse=True)
     out = verdict.copy()
-    for start, stop in _runs(verdict):
-        if verdict[start] != 0 and stop - start < min_run:
-            out[start:stop] = 0
+    for sign in (1, -1):
+        supports = np.zeros(len(positions), dtype=bool)
+        supports[where[verdict == sign]] = True
+        kept = np.zeros(len(positions), dtype=bool)
+        for start, stop in _runs(supports.astype(int)):
+            if supports[start] and stop - start >= min_run:
+                kept[start:stop] = True
+        out[(verdict == sign) & ~kept[where]] = 0
     return out
 
 
@@ -437,7 +456,7 @@ def _verdicts(raw: Sequence[_Raw], alpha: float, min_run: int) -> tuple[np.ndarr
     p = np.array([_p_value(e, r.draws, r.testable) for e, r in zip(est, raw, strict=True)])
     adj = holm(p)
     verdict = np.where(adj < alpha, np.sign(est), 0).astype(int)
-    return p, adj, _apply_min_run(verdict, min_run)
+    return p, adj, _apply_min_run(verdict, min_run, [r.flops for r in raw])
 
 
 # -- crossings along log FLOPs -------------------------------------------------

@@ -236,7 +236,7 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
             for c in comparisons for x in c.crossovers]
     header = ("A", "B", "dtype", "mode", "Metric", "Leader change", "FLOPs [interval]", "Method")
     notes = ("data: between the last point where the old leader leads and the first where the new one does "
-             "(Holm-corrected, runs of >= 2 points); fit: the same on the fitted curves' simultaneous 95% band",)
+             "(Holm-corrected, runs of >= 2 FLOP counts); fit: the same on the fitted curves' simultaneous 95% band",)
     return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes)
 
 

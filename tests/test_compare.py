@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from synthetic import example_pair, make_sweep_doc, roofline_time, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.compare import CompareError, _apply_min_run, compare_all, compare_series, format_flops, holm
 from mfu_sweep.results import parse_document
 from mfu_sweep.series import group_series
 
@@ -424,3 +424,19 @@ def test_on_error_skips_pairs_that_cannot_be_compared() -> None:
     assert compare_all(alone, "mfu", use_fit=False, on_error=errors.append) == []
     with pytest.raises(CompareError, match="need two series"):
         compare_all(alone, "mfu", use_fit=False)
+
+
+def test_min_run_counts_flop_counts_not_points() -> None:
+    """Hand-made verdicts (synthetic): shapes of equal FLOPs are one place on the axis."""
+    flops = [1, 2, 2, 2, 3, 4]
+    # two b-leads (-1) at the same FLOP count are not a run: demoted; a's run spans 1..3 through FLOP 2
+    verdict = np.array([1, -1, 1, -1, 1, 0])
+    assert _apply_min_run(verdict, 2, flops).tolist() == [1, 0, 1, 0, 1, 0]
+    # any order of the equal-FLOP points gives the same verdicts, point by point
+    for order in ([0, 3, 2, 1, 4, 5], [0, 2, 1, 3, 4, 5], [0, 1, 3, 2, 4, 5]):
+        got = _apply_min_run(verdict[order], 2, [flops[i] for i in order])
+        assert got.tolist() == [[1, 0, 1, 0, 1, 0][i] for i in order]
+    # b leading at FLOP 2 and 3 is a run of two FLOP counts: kept, alongside a's run
+    assert _apply_min_run(np.array([1, -1, 1, 0, -1, 0]), 2, flops).tolist() == [1, -1, 1, 0, -1, 0]
+    # without FLOPs every point is its own place (the old rule on distinct FLOPs)
+    assert _apply_min_run(np.array([1, 1, -1, 0, -1, -1]), 2).tolist() == [1, 1, 0, 0, -1, -1]

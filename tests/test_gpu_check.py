@@ -1,0 +1,44 @@
+"""The prepared GPU script (benchmarks/gpu_check.sh), dry-run for real on the CPU.
+
+It is what a session with a GPU runs once, with minutes of device time and no
+chance to debug: every step must work before it gets there. On the CPU the
+same steps run on a tiny range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mfu_sweep.results import load_sweeps, validate_file
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
+def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
+    env = {**os.environ, "DEVICE": "cpu", "DTYPES_MORE": "--dtype fp16", "MAX_FLOP": "5e6", "CACHE_SIZES": "64",
+           "SOAK": "1", "DEADLINE": "400", "OUT": str(tmp_path), "PYTHON": sys.executable}
+    done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=500)
+    log = done.stdout + done.stderr
+    assert done.returncode == 0, log[-3000:]
+    assert "=== done after" in log and "skipped" not in log
+    for name in ("sweep.json", "selftest.txt", "cache_policy.txt", "log.txt"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    sweep_file = tmp_path / "sweep.json"
+    assert validate_file(sweep_file) == []
+    (sweep,) = load_sweeps([sweep_file])
+    kinds = {(r.dtype, r.mode) for r in sweep.records}
+    assert {("bf16", "eager"), ("fp16", "eager"), ("bf16", "compile")} <= kinds
+    assert all(r.status == "ok" for r in sweep.records)
+    assert "soak" in sweep.environment
+    assert "ceilings" in json.loads(sweep_file.read_text())
+    assert "flush/rotate" in (tmp_path / "cache_policy.txt").read_text()
