@@ -36,6 +36,8 @@ from mfu_sweep.task import Task
 from mfu_sweep.worker import InProcessRunner, SubprocessRunner
 
 ISOLATION = ("sweep", "shape", "none")
+# Settings that change what a record measures: a resumed file keeps one value (default for older files).
+RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None}
 MODES = ("eager", "compile")
 
 
@@ -202,6 +204,11 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
         if old.device.get(key) != fresh.device.get(key):
             raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
                              f"differs from this device's {fresh.device.get(key)!r}")
+    for key, default in RESUME_MUST_MATCH.items():
+        was, now = old.settings.get(key, default), plan.settings.get(key, default)
+        if was != now:
+            raise SweepError(f"cannot resume {str(plan.output)!r}: its settings.{key}={was!r} differs from this "
+                             f"run's {now!r}; one file holds one way of measuring")
     run = dict(old.run)
     run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
     run["resumed_argv"] = [*run.get("resumed_argv", []), list(plan.argv)]

@@ -132,6 +132,20 @@ def test_resume_from_other_device_or_version(tmp_path: Path) -> None:
                                       "--resume")
 
 
+def test_resume_keeps_one_way_of_measuring(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)).exit_code == 0
+    msg = _bad("sweep", *FAST, "--isolate", "none", "--shape", "96x96x96", "--cache", "flush", "-o", str(out),
+               "--resume")
+    assert "settings.cache='rotate'" in msg and "'flush'" in msg
+    msg = _bad("sweep", *FAST, "--isolate", "none", "--shape", "96x96x96", "--threads", "1", "-o", str(out),
+               "--resume")
+    assert "settings.threads=None" in msg
+    assert len(records(out)) == 1
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "96x96x96", "-o", str(out), "--resume")
+    assert res.exit_code == 0 and len(records(out)) == 2
+
+
 # ----- isolation: real worker processes -----------------------------------
 
 def run_cli_subprocess(args: list[str], env: dict | None = None, **kw) -> subprocess.CompletedProcess:
