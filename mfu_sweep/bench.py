@@ -144,7 +144,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     config = backend.timing_config(task.timing)
     cache_info: dict[str, object] = {"cache": task.cache}
     if flushing:
-        block_timer, timer_name = backend.flush_timer(call, backend.make_flush())
+        block_timer, timer_name = backend.flush_timer(call)
         config = replace(config, min_block_s=min(config.min_block_s, FLUSH_MIN_BLOCK_S))
         cache_info["flush_bytes"] = backend.flush_bytes()
     else:

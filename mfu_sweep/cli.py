@@ -219,13 +219,14 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
 
 def _check_threads(threads: int, on_cpu: bool) -> None:
-    import os
+    from mfu_sweep.task import check_threads
 
     if not on_cpu:
         raise click.BadParameter(f"{threads} applies to the CPU device only", param_hint="--threads")
-    usable = len(os.sched_getaffinity(0))
-    if threads > usable:
-        raise click.BadParameter(f"{threads} is more than the {usable} usable cores", param_hint="--threads")
+    try:
+        check_threads(threads)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--threads") from None
 
 
 def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str],

@@ -6,6 +6,7 @@ writes files) starts fast and leaves the device to its worker.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,16 @@ CACHE_POLICIES = ("rotate", "flush")
 TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice
 SOAK_ENV = "MFU_SWEEP_SOAK_S"  # --soak: seconds of large-GEMM warm-up after opening the device
 THREADS_ENV = "MFU_SWEEP_THREADS"  # --threads: torch intra-op threads on the CPU
+
+
+def check_threads(threads: int) -> int:
+    """``threads`` when it is from 1 to the cores this process may use; ValueError naming the bound otherwise."""
+    usable = len(os.sched_getaffinity(0))
+    if threads < 1:
+        raise ValueError(f"{threads} must be at least 1")
+    if threads > usable:
+        raise ValueError(f"{threads} is more than the {usable} usable cores")
+    return threads
 
 
 @dataclass(frozen=True)

@@ -121,9 +121,9 @@ class TorchBackend:
         buf = torch.empty(self.flush_bytes() // 4, dtype=torch.int32, device=self.device)
         return buf.zero_
 
-    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
-        """A timer for ``--cache flush``: each call timed alone after ``flush``; the flush is not timed."""
-        return host_flush_timer(call, flush, sync=self.sync), f"{self.timer_name}+flush"
+    def flush_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
+        """A timer for ``--cache flush``: each call timed alone after :meth:`make_flush`'s flush, never timed."""
+        return host_flush_timer(call, self.make_flush(), sync=self.sync), f"{self.timer_name}+flush"
 
     def torch_dtype(self, dtype: DType) -> torch.dtype:
         return getattr(torch, dtype.torch_name)

@@ -12,7 +12,7 @@ from mfu_sweep.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.errors import BackendError
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
-from mfu_sweep.task import THREADS_ENV
+from mfu_sweep.task import THREADS_ENV, check_threads
 
 MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
 
@@ -35,10 +35,12 @@ def threads_from_env(raw: str | None) -> int | None:
     """The ``--threads`` value a sweep handed its worker, validated; None when unset."""
     if not raw:
         return None
-    usable = len(os.sched_getaffinity(0))
-    if not raw.isdigit() or not 1 <= int(raw) <= usable:
-        raise BackendError(f"{THREADS_ENV}={raw!r} must be an integer from 1 to {usable} (the usable cores)")
-    return int(raw)
+    if not raw.isdigit():
+        raise BackendError(f"{THREADS_ENV}={raw!r} must be a whole number of threads")
+    try:
+        return check_threads(int(raw))
+    except ValueError as exc:
+        raise BackendError(f"{THREADS_ENV}={raw!r}: {exc}") from None
 
 
 class CpuBackend(TorchBackend):

@@ -524,8 +524,8 @@ class CudaBackend(TorchBackend):
             return graph_block_timer(call, self.device, calls), f"cuda-graph[{calls}]"
         return event_block_timer(call, self.device), "cuda-events"
 
-    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
-        return event_flush_timer(call, flush, lambda: torch.cuda.Event(enable_timing=True), self.sync), \
+    def flush_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
+        return event_flush_timer(call, self.make_flush(), lambda: torch.cuda.Event(enable_timing=True), self.sync), \
             "cuda-events+flush"
 
     # ----- telemetry ---------------------------------------------------

@@ -149,7 +149,7 @@ class AcceleratorBackend(TorchBackend):
             return event_block_timer(call, self._event, self.sync), "accelerator-events"
         return host_block_timer(call, sync=self.sync), "host-sync"
 
-    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
+    def flush_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
         if self.events_ok:
-            return event_flush_timer(call, flush, self._event, self.sync), "accelerator-events+flush"
-        return host_flush_timer(call, flush, sync=self.sync), "host-sync+flush"
+            return event_flush_timer(call, self.make_flush(), self._event, self.sync), "accelerator-events+flush"
+        return host_flush_timer(call, self.make_flush(), sync=self.sync), "host-sync+flush"

@@ -186,10 +186,10 @@ def enable_metrics() -> bool:
     return False
 
 
-CACHE_STAT_KEYS = ("persistent_hits", "persistent_misses", "in_memory_hits", "in_memory_misses",
-                   "total_compilations", "total_entries", "total_compilation_time_ms")
+# Cumulative counters of the NEFF cache (a shape's share is their increase), and all the keys we read.
 COUNTERS = ("persistent_hits", "persistent_misses", "in_memory_hits", "in_memory_misses", "total_compilations",
             "total_compilation_time_ms")
+CACHE_STAT_KEYS = (*COUNTERS, "total_entries")
 
 
 def stats_dict(stats: Any) -> dict[str, float]:

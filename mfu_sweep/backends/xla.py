@@ -286,11 +286,8 @@ class XlaBackend(TorchBackend):
         calls = self.calls_per_graph if shape is not None else 1
         return xla_block_timer(call, calls, self.txla.sync, self.xm.wait_device_ops), "xla"
 
-    def flush_timer(self, call: Callable[[], object], flush: Callable[[], object]) -> tuple[BlockTimer, str]:
+    def flush_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
         raise Unsupported("--cache flush needs each call timed alone; XLA times whole lazy graphs, use --cache rotate")
-
-    def make_flush(self) -> Callable[[], object]:
-        return lambda: None
 
     def is_oom(self, exc: BaseException) -> bool:
         return super().is_oom(exc) or "resource_exhausted" in str(exc).lower()
