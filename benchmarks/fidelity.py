@@ -23,10 +23,10 @@ from pathlib import Path
 import torch
 import torch.utils.benchmark as tb
 
-from mfu_sweep.backends.cpu import CpuBackend
-from mfu_sweep.bench import Task, run_task
+from mfu_sweep.measure.backends.cpu import CpuBackend
+from mfu_sweep.measure.bench import Task, run_task
+from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.shapes import Shape
-from mfu_sweep.timing import TimingConfig
 
 SLOW_CALL_S = 1.0
 

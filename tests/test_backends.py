@@ -16,7 +16,10 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from mfu_sweep.backends import (
+from mfu_sweep.cli import main
+from mfu_sweep.cli.device import device_options_env
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.measure.backends import (
     AUTO_ORDER,
     REGISTRY,
     BackendError,
@@ -25,9 +28,9 @@ from mfu_sweep.backends import (
     parse_device,
     resolve_device,
 )
-from mfu_sweep.backends.base import Telemetry, TorchBackend
-from mfu_sweep.backends.cpu import CpuBackend
-from mfu_sweep.backends.cuda import (
+from mfu_sweep.measure.backends.base import Telemetry, TorchBackend
+from mfu_sweep.measure.backends.cpu import CpuBackend
+from mfu_sweep.measure.backends.cuda import (
     GRAPH_BELOW_S,
     MIN_ROTATION_BYTES,
     TIMER_ENV,
@@ -41,8 +44,8 @@ from mfu_sweep.backends.cuda import (
     summarize_telemetry,
     unsupported_reason,
 )
-from mfu_sweep.backends.generic import event_flush_timer
-from mfu_sweep.backends.neuron import (
+from mfu_sweep.measure.backends.generic import event_flush_timer
+from mfu_sweep.measure.backends.neuron import (
     cache_delta,
     chip_family,
     logical_core_config,
@@ -50,15 +53,12 @@ from mfu_sweep.backends.neuron import (
     neuron_peak,
     stats_dict,
 )
-from mfu_sweep.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
-from mfu_sweep.bench import Task, _rows, run_task
-from mfu_sweep.cli import main
-from mfu_sweep.cli_device import device_options_env
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.measure.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
+from mfu_sweep.measure.bench import Task, _rows, run_task
+from mfu_sweep.measure.timing import TimingConfig
+from mfu_sweep.measure.worker import SOAK_ENV, hello
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import find_chip, load_chips
-from mfu_sweep.timing import TimingConfig
-from mfu_sweep.worker import SOAK_ENV, hello
 
 CHIPS = load_chips()
 # These tests describe a machine without accelerators (CI); on one with a GPU they would not apply.
@@ -104,7 +104,7 @@ def test_auto_on_this_machine_is_cpu() -> None:
 
 @pytest.mark.parametrize("module", ["cuda", "neuron", "xla", "generic"])
 def test_accelerator_modules_import_without_hardware(module: str) -> None:
-    importlib.import_module(f"mfu_sweep.backends.{module}")
+    importlib.import_module(f"mfu_sweep.measure.backends.{module}")
 
 
 @NO_ACCEL
@@ -379,7 +379,7 @@ class _ObservingCpu(CpuBackend):
 
 
 def test_telemetry_hooks_reach_the_record() -> None:
-    from mfu_sweep.timing import TimingConfig
+    from mfu_sweep.measure.timing import TimingConfig
 
     rec = run_task(_ObservingCpu(), Task(shape=Shape(1, 64, 64, 64), dtype="fp32", timing=TimingConfig(**QUICK)))
     assert rec.status == "ok"

@@ -13,10 +13,11 @@ import pytest
 from click.testing import CliRunner
 from synthetic import example_pair, make_sweep_doc, roofline_time, write_sweep
 
+from mfu_sweep.analysis.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts import _apply_min_run
 from mfu_sweep.cli import main
-from mfu_sweep.compare import CompareError, _apply_min_run, compare_all, compare_series, format_flops, holm
 from mfu_sweep.results import parse_document
-from mfu_sweep.series import group_series
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
@@ -234,7 +235,7 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
 
 def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
     """SYNTHETIC: compile has a larger fixed overhead but a higher ceiling; it pays above the crossover."""
-    from mfu_sweep.compare import compare_all, parse_selector
+    from mfu_sweep.analysis.compare import compare_all, parse_selector
     from mfu_sweep.results import load_sweeps
 
     flops = list(np.geomspace(1e6, 1e11, 16))
@@ -256,7 +257,7 @@ def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
 
 def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     """SYNTHETIC: MFU against different peaks; the fitted crossover must land where the data's does."""
-    from mfu_sweep.compare import compare_all
+    from mfu_sweep.analysis.compare import compare_all
     from mfu_sweep.results import load_sweeps
 
     flops = list(np.geomspace(1e8, 1e13, 16))
@@ -341,7 +342,7 @@ def test_summary_reads_a_fragmented_grid_comparison() -> None:
 
 def test_point_weights_split_ties_and_half_cells() -> None:
     """SYNTHETIC FLOP counts: one per decade 1e8..1e11, two shapes at 1e9."""
-    from mfu_sweep.compare import point_weights
+    from mfu_sweep.analysis.compare import point_weights
 
     w = point_weights([1e8, 1e9, 1e9, 1e10, 1e11])
     assert w.tolist() == pytest.approx([1 / 6, 1 / 6, 1 / 6, 1 / 3, 1 / 6])
@@ -349,7 +350,7 @@ def test_point_weights_split_ties_and_half_cells() -> None:
 
 
 def test_share_text_never_rounds_a_lead_away() -> None:
-    from mfu_sweep.compare import _share
+    from mfu_sweep.analysis.comparison import _share
 
     assert [_share(x) for x in (0.0, 0.004, 0.3333, 0.996, 1.0)] == ["0%", "<1%", "33%", ">99%", "100%"]
 
@@ -385,8 +386,8 @@ def _lead_lose_regain() -> list:
 
 
 def test_compare_all_uses_the_fits_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mfu_sweep import compare as compare_module
-    from mfu_sweep.fit import fit_series
+    from mfu_sweep.analysis import compare as compare_module
+    from mfu_sweep.analysis.fit import fit_series
 
     sweeps = _lead_lose_regain()
     series = group_series(sweeps)

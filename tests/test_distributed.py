@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from mfu_sweep.analysis.merge import merge_files, merge_sweeps
+from mfu_sweep.analysis.series import group_series
 from mfu_sweep.cli import main
-from mfu_sweep.distributed import parse_shard, placement, shard_plan
-from mfu_sweep.merge import merge_files, merge_sweeps
+from mfu_sweep.measure.distributed import placement
 from mfu_sweep.results import ResultError, load_sweeps, parse_document
-from mfu_sweep.series import group_series
+from mfu_sweep.shards import parse_shard, shard_plan
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "8", "--quiet", "--isolate", "none"]
@@ -134,7 +135,7 @@ def test_replicate_spread_names_the_slow_device(tmp_path: Path) -> None:
     """SYNTHETIC: rank 1 is 10% slower everywhere; the spread says so."""
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.spread import replicate_spreads
+    from mfu_sweep.analysis.spread import replicate_spreads
 
     flops = [1e8, 1e9, 1e10, 1e11]
     fast = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, noise=0.0, run_id="a")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
+from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
 from mfu_sweep.results import parse_document
 
 GOLDEN = Path(__file__).parent / "golden"

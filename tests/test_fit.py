@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from synthetic import make_sweep_doc, roofline_time
 
-from mfu_sweep.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
+from mfu_sweep.analysis.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
+from mfu_sweep.analysis.series import SeriesError, SeriesKey, group_series
 from mfu_sweep.results import parse_document
-from mfu_sweep.series import SeriesError, SeriesKey, group_series
 
 # Mixed aspect ratios, so overhead-, memory- and compute-bound shapes all occur.
 MIXED = [f"{m}x{m}x{k}" for m in (256, 1024, 4096, 8192) for k in (64, 512, 4096)]
@@ -132,6 +132,7 @@ def test_group_series_refuses_two_peaks_for_one_label() -> None:
 
 
 def test_analysis_modules_never_import_matplotlib_or_torch() -> None:
-    code = ("import sys, mfu_sweep.fit, mfu_sweep.compare, mfu_sweep.export, mfu_sweep.merge, mfu_sweep.series; "
+    code = ("import sys, mfu_sweep.analysis.fit, mfu_sweep.analysis.compare, mfu_sweep.present.export, "
+            "mfu_sweep.analysis.merge, mfu_sweep.analysis.series; "
             "bad = [m for m in ('matplotlib', 'torch') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

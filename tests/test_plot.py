@@ -23,10 +23,10 @@ from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
-from mfu_sweep import plot as P  # noqa: E402
+from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
+from mfu_sweep.present import plot as P  # noqa: E402
 from mfu_sweep.results import Sweep, parse_document  # noqa: E402
-from mfu_sweep.series import group_series  # noqa: E402
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -61,7 +61,7 @@ def pair() -> list[Sweep]:
 
 @pytest.fixture(scope="module")
 def pair_analysis(pair: list[Sweep]) -> Any:
-    from mfu_sweep.report import analyse
+    from mfu_sweep.present.report import analyse
 
     return analyse(pair, fit_n_boot=20, compare_n_boot=300)
 

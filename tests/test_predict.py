@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from synthetic import make_sweep_doc, roofline_time, write_sweep
 
+from mfu_sweep.analysis.predict import PredictError, predict_step
 from mfu_sweep.cli import main
 from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.predict import PredictError, predict_step
 from mfu_sweep.results import parse_document
 from mfu_sweep.workloads import resolve_family, sweep_shapes
 
@@ -60,7 +60,7 @@ def test_unmeasured_shapes_without_a_fit_make_the_step_incomplete() -> None:
 
 
 def test_unmeasured_shapes_fall_back_to_the_roofline_fit() -> None:
-    pytest.importorskip("mfu_sweep.fit")
+    pytest.importorskip("mfu_sweep.analysis.fit")
     # SYNTHETIC series on a plain roofline, with the two smallest shapes of the family left out
     shapes = sorted((s for s, _ in sweep_shapes(FAMILY)), key=lambda s: s.flops)
     doc = make_sweep_doc("synthetic-roof", P_tflops=50, W_tbs=1, t0_s=5e-6, shapes=shapes[2:], noise=0.0,

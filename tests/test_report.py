@@ -22,7 +22,7 @@ from click.testing import CliRunner  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.report import analyse, write_report  # noqa: E402
+from mfu_sweep.present.report import analyse, write_report  # noqa: E402
 from mfu_sweep.results import (  # noqa: E402
     Sweep,
     parse_document,
@@ -98,8 +98,8 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
         assert c.sentence() in md
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
     assert crossing, "the synthetic pair must cross"
-    from mfu_sweep.compare import format_flops
-    from mfu_sweep.report import crossover_text
+    from mfu_sweep.analysis.compare import format_flops
+    from mfu_sweep.present.report import crossover_text
 
     for x in crossing:
         assert f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}" in md
@@ -109,7 +109,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     escaped = compiled.sentence().replace("|", "\\|")  # Markdown table cells escape pipes
     assert f"| where compiling pays | {escaped} |" in md
     fit = analysis.fits[next(k for k in analysis.fits if k.label == "chip-a" and k.mode == "eager")]
-    from mfu_sweep.export import significant
+    from mfu_sweep.present.export import significant
 
     assert f"{significant(fit.p_tflops)} TFLOP/s [{significant(fit.p_tflops_ci[0])}" in md
     assert "![mfu-vs-flops](figures/mfu-vs-flops.png)" in md
@@ -194,8 +194,8 @@ def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) 
 def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """SYNTHETIC: three devices in bf16 and fp32 (one without an fp32 peak); the report compares each
     dtype in turn, with the fits it already has, and notes the pairs MFU cannot rank."""
-    from mfu_sweep import compare as compare_module
-    from mfu_sweep.compare import compare_all
+    from mfu_sweep.analysis import compare as compare_module
+    from mfu_sweep.analysis.compare import compare_all
 
     flops = FLOPS[3:8]
     sweeps = [s for i, label in enumerate(("p", "q", "r")) for dtype in ("bf16", "fp32")

@@ -8,8 +8,8 @@ import statistics
 import pytest
 import torch
 
+from mfu_sweep.measure.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, host_flush_timer, measure
 from mfu_sweep.stats import median_ci, median_ci_indices
-from mfu_sweep.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, host_flush_timer, measure
 
 
 class FakeClock:

@@ -21,13 +21,13 @@ pytest.importorskip("torch_xla", reason="torch_xla is not installed here; `make 
 
 from click.testing import CliRunner  # noqa: E402
 
-from mfu_sweep.backends import BackendError, resolve_device  # noqa: E402
-from mfu_sweep.backends.xla import MAX_GRAPH_CALLS, XlaBackend  # noqa: E402
-from mfu_sweep.bench import Task, run_task  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
+from mfu_sweep.measure.backends import BackendError, resolve_device  # noqa: E402
+from mfu_sweep.measure.backends.xla import MAX_GRAPH_CALLS, XlaBackend  # noqa: E402
+from mfu_sweep.measure.bench import Task, run_task  # noqa: E402
+from mfu_sweep.measure.timing import TimingConfig  # noqa: E402
 from mfu_sweep.results import load_sweeps, validate_file  # noqa: E402
 from mfu_sweep.shapes import Shape  # noqa: E402
-from mfu_sweep.timing import TimingConfig  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("PJRT_DEVICE", "").upper() != "CPU",
                                 reason="these tests expect XLA's CPU device (PJRT_DEVICE=CPU)")
@@ -105,7 +105,7 @@ def test_real_sweep_writes_a_valid_file(tmp_path: Path) -> None:
 def test_every_gemm_survives_optimisation(tmp_path: Path) -> None:
     """XLA's optimised HLO of a timed graph still holds one dot per call: nothing was dropped or merged."""
     script = textwrap.dedent("""
-        from mfu_sweep.backends.xla import XlaBackend
+        from mfu_sweep.measure.backends.xla import XlaBackend
         from mfu_sweep.dtypes import get_dtype
         from mfu_sweep.shapes import Shape
         b = XlaBackend(0)
@@ -126,7 +126,7 @@ def test_every_gemm_survives_optimisation(tmp_path: Path) -> None:
 
 
 def test_ceilings_on_xla(backend: XlaBackend) -> None:
-    from mfu_sweep.ceilings import measure_ceilings
+    from mfu_sweep.measure.ceilings import measure_ceilings
 
     block = measure_ceilings(backend, ["fp32"], [128], FAST)
     assert block["memory_bandwidth"]["gbs"] > 0.1 and block["memory_bandwidth"]["timer"] == "xla"

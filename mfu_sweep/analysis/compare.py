@@ -1,0 +1,274 @@
+"""Compare two series along FLOPs: who leads where, and where the lead changes.
+
+For a pair of series with the same dtype and mode, every shape either series
+measured becomes a *point*: the ratio a/b of the metric (MFU, or TFLOP/s with
+``metric="tflops"``) at that shape. Shapes both measured are matched exactly;
+a shape only one measured is compared against the other series interpolated
+linearly in (log FLOPs, log time) between its neighbouring measurements
+(``method="interp"``), never extrapolated.
+
+Statistics, per pair:
+
+* every median comes with a seeded bootstrap of its raw ``samples_s``; the
+  ratio's interval is the percentile interval of the bootstrapped ratio, and
+  its p-value (H0: ratio = 1) a normal test on the bootstrap standard error of
+  the log ratio;
+* a point has a *leader* only if its p-value survives Holm's step-down
+  correction over all points of the pair (family-wise error ``alpha``) **and**
+  it sits in a run of at least ``min_run`` (default 2) consecutive FLOP
+  counts with the same leader (shapes of equal FLOPs are one place on the
+  axis, so their order never matters); everything else is *ambiguous*
+  (leader None);
+* segments are the maximal runs of points with one verdict, tiled along FLOPs;
+  a crossover is a change of leader (possibly across an ambiguous gap), placed
+  where the log ratio crosses zero and bracketed by the bootstrap;
+* the *summary* (:class:`LeadSummary`) condenses the same per-point verdicts
+  into the share of the shared FLOP range, on a log10 scale, where each series
+  leads and where neither does, plus the longest lead: readable however many
+  short segments a non-square grid produces;
+* with fits of both series (:mod:`mfu_sweep.analysis.fit`) the fitted curves give
+  crossovers too (``method="fit"``), from a simultaneous bootstrap band; when
+  data and fit crossovers disagree beyond their intervals a note says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from itertools import combinations
+from typing import Any
+
+from mfu_sweep.analysis.comparison import (
+    METRICS,
+    SI,
+    CompareError,
+    ComparePoint,
+    Comparison,
+    Crossover,
+    LeadSummary,
+    Segment,
+    format_flops,
+    metric_name,
+    point_weights,
+)
+from mfu_sweep.analysis.fit import RooflineFit, fit_series
+from mfu_sweep.analysis.pair import check_pair, compare_series
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.verdicts import holm
+from mfu_sweep.results import Sweep
+
+# The public names of comparing, in one place for notebooks and the other stages.
+__all__ = [
+    "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "Segment",
+    "compare_across", "compare_all", "compare_groups", "compare_pairs", "compare_series", "compile_pairs",
+    "format_flops", "holm", "metric_name", "parse_selector", "point_weights",
+]
+
+
+def _pairs(series: Mapping[SeriesKey, Series], a: str | None, b: str | None) -> list[tuple[SeriesKey, SeriesKey]]:
+    labels = sorted({k.label for k in series})
+    for name in (a, b):
+        if name is not None and name not in labels:
+            raise CompareError(f"no series labelled {name!r} (have: {', '.join(labels)})")
+    if a is None and b is not None:
+        a, b = b, None
+    groups: dict[tuple[str, str], list[SeriesKey]] = {}
+    for k in series:
+        groups.setdefault((k.dtype, k.mode), []).append(k)
+    pairs = []
+    for keys in groups.values():
+        for x, y in combinations(sorted(keys), 2):
+            if a is not None and a not in (x.label, y.label):
+                continue
+            if b is not None and b not in (x.label, y.label):
+                continue
+            pairs.append((y, x) if y.label == a else (x, y))
+    return sorted(pairs)
+
+
+def _no_pairs_message(series: Mapping[SeriesKey, Series], a: str | None, b: str | None) -> str:
+    have = "; ".join(str(k) for k in series) or "none"
+    if a and b:
+        da = sorted(f"{k.dtype} {k.mode}" for k in series if k.label == a)
+        db = sorted(f"{k.dtype} {k.mode}" for k in series if k.label == b)
+        return (f"series {a!r} ({', '.join(da)}) and {b!r} ({', '.join(db)}) share no dtype and mode; "
+                f"nothing to compare")
+    return f"need two series with the same dtype and mode to compare; have: {have}"
+
+
+def parse_selector(text: str) -> tuple[str, str | None, str | None]:
+    """``LABEL``, ``LABEL/DTYPE`` or ``LABEL/DTYPE/MODE`` -> (label, dtype or None, mode or None)."""
+    parts = text.split("/")
+    if len(parts) > 3 or not all(parts):
+        raise CompareError(f"series selector {text!r} must be LABEL, LABEL/DTYPE or LABEL/DTYPE/MODE")
+    label, dtype, mode = (*parts, None, None)[:3]
+    return label, dtype, mode
+
+
+def _select(series: Mapping[SeriesKey, Series], text: str, other: tuple[str | None, str | None]) -> Series:
+    label, dtype, mode = parse_selector(text)
+    dtype, mode = dtype or other[0], mode or other[1]
+    found = [s for k, s in series.items()
+             if k.label == label and dtype in (None, k.dtype) and mode in (None, k.mode)]
+    if len(found) != 1:
+        have = ", ".join(f"{k.label}/{k.dtype}/{k.mode}" for k in series)
+        what = "no series" if not found else f"{len(found)} series"
+        raise CompareError(f"{what} match {text!r}; be explicit as LABEL/DTYPE/MODE (have: {have})")
+    return found[0]
+
+
+def _as_view(s: Series, differ_dtype: bool, differ_mode: bool, view: tuple[str, str]) -> Series:
+    """Relabel one side of a cross comparison: the label names what differs, dtype/mode name the pair."""
+    suffix = " ".join(x for x, d in ((s.dtype, differ_dtype), (s.mode, differ_mode)) if d)
+    peak = s.peak
+    if differ_dtype:
+        own = s.peak.for_dtype(s.dtype)
+        peak = replace(s.peak, tflops={view[0]: own} if own else {})
+    return replace(s, key=SeriesKey(f"{s.label} {suffix}", view[0], view[1]), peak=peak)
+
+
+def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu", *,
+                   fits: Mapping[SeriesKey, RooflineFit | None] | None = None, **kw: Any) -> Comparison:
+    """Compare two series that differ in dtype and/or mode, e.g. ``cpu/fp32/eager`` vs ``cpu/fp32/compile``.
+
+    The same machinery as :func:`compare_series` answers "where does compiling pay?" or
+    "where does bf16 beat fp32?"; MFU compares each side against its own dtype's peak.
+    ``fits`` (keyed by the series' own keys) are reused instead of fitting again.
+    """
+    series = group_series(sweeps)
+    sa = _select(series, a, (None, None))
+    sb = _select(series, b, (sa.dtype if "/" not in b else None, sa.mode if b.count("/") < 2 else None))
+    if fits:
+        kw = {"fit_a": fits.get(sa.key), "fit_b": fits.get(sb.key), **kw}
+    differ_dtype, differ_mode = sa.dtype != sb.dtype, sa.mode != sb.mode
+    if not (differ_dtype or differ_mode):
+        return compare_series(sa, sb, metric, **kw)
+    view = (f"{sa.dtype}|{sb.dtype}" if differ_dtype else sa.dtype, f"{sa.mode}|{sb.mode}" if differ_mode else sa.mode)
+    va, vb = _as_view(sa, differ_dtype, differ_mode, view), _as_view(sb, differ_dtype, differ_mode, view)
+    check_pair(va, vb, metric)
+    return compare_series(va, vb, metric, **kw)
+
+
+OnError = Callable[[CompareError], None]
+
+
+def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None) -> bool:
+    try:
+        check_pair(a, b, metric)
+    except CompareError as exc:
+        if on_error is None:
+            raise
+        on_error(exc)
+        return False
+    return True
+
+
+def _fits_for(series: Mapping[SeriesKey, Series], keys: Iterable[SeriesKey],
+              given: Mapping[SeriesKey, RooflineFit | None], kw: Mapping[str, Any]
+              ) -> dict[SeriesKey, RooflineFit | None]:
+    """``given``, plus a fit of every series in ``keys`` it lacks (none when ``use_fit=False``)."""
+    fits = dict(given)
+    if kw.get("use_fit", True):
+        for key in sorted(set(keys) - set(fits)):
+            fits[key] = fit_series(series[key], seed=kw.get("seed", 0), n_boot=kw.get("fit_n_boot", 200))
+    return fits
+
+
+def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: str | None = None,
+                   b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
+                   on_error: OnError | None = None, **kw: Any) -> list[Comparison]:
+    """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.series.group_series``).
+
+    Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
+    (``a`` becomes the first series of its pairs). See :func:`compare_all` for
+    ``fits``, ``on_error`` and the other keyword arguments.
+    """
+    pairs = _pairs(series, a, b)
+    if not pairs and on_error is None:
+        raise CompareError(_no_pairs_message(series, a, b))
+    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error)]
+    fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, kw)
+    out = []
+    for x, y in pairs:
+        try:
+            out.append(compare_series(series[x], series[y], metric, fit_a=fits.get(x), fit_b=fits.get(y), **kw))
+        except CompareError as exc:
+            if on_error is None:
+                raise
+            on_error(exc)
+    return out
+
+
+def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None, *,
+                fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
+                **kw: Any) -> list[Comparison]:
+    """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
+
+    Parameters
+    ----------
+    sweeps:
+        From ``mfu_sweep.results.load_sweeps``.
+    metric, a, b:
+        ``"mfu"`` or ``"tflops"``; labels that select pairs, or ``LABEL/DTYPE[/MODE]``
+        selectors (both needed) to compare across dtypes or modes (:func:`compare_across`).
+    fits:
+        ``SeriesKey -> fit`` to reuse (e.g. from ``mfu_sweep.analysis.fit.fit_groups``); each
+        series not in it is fitted once here (unless ``use_fit=False``).
+    on_error:
+        Called with the :class:`CompareError` of each pair that cannot be compared
+        (e.g. MFU without a peak), which is then skipped, like ``os.walk``'s
+        ``onerror``; having no pair at all then gives ``[]``. By default the first
+        such error is raised, before anything is fitted. Errors of selectors, and
+        of pairs named by ``LABEL/DTYPE[/MODE]``, are always raised.
+    **kw:
+        Passed to :func:`compare_series` (``seed``, ``n_boot``, ``alpha``, ``min_run``,
+        ``use_fit``, ``fit_n_boot``).
+
+    Raises
+    ------
+    CompareError
+        When a label is unknown, no pair exists, or MFU is asked for a series without a peak
+        (the last two only without ``on_error``).
+    """
+    if any(x is not None and "/" in x for x in (a, b)):
+        if a is None or b is None:
+            raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
+        return [compare_across(sweeps, a, b, metric, fits=fits, **kw)]
+    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, **kw)
+
+
+def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, RooflineFit], metric: str = "mfu",
+                  **kw: object) -> tuple[list[Comparison], list[str]]:
+    """Compare every pair of series with the same dtype and mode, reusing ``fits``.
+
+    ``mfu_sweep.analysis.compare.compare_groups`` (:func:`~mfu_sweep.analysis.compare.compare_all` on series
+    already grouped) does the work, one dtype and mode at a time: groups in the order of
+    their first sorted series key, pairs within a group as ``compare_all`` orders them
+    (``compare_all`` itself sorts pairs across groups). Returns the comparisons and, for
+    pairs that cannot be compared (e.g. MFU without a peak), a note each.
+    """
+    groups: dict[tuple[str, str], dict[SeriesKey, Series]] = {}
+    for key in sorted(series):
+        groups.setdefault((key.dtype, key.mode), {})[key] = series[key]
+    comparisons: list[Comparison] = []
+    notes: list[str] = []
+    for group in groups.values():
+        comparisons += compare_groups(group, metric, fits=fits, on_error=lambda exc: notes.append(str(exc)), **kw)
+    return comparisons, notes
+
+
+def compile_pairs(sweeps: Sequence[Sweep], series: Mapping[SeriesKey, Series], **kw: object
+                  ) -> tuple[dict[SeriesKey, Comparison], list[str]]:
+    """Eager vs compile (TFLOP/s, data only) for every device and dtype measured in both modes,
+    keyed by the compile series."""
+    out, notes = {}, []
+    for key in sorted(series):
+        compiled = SeriesKey(key.label, key.dtype, "compile")
+        if key.mode != "eager" or compiled not in series:
+            continue
+        base = f"{key.label}/{key.dtype}"
+        try:
+            out[compiled] = compare_across(sweeps, f"{base}/eager", f"{base}/compile", "tflops", use_fit=False, **kw)
+        except CompareError as exc:
+            notes.append(str(exc))
+    return out, notes

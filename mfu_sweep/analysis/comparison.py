@@ -1,0 +1,254 @@
+"""What a comparison of two series is: points, segments, crossovers, the lead summary, and their sentences."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+METRICS = ("mfu", "tflops")
+MIN_SAMPLES = 3
+FIT_GRID = 256
+LN_TERA = 12 * math.log(10)
+SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+class CompareError(ValueError):
+    """Two series cannot be compared; the message says why."""
+
+
+@dataclass(frozen=True)
+class ComparePoint:
+    """The ratio a/b of the metric at one shape.
+
+    ``method`` is ``"matched"`` when both series measured the shape, else
+    ``"interp"`` and ``interpolated`` names the series read off its
+    log-log interpolation. ``ratio_low``/``ratio_high`` are the per-point
+    interval at ``1 - alpha``; ``p_adjusted`` is Holm-adjusted over the pair.
+    """
+
+    flops: float
+    shape: str
+    a_value: float
+    b_value: float
+    ratio: float
+    ratio_low: float
+    ratio_high: float
+    p_value: float
+    p_adjusted: float
+    leader: str | None
+    method: str
+    interpolated: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A FLOP range with one verdict; ``leader`` None means ambiguous.
+
+    ``ratio`` is the median ratio a/b of its points, ``diff`` the median of
+    ``a - b`` in metric units (MFU as a fraction, or TFLOP/s).
+    """
+
+    start_flops: float
+    end_flops: float
+    leader: str | None
+    ratio: float
+    diff: float
+    n_points: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where the leader changes from ``from_label`` to ``to_label``, with an interval."""
+
+    flops: float
+    low_flops: float
+    high_flops: float
+    from_label: str
+    to_label: str
+    method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flops": self.flops, "low_flops": self.low_flops, "high_flops": self.high_flops,
+                "from": self.from_label, "to": self.to_label, "method": self.method}
+
+
+@dataclass(frozen=True)
+class LeadSummary:
+    """How much of the shared FLOP range each verdict covers (log10-FLOP scale), and the longest lead.
+
+    Uses the per-point verdicts of the comparison as they are (Holm and
+    ``min_run`` already applied), no new statistics. Each point speaks for the
+    log10-FLOP interval reaching halfway to the neighbouring FLOP counts (the
+    first and last reach only the ends of the range); points with the same
+    FLOP count share their interval equally. ``share_a``, ``share_b`` and
+    ``share_ambiguous`` are the fractions of ``[low_flops, high_flops]`` (in
+    log10 FLOPs) held by points where ``a`` leads, ``b`` leads, or neither;
+    they add up to 1. When the range is a single FLOP count, each point counts
+    equally. ``longest`` is the lead segment widest in log FLOPs (ties: the
+    one with more points, then the first), or None when nobody leads.
+    """
+
+    low_flops: float
+    high_flops: float
+    share_a: float
+    share_b: float
+    share_ambiguous: float
+    longest: Segment | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"low_flops": self.low_flops, "high_flops": self.high_flops, "share_a": self.share_a,
+                "share_b": self.share_b, "share_ambiguous": self.share_ambiguous,
+                "longest_lead": self.longest.to_json() if self.longest else None}
+
+
+def point_weights(flops: Sequence[float]) -> np.ndarray:
+    """The share of the log10-FLOP range ``[min(flops), max(flops)]`` each point speaks for (sums to 1).
+
+    Each distinct FLOP count owns the interval halfway to its neighbours
+    (clipped to the range); points with equal FLOP counts split it equally.
+    """
+    f = np.asarray(flops, dtype=float)
+    levels, inverse, counts = np.unique(f, return_inverse=True, return_counts=True)
+    if len(levels) == 1:
+        return np.full(len(f), 1.0 / len(f))
+    x = np.log10(levels)
+    edges = np.concatenate(([x[0]], (x[:-1] + x[1:]) / 2, [x[-1]]))
+    return (np.diff(edges) / (x[-1] - x[0]) / counts)[inverse]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The comparison of series ``a`` and ``b`` (same dtype and mode) along FLOPs."""
+
+    a: str
+    b: str
+    dtype: str
+    mode: str
+    metric: str
+    points: tuple[ComparePoint, ...]
+    segments: tuple[Segment, ...]
+    crossovers: tuple[Crossover, ...]
+    notes: tuple[str, ...] = ()
+    alpha: float = 0.05
+    n_boot: int = 2000
+    seed: int = 0
+    min_run: int = 2
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a, "b": self.b, "dtype": self.dtype, "mode": self.mode, "metric": self.metric,
+            "alpha": self.alpha, "n_boot": self.n_boot, "seed": self.seed, "min_run": self.min_run,
+            "summary": self._summary_json(),
+            "segments": [s.to_json() for s in self.segments],
+            "crossovers": [c.to_json() for c in self.crossovers],
+            "points": [p.to_json() for p in self.points],
+            "notes": list(self.notes), "sentence": self.sentence(),
+        }
+
+    def sentence(self) -> str:
+        """One sentence saying who leads where, e.g. "A leads from 1.1 GFLOP to 96 GFLOP (MFU +6.2 points), ..."."""
+        head = f"{self.a} vs {self.b} ({self.dtype}, {self.mode}, {metric_name(self.metric)}): "
+        if not self.segments:
+            return head + "no shapes in a common FLOP range."
+        n = len(self.segments)
+        parts = [_segment_phrase(s, i, n, self.a, self.b, self.metric) for i, s in enumerate(self.segments)]
+        return head + ", ".join(parts) + "."
+
+    def lead_summary(self) -> LeadSummary | None:
+        """Shares of the shared FLOP range per verdict and the longest lead; None without points."""
+        if not self.points:
+            return None
+        weights = point_weights([p.flops for p in self.points])
+        # divided by the same sum, a verdict held by every point gets exactly 1
+        share = {name: float(weights[[p.leader == name for p in self.points]].sum() / weights.sum())
+                 for name in (self.a, self.b, None)}
+        leads = [s for s in self.segments if s.leader is not None]
+        longest = max(leads, key=lambda s: (math.log(s.end_flops / s.start_flops), s.n_points), default=None)
+        return LeadSummary(low_flops=self.points[0].flops, high_flops=self.points[-1].flops, share_a=share[self.a],
+                           share_b=share[self.b], share_ambiguous=share[None], longest=longest)
+
+    def summary(self) -> str:
+        """One line, however fragmented the segments, from :meth:`lead_summary`.
+
+        E.g. "A leads over 85% of the shared FLOP range (log scale, 1 GFLOP to 1 TFLOP), B over 5%,
+        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (MFU +6.2 points, x1.10)."
+        """
+        s = self.lead_summary()
+        if s is None:
+            return "no shapes in a common FLOP range."
+        lo, hi = format_flops(s.low_flops), format_flops(s.high_flops)
+        where = f"log scale, {lo} to {hi}" if s.low_flops < s.high_flops else f"all at {lo}, shares by shape"
+        text = (f"{self.a} leads over {_share(s.share_a)} of the shared FLOP range ({where}), "
+                f"{self.b} over {_share(s.share_b)}, ambiguous over {_share(s.share_ambiguous)}; ")
+        if s.longest is None:
+            return text + "no lead anywhere."
+        return (text + f"longest lead: {s.longest.leader} {_span(s.longest)} "
+                f"({_effect(s.longest, self.a, self.metric)}).")
+
+    def _summary_json(self) -> dict[str, Any]:
+        s = self.lead_summary()
+        numbers = s.to_json() if s else dict.fromkeys(
+            ("low_flops", "high_flops", "share_a", "share_b", "share_ambiguous", "longest_lead"))
+        return {"text": self.summary(), **numbers}
+
+
+def metric_name(metric: str) -> str:
+    return "MFU" if metric == "mfu" else "TFLOP/s"
+
+
+def format_flops(value: float) -> str:
+    """``1.1e9 -> "1.1 GFLOP"``: two significant digits, SI prefix, no exponent."""
+    scale, prefix = next(((s, p) for s, p in SI if abs(value) >= s * 0.9995), SI[-1])
+    v = float(f"{value / scale:.2g}")
+    text = f"{v:.0f}" if v >= 10 else f"{v:g}"
+    return f"{text} {prefix}FLOP"
+
+
+def _effect(seg: Segment, a: str, metric: str) -> str:
+    sign = 1.0 if seg.leader == a else -1.0
+    ratio = seg.ratio if seg.leader == a else 1.0 / seg.ratio
+    if metric == "mfu":
+        return f"MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}"
+    return f"{(ratio - 1) * 100:+.0f}% TFLOP/s"
+
+
+def _share(fraction: float) -> str:
+    """``0.853 -> "85%"``; a share that is not exactly 0 or 1 never rounds to "0%" or "100%"."""
+    pct = round(fraction * 100)
+    if 0 < fraction and pct == 0:
+        return "<1%"
+    if fraction < 1 and pct == 100:
+        return ">99%"
+    return f"{pct}%"
+
+
+def _span(seg: Segment) -> str:
+    lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
+    return f"at {lo}" if lo == hi else f"from {lo} to {hi}"
+
+
+def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str) -> str:
+    lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
+    span = _span(seg)
+    if seg.leader is not None:
+        return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
+    if n == 1:
+        return f"no confident leader {span} (ambiguous throughout)"
+    if i == 0:
+        return f"ambiguous below {hi}"
+    if i == n - 1:
+        return f"ambiguous above {lo}"
+    return f"ambiguous {span}"
+
+
+# -- bootstrap of per-shape medians ------------------------------------------

@@ -1,0 +1,159 @@
+"""Compare two series along FLOPs (:func:`compare_series`): data verdicts, fit crossovers and their agreement."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mfu_sweep.analysis.comparison import (
+    FIT_GRID,
+    METRICS,
+    MIN_SAMPLES,
+    CompareError,
+    Comparison,
+    Crossover,
+    format_flops,
+)
+from mfu_sweep.analysis.fit import RooflineFit, fit_series, why_unfittable
+from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts import (
+    bootstrap_curve,
+    bytes_along,
+    compare_points,
+    crossing_point,
+    data_crossovers,
+    lead_runs,
+    point_verdicts,
+    raw_points,
+    tile_segments,
+)
+
+
+def _fit_crossovers(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, metric: str, lo: float, hi: float,
+                    alpha: float) -> list[Crossover]:
+    log_f = np.linspace(math.log(lo), math.log(hi), FIT_GRID)
+    f, nbytes = np.exp(log_f), bytes_along([sa, sb], log_f)
+    # log(MFU_a / MFU_b) = log(t_b / t_a) + log(peak_b / peak_a)
+    shift = math.log(sb.peak_tflops) - math.log(sa.peak_tflops) if metric == "mfu" else 0.0
+    central = np.log(fb.predict_time(f, nbytes)) - np.log(fa.predict_time(f, nbytes)) + shift
+    n = min(len(fa.boot), len(fb.boot))
+    if n < 2:
+        return []
+    draws = (np.log(fb.predict_time_draws(f, nbytes)[:n]) - np.log(fa.predict_time_draws(f, nbytes)[:n]) + shift)
+    se = np.maximum(np.std(draws, axis=0, ddof=1), 1e-12)
+    crit = float(np.quantile(np.max(np.abs(draws - central) / se, axis=1), 1 - alpha))
+    verdict = np.where(central - crit * se > 0, 1, np.where(central + crit * se < 0, -1, 0))
+    names = {1: sa.label, -1: sb.label}
+    out = []
+    leads = lead_runs(verdict)
+    for (_, i, s0), (j, _, s1) in zip(leads, leads[1:], strict=False):
+        if s0 != s1:
+            x = crossing_point(log_f[i:j + 1], central[i:j + 1])
+            out.append(Crossover(math.exp(x), float(f[i]), float(f[j]), names[s0], names[s1], "fit"))
+    return out
+
+
+def _agreement(data: Sequence[Crossover], fitted: Sequence[Crossover]) -> list[str]:
+    def show(cs: Sequence[Crossover]) -> str:
+        return ", ".join(f"{c.from_label}->{c.to_label} at {format_flops(c.flops)}" for c in cs) or "none"
+
+    if [(c.from_label, c.to_label) for c in data] != [(c.from_label, c.to_label) for c in fitted]:
+        return [f"data and fit disagree on the crossovers: data finds {show(data)}; fit finds {show(fitted)}"]
+    notes = []
+    for d, f in zip(data, fitted, strict=True):
+        if d.high_flops < f.low_flops or f.high_flops < d.low_flops:
+            notes.append(
+                f"data and fit disagree on the {d.from_label}->{d.to_label} crossover beyond their intervals: "
+                f"data {format_flops(d.flops)} [{format_flops(d.low_flops)}, {format_flops(d.high_flops)}], "
+                f"fit {format_flops(f.flops)} [{format_flops(f.low_flops)}, {format_flops(f.high_flops)}]"
+            )
+    return notes
+
+
+# -- public API ----------------------------------------------------------------
+
+
+def check_pair(a: Series, b: Series, metric: str) -> None:
+    if metric not in METRICS:
+        raise CompareError(f"metric={metric!r} must be one of {', '.join(METRICS)}")
+    if (a.dtype, a.mode) != (b.dtype, b.mode):
+        raise CompareError(f"cannot compare {a.key} with {b.key}: dtype and mode must match")
+    if a.label == b.label:
+        raise CompareError(f"cannot compare series {a.key} with itself")
+    for s in (a, b):
+        if metric == "mfu" and s.peak_tflops is None:
+            raise CompareError(f"series {s.key} has no peak for {s.dtype}, so its MFU is undefined; "
+                               f"use --metric tflops (metric='tflops')")
+
+
+def _peak_notes(a: Series, b: Series, metric: str) -> list[str]:
+    if metric != "mfu":
+        return []
+    return [f"MFU of {s.label} is against an estimated peak" for s in (a, b) if s.peak.estimated]
+
+
+def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | None, use_fit: bool,
+          seed: int, fit_n_boot: int) -> tuple[RooflineFit | None, RooflineFit | None, list[str]]:
+    if not use_fit:
+        return None, None, []
+    fit_a = fit_a or fit_series(a, seed=seed, n_boot=fit_n_boot)
+    fit_b = fit_b or fit_series(b, seed=seed, n_boot=fit_n_boot)
+    notes = [f"no fit crossovers: {why_unfittable(s) or f'no fit for {s.key}'}"
+             for s, f in ((a, fit_a), (b, fit_b)) if f is None]
+    return fit_a, fit_b, notes
+
+
+def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, n_boot: int = 2000,
+                   alpha: float = 0.05, min_run: int = 2, fit_a: RooflineFit | None = None,
+                   fit_b: RooflineFit | None = None, use_fit: bool = True, fit_n_boot: int = 200) -> Comparison:
+    """Compare series ``a`` and ``b`` (same dtype and mode) along FLOPs.
+
+    Parameters
+    ----------
+    a, b:
+        Series from :func:`mfu_sweep.analysis.series.group_series`; ratios are a/b.
+    metric:
+        ``"mfu"`` (needs a peak for both) or ``"tflops"``.
+    seed, n_boot:
+        Seed and size of the bootstrap of the per-shape medians.
+    alpha:
+        Family-wise error rate of the per-pair leader calls, and interval level ``1 - alpha``.
+    min_run:
+        Fewest consecutive significant points that make a lead.
+    fit_a, fit_b, use_fit, fit_n_boot:
+        Fits for the ``"fit"`` crossovers: given, or fitted here (with ``fit_n_boot``
+        resamples) unless ``use_fit`` is False.
+
+    Returns
+    -------
+    Comparison
+        Points, segments, crossovers (data, then fit) and notes.
+    """
+    check_pair(a, b, metric)
+    if n_boot < 2 or min_run < 1 or not 0 < alpha < 1:
+        raise CompareError(f"need n_boot >= 2, min_run >= 1 and 0 < alpha < 1 (got {n_boot}, {min_run}, {alpha})")
+    ca, cb = bootstrap_curve(a, metric, seed, n_boot), bootstrap_curve(b, metric, seed, n_boot)
+    raw = raw_points(ca, cb)
+    notes = _peak_notes(a, b, metric)
+    fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
+    common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha, n_boot=n_boot,
+                  seed=seed, min_run=min_run)
+    if not raw:
+        return Comparison(points=(), segments=(), crossovers=(),
+                          notes=(*notes, "the two series share no FLOP range"), **common)
+    p, adj, verdict = point_verdicts(raw, alpha, min_run)
+    data = data_crossovers(raw, verdict, a.label, b.label)
+    fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
+              if fa is not None and fb is not None else [])
+    if fa is not None and fb is not None:
+        notes += _agreement(data, fitted)
+    untestable = sum(not r.testable for r in raw)
+    if untestable:
+        notes.append(f"{untestable} point(s) with fewer than {MIN_SAMPLES} samples are never called")
+    return Comparison(
+        points=tuple(compare_points(raw, p, adj, verdict, a.label, b.label, alpha)),
+        segments=tuple(tile_segments(raw, verdict, data, a.label, b.label)),
+        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), **common,
+    )

@@ -1,0 +1,278 @@
+"""Predict the GEMM time of a workload step from measured sweeps.
+
+For every series (device label) in the loaded sweeps, each GEMM of the
+workload is looked up by (shape, dtype, mode); its median time per call times
+its count per step, summed, is the step's GEMM time. The GEMM-only MFU is the
+step's GEMM FLOPs over that time over the series' peak.
+
+Shapes a series did not measure fall back, with a warning, to the series'
+fitted roofline when ``mfu_sweep.analysis.fit`` is installed alongside; otherwise they
+are reported missing and the prediction is incomplete (a caller may still show
+the measured part, clearly labelled partial).
+
+What the prediction leaves out is listed in :data:`LEFT_OUT`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.results import Sweep
+from mfu_sweep.shapes import Shape
+from mfu_sweep.workloads import WorkloadGemm
+
+SOURCES = ("measured", "fitted", "missing")
+LEFT_OUT = (
+    "attention softmax, masking and dropout (attention is modelled as plain batched GEMMs, "
+    "no flash-attention fusion, no causal skipping)",
+    "norms, activations, RoPE, residual adds, embedding lookup, loss",
+    "communication: tensor-, data- and expert-parallel collectives, MoE token dispatch",
+    "optimizer step and gradient clipping",
+    "kernel-launch gaps, memory copies and every other non-GEMM kernel",
+)
+
+
+class PredictError(ValueError):
+    """Nothing can be predicted from the given files; the message says why."""
+
+
+@dataclass(frozen=True)
+class GemmTime:
+    """One workload GEMM with its time per call on one series and where that time came from."""
+
+    gemm: WorkloadGemm
+    seconds: float | None
+    source: str
+
+    @property
+    def step_s(self) -> float | None:
+        """Time of all ``count`` calls."""
+        return None if self.seconds is None else self.seconds * self.gemm.count
+
+
+@dataclass(frozen=True)
+class Part:
+    """Time and FLOPs of one group (a role or a pass) within a step."""
+
+    key: str
+    seconds: float
+    flops: float
+    calls: int
+
+
+@dataclass(frozen=True)
+class StepPrediction:
+    """The GEMM time of one step on one series.
+
+    ``step_s``, ``flops`` and ``mfu`` cover the GEMMs with a time (measured or
+    fitted); when ``complete`` is false they are a partial sum and must be
+    labelled so.
+    """
+
+    label: str
+    dtype: str
+    mode: str
+    family: str
+    items: tuple[GemmTime, ...]
+    peak_tflops: float | None
+    warnings: tuple[str, ...] = ()
+
+    def shapes(self, source: str) -> int:
+        """Distinct shapes whose time came from ``source``."""
+        return len({t.gemm.shape for t in self.items if t.source == source})
+
+    @property
+    def complete(self) -> bool:
+        return all(t.source != "missing" for t in self.items)
+
+    @property
+    def covered(self) -> tuple[GemmTime, ...]:
+        return tuple(t for t in self.items if t.seconds is not None)
+
+    @property
+    def step_s(self) -> float | None:
+        """Sum of count x seconds over the covered GEMMs (None when none is covered)."""
+        covered = self.covered
+        return sum(t.step_s for t in covered) if covered else None
+
+    @property
+    def flops(self) -> float:
+        """FLOPs of the covered GEMMs."""
+        return sum(t.gemm.flops for t in self.covered)
+
+    @property
+    def total_flops(self) -> float:
+        """FLOPs of the whole step, covered or not."""
+        return sum(t.gemm.flops for t in self.items)
+
+    @property
+    def tflops(self) -> float | None:
+        step = self.step_s
+        return self.flops / step / 1e12 if step else None
+
+    @property
+    def mfu(self) -> float | None:
+        """GEMM-only MFU: covered FLOPs / covered GEMM time / peak."""
+        tf = self.tflops
+        return tf / self.peak_tflops if (tf is not None and self.peak_tflops) else None
+
+    def by_role(self) -> tuple[Part, ...]:
+        return _group(self.covered, lambda t: t.gemm.role)
+
+    def by_pass(self) -> tuple[Part, ...]:
+        return _group(self.covered, lambda t: t.gemm.pass_)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label, "dtype": self.dtype, "mode": self.mode, "family": self.family,
+            "complete": self.complete, "step_s": self.step_s, "flops": self.flops,
+            "total_flops": self.total_flops, "tflops": self.tflops, "mfu": self.mfu,
+            "peak_tflops": self.peak_tflops,
+            "shapes": {s: self.shapes(s) for s in SOURCES},
+            "by_role": [vars(p) for p in self.by_role()], "by_pass": [vars(p) for p in self.by_pass()],
+            "gemms": [{**t.gemm.to_json(), "seconds": t.seconds, "source": t.source} for t in self.items],
+            "warnings": list(self.warnings), "left_out": list(LEFT_OUT),
+        }
+
+
+def _group(items: Iterable[GemmTime], key: Callable[[GemmTime], str]) -> tuple[Part, ...]:
+    acc: dict[str, list[float]] = {}
+    for t in items:
+        row = acc.setdefault(key(t), [0.0, 0.0, 0])
+        row[0] += t.step_s or 0.0
+        row[1] += t.gemm.flops
+        row[2] += t.gemm.count
+    return tuple(Part(k, s, f, int(c)) for k, (s, f, c) in acc.items())
+
+
+def measured_medians(sweeps: Sequence[Sweep], dtype: str, mode: str) -> dict[str, dict[Shape, float]]:
+    """Median seconds per call of every finished record, by series label then shape.
+
+    A later sweep with the same label and shape replaces an earlier one, so the
+    order of the files decides.
+    """
+    out: dict[str, dict[Shape, float]] = {}
+    for sweep in sweeps:
+        for rec in sweep.records:
+            if rec.ok and rec.dtype == dtype and rec.mode == mode:
+                out.setdefault(sweep.label, {})[rec.shape] = float(rec.median_s)
+    return out
+
+
+Predictor = Callable[[Shape], float]
+
+
+def roofline_predictors(sweeps: Sequence[Sweep], dtype: str, mode: str,
+                        labels: Collection[str] | None = None) -> dict[str, Predictor]:
+    """Per-label time predictors from ``mfu_sweep.analysis.fit`` when that module is installed.
+
+    Only ``labels`` are fitted (all when None). Returns an empty mapping when the
+    fitting modules are absent; a label that cannot be fitted (too few shapes)
+    has no entry.
+    """
+    try:
+        from mfu_sweep.analysis.fit import fit_series
+        from mfu_sweep.analysis.series import group_series
+    except ModuleNotFoundError as exc:
+        if exc.name in ("mfu_sweep.analysis.fit", "mfu_sweep.analysis.series"):
+            return {}
+        raise
+    dt = get_dtype(dtype)
+    out: dict[str, Predictor] = {}
+    for key, series in group_series(list(sweeps)).items():
+        if key.dtype != dtype or key.mode != mode or (labels is not None and key.label not in labels):
+            continue
+        fit = fit_series(series, n_boot=1)  # only the point estimate is used here
+        if fit is not None:
+            out[key.label] = _bind(fit, dt)
+    return out
+
+
+def _bind(fit: Any, dt: Any) -> Predictor:
+    return lambda shape: float(fit.predict_time(shape.flops, shape.bytes(dt)))
+
+
+def _peak(sweeps: Sequence[Sweep], label: str, dtype: str) -> float | None:
+    for sweep in sweeps:
+        if sweep.label == label:
+            value = sweep.peak.for_dtype(dtype)
+            if value:
+                return value
+    return None
+
+
+def predict_series(gemms: Sequence[WorkloadGemm], label: str, dtype: str, mode: str,
+                   medians: Mapping[Shape, float], peak_tflops: float | None,
+                   predictor: Predictor | None = None) -> StepPrediction:
+    """Times for every GEMM on one series: measured, else fitted, else missing."""
+    items = []
+    for g in gemms:
+        if g.shape in medians:
+            items.append(GemmTime(g, medians[g.shape], "measured"))
+        elif predictor is not None:
+            items.append(GemmTime(g, predictor(g.shape), "fitted"))
+        else:
+            items.append(GemmTime(g, None, "missing"))
+    family = gemms[0].family if gemms else ""
+    flops = [s.flops for s in medians]
+    span = (min(flops), max(flops)) if flops else (0.0, 0.0)
+    return StepPrediction(label, dtype, mode, family, tuple(items), peak_tflops,
+                          _warnings(label, dtype, items, peak_tflops, span))
+
+
+def _warnings(label: str, dtype: str, items: Sequence[GemmTime], peak_tflops: float | None,
+              span: tuple[float, float]) -> tuple[str, ...]:
+    notes = []
+    total = len({t.gemm.shape for t in items})
+    fitted = {t.gemm.shape for t in items if t.source == "fitted"}
+    missing = len({t.gemm.shape for t in items if t.source == "missing"})
+    if fitted:
+        step = sum(t.step_s for t in items if t.step_s is not None)
+        share = sum(t.step_s for t in items if t.source == "fitted") / step if step else 0.0
+        outside = sum(not (span[0] <= s.flops <= span[1]) for s in fitted)
+        extrapolated = f", {outside} of them outside the measured FLOP range (extrapolated)" if outside else ""
+        notes.append(f"{label}: {len(fitted)} of {total} shapes not measured; their time "
+                     f"({share:.0%} of the step) comes from the fitted roofline{extrapolated}")
+    if missing:
+        notes.append(f"{label}: {missing} of {total} shapes not measured and no roofline fit available; "
+                     f"the step time is incomplete")
+    if peak_tflops is None:
+        notes.append(f"{label}: no peak for {dtype}; MFU not computed")
+    return tuple(notes)
+
+
+def predict_step(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype: str = "bf16",
+                 mode: str = "eager", use_fit: bool = True) -> list[StepPrediction]:
+    """Predict the step's GEMM time on every series in ``sweeps`` that measured ``dtype``/``mode``.
+
+    Parameters
+    ----------
+    sweeps:
+        Loaded sweeps (see :func:`mfu_sweep.results.load_sweeps`); series are their device labels.
+    gemms:
+        The workload, e.g. ``resolve_family("llm:qwen3-32b:tokens=8192")``.
+    dtype, mode:
+        Which records to match.
+    use_fit:
+        Fill unmeasured shapes from the series' roofline fit when available.
+
+    Raises
+    ------
+    PredictError
+        When no series has a finished record for ``dtype``/``mode``.
+    """
+    if not gemms:
+        raise PredictError("the workload has no GEMMs")
+    get_dtype(dtype)
+    medians = measured_medians(sweeps, dtype, mode)
+    if not medians:
+        have = sorted({(r.dtype, r.mode) for s in sweeps for r in s.records if r.ok})
+        listing = ", ".join(f"{d}/{m}" for d, m in have) or "none"
+        raise PredictError(f"no finished records for dtype {dtype}, mode {mode} in the files (they hold: {listing})")
+    incomplete = [label for label, times in medians.items() if any(g.shape not in times for g in gemms)]
+    predictors = roofline_predictors(sweeps, dtype, mode, incomplete) if (use_fit and incomplete) else {}
+    return [predict_series(gemms, label, dtype, mode, times, _peak(sweeps, label, dtype), predictors.get(label))
+            for label, times in medians.items()]

@@ -1,0 +1,225 @@
+"""Series: the measured curve of one device label, dtype and mode.
+
+A series is identified by ``SeriesKey(label, dtype, mode)``, where ``label`` is
+``device.label`` of the sweeps it comes from. ``group_series`` collects the
+usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
+series sorted by FLOPs; fitting, comparison, plots and reports start from here::
+
+    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.analysis.series import group_series
+
+    for key, series in group_series(load_sweeps(["a.json", "b.json"])).items():
+        print(key, len(series.records), series.peak_tflops)
+
+Several sweeps may feed one series (e.g. two runs on the same device); they
+must then agree on the device and on the peak, otherwise the label is
+ambiguous and ``SeriesError`` says which files disagree. The device is its
+name, backend and host, except that the pieces of one sharded sweep
+(``--shard I/N`` or ``torchrun --distribute shard``) may come from several
+hosts; ``Series.hosts`` lists the hosts that contributed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mfu_sweep.results import Record, ResultError, Sweep
+from mfu_sweep.shards import shard_plan
+from mfu_sweep.specs import Peak
+
+
+class SeriesError(ResultError):
+    """Sweeps cannot be grouped into series; the message names label and files."""
+
+
+@dataclass(frozen=True, order=True)
+class SeriesKey:
+    """What identifies a series: device label, dtype and mode."""
+
+    label: str
+    dtype: str
+    mode: str
+
+    def __str__(self) -> str:
+        return f"{self.label} {self.dtype} {self.mode}"
+
+
+@dataclass(frozen=True)
+class Series:
+    """Usable records of one series, sorted by FLOPs, with the peak they are measured against.
+
+    Attributes
+    ----------
+    key:
+        Label, dtype and mode.
+    records:
+        Records with status ok or mismatch and at least one sample, sorted by
+        (flops, shape). One shape may appear more than once if several runs
+        measured it.
+    peak:
+        The ``peak`` block of the sweeps (they agree on it).
+    device:
+        The ``device`` block of the first sweep (in sorted run order).
+    sources:
+        Where the sweeps were read from, for messages.
+    hosts:
+        The hosts (``run.host``) that measured the records, sorted; several
+        when the pieces of a sharded sweep ran on several hosts.
+    """
+
+    key: SeriesKey
+    records: tuple[Record, ...]
+    peak: Peak
+    device: Mapping[str, Any] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.key.label
+
+    @property
+    def dtype(self) -> str:
+        return self.key.dtype
+
+    @property
+    def mode(self) -> str:
+        return self.key.mode
+
+    @property
+    def peak_tflops(self) -> float | None:
+        """Vendor peak TFLOP/s for this series' dtype, or None when the spec lacks it."""
+        return self.peak.for_dtype(self.dtype)
+
+    @property
+    def n_shapes(self) -> int:
+        """Number of distinct shapes measured."""
+        return len({r.shape for r in self.records})
+
+
+def usable(record: Record) -> bool:
+    """Whether a record carries a timing: status ok or mismatch, with samples."""
+    return record.ok and bool(record.samples_s)
+
+
+def host_of(sweep: Sweep) -> str:
+    """The host that ran ``sweep`` (``run.host``)."""
+    return str(sweep.run.get("host", ""))
+
+
+def linked_hosts(sweeps: Iterable[Sweep]) -> dict[str, str]:
+    """Map each host to one representative of its group of hosts.
+
+    Hosts are grouped when they ran pieces of one sharded sweep (equal
+    ``shards.shard_plan``); a host without shard pieces is its own group.
+    Call it on the sweeps of one label.
+    """
+    parent: dict[str, str] = {}
+
+    def root(host: str) -> str:
+        while parent[host] != host:
+            host = parent[host]
+        return host
+
+    first_host: dict[tuple[int, str], str] = {}
+    for sw in sweeps:
+        host, plan = host_of(sw), shard_plan(sw)
+        parent.setdefault(host, host)
+        if plan is not None:
+            parent[root(host)] = root(first_host.setdefault(plan, host))
+    return {host: root(host) for host in parent}
+
+
+def device_identity(sweep: Sweep, linked: Mapping[str, str] | None = None) -> tuple[str, str, str]:
+    """What makes two sweeps the same device: name, backend and host.
+
+    With ``linked`` (from :func:`linked_hosts`) the host is replaced by its
+    group, so the pieces of one sharded sweep run on several hosts are one device.
+    """
+    host = host_of(sweep)
+    return (str(sweep.device.get("name", "")), str(sweep.device.get("backend", "")),
+            linked.get(host, host) if linked is not None else host)
+
+
+def describe_device(sweep: Sweep) -> str:
+    name, backend, host = device_identity(sweep)
+    shard = sweep.settings.get("shard")
+    where = f"host {host}, shard {shard}" if shard else f"host {host}"
+    return f"{name!r} (backend {backend}, {where}) in {sweep.source or '<data>'}"
+
+
+def check_labels(sweeps: Iterable[Sweep]) -> None:
+    """Refuse a label that names two different devices; the message says how to fix it.
+
+    Sweeps under one label must agree on device name, backend and host; hosts
+    count as one when they ran pieces of one sharded sweep (see :func:`linked_hosts`).
+    """
+    by_label: dict[str, list[Sweep]] = {}
+    for sw in sweeps:
+        by_label.setdefault(sw.label, []).append(sw)
+    for label, group in by_label.items():
+        linked, head = linked_hosts(group), group[0]
+        for sw in group:
+            if device_identity(head, linked) != device_identity(sw, linked):
+                raise SeriesError(
+                    f"device.label {label!r} names two devices: {describe_device(head)} and {describe_device(sw)}; "
+                    f"relabel one (mfu-sweep merge --relabel FILE:{label}=NEW ...)"
+                )
+
+
+def sweep_order(sweep: Sweep) -> tuple[str, str, str]:
+    """Deterministic order of sweeps: label, start time, run id."""
+    return (sweep.label, str(sweep.run.get("started_at", "")), str(sweep.run.get("id", "")))
+
+
+def _check_peak(key: SeriesKey, kept: Sweep, other: Sweep) -> None:
+    a, b = kept.peak.for_dtype(key.dtype), other.peak.for_dtype(key.dtype)
+    if a != b:
+        raise SeriesError(
+            f"series {key}: sweeps disagree on peak.tflops[{key.dtype}] ({a} in {kept.source or '<data>'}, "
+            f"{b} in {other.source or '<data>'}); MFU would mix two peaks, relabel one of them"
+        )
+
+
+def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
+    """Group the usable records of ``sweeps`` into series.
+
+    Parameters
+    ----------
+    sweeps:
+        Sweeps as returned by ``mfu_sweep.results.load_sweeps`` (sweep and
+        merged files alike).
+
+    Returns
+    -------
+    dict
+        ``SeriesKey -> Series`` in sorted key order. Series without any usable
+        record are left out.
+
+    Raises
+    ------
+    SeriesError
+        When one label names two devices (the pieces of one sharded sweep
+        from several hosts are one device), or sweeps of one series disagree on the peak.
+    """
+    ordered = sorted(sweeps, key=sweep_order)
+    check_labels(ordered)
+    parts: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
+    for sw in ordered:
+        for rec in sw.records:
+            if usable(rec):
+                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.mode), []).append((sw, rec))
+    out: dict[SeriesKey, Series] = {}
+    for key in sorted(parts):
+        pairs = parts[key]
+        head = pairs[0][0]
+        for sw, _ in pairs:
+            _check_peak(key, head, sw)
+        records = sorted((r for _, r in pairs), key=lambda r: (r.flops, r.shape))
+        sources = tuple(dict.fromkeys(sw.source for sw, _ in pairs))
+        hosts = tuple(sorted({host_of(sw) for sw, _ in pairs}))
+        out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,
+                          hosts=hosts)
+    return out

@@ -1,0 +1,288 @@
+"""Analysis commands: ``merge``, ``fit``, ``compare`` and ``export``.
+
+Thin wrappers: each parses options, calls :mod:`mfu_sweep.analysis.merge`,
+:mod:`mfu_sweep.analysis.fit`, :mod:`mfu_sweep.analysis.compare` or :mod:`mfu_sweep.present.export`, and
+prints. Registered on the main group by :mod:`mfu_sweep.cli`.
+Every command reads sweep files and merged files alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mfu_sweep.cli.common import domain_errors
+
+FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+
+
+def _seed(fn: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+                        help="Seed of the bootstrap.")(fn)
+
+
+def _write_or_echo(text: str, output: str | None, force: bool) -> None:
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    path = Path(output)
+    if path.exists() and not force:
+        raise click.ClickException(f"{output} exists; use --force to overwrite")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    click.echo(f"wrote {output}", err=True)
+
+
+# -- merge -------------------------------------------------------------------------
+
+
+@click.command()
+@FILES
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Merged file to write.")
+@click.option("--relabel", "relabels", multiple=True, metavar="[FILE:]OLD=NEW",
+              help="Rename device label OLD to NEW (only in sweeps from FILE when given); repeatable.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@domain_errors
+def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force: bool) -> None:
+    """Merge sweep and merged files into one merged file, provenance intact.
+
+    Inputs are validated; mixed schema versions are refused; a run given twice
+    is kept once (a different run with the same run.id is an error). A label
+    used by two different devices (name, backend or host) is an error unless
+    --relabel renames one; the pieces of one sharded sweep (--shard I/N or
+    torchrun --distribute shard: same shard count and settings) are one device
+    even when they ran on different hosts. The output is sorted, so input
+    order does not matter.
+
+    \b
+    Example:
+        mfu-sweep merge sweeps/h100.json sweeps/trn2.json -o sweeps/all.json
+        mfu-sweep merge a.json b.json --relabel b.json:cpu=cpu-laptop -o ab.json
+    """
+    from mfu_sweep.analysis.merge import Relabel, merge_files
+    from mfu_sweep.results import write_json_atomic
+
+    rules = [Relabel.parse(r) for r in relabels]
+    if Path(output).exists() and not force:
+        raise click.ClickException(f"{output} exists; use --force to overwrite")
+    result = merge_files(files, rules)
+    write_json_atomic(output, result.to_json())
+    for note in result.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"merged {len(result.sweeps)} sweep(s) from {len(files)} file(s) "
+               f"(labels: {', '.join(result.labels)}) into {output}")
+
+
+# -- fit ---------------------------------------------------------------------------
+
+
+def _pm(value: float, ci: Sequence[float], constrained: bool = True) -> str:
+    from mfu_sweep.present.export import round_to_uncertainty
+
+    if not constrained:
+        return "n/c"
+    v, u = round_to_uncertainty(value, (ci[1] - ci[0]) / 2)
+    return f"{v} ± {u}" if u is not None else v
+
+
+def _pct(fraction: float | None) -> str:
+    return f"{fraction:.0%}" if fraction is not None else "-"
+
+
+def _fit_line(fit: Any) -> str:
+    c = fit.constrained
+    p = _pm(fit.p_tflops, fit.p_tflops_ci, c["p_tflops"])
+    w = _pm(fit.w_tbs, fit.w_tbs_ci, c["w_tbs"])
+    t0 = _pm(fit.t0_s * 1e6, [x * 1e6 for x in fit.t0_s_ci], c["t0_s"])
+    model = fit.model if fit.blend_p is None else f"pnorm p={fit.blend_p:.2g}"
+    p_frac = _pct(fit.compute_fraction) if c["p_tflops"] else "n/c"
+    w_frac = _pct(fit.bandwidth_fraction) if c["w_tbs"] else "n/c"
+    return (f"{str(fit.key):<28} {model:<13} {p:>15} {p_frac:>6} {w:>15} {w_frac:>6} {t0:>15} "
+            f"{fit.rms_log_residual:>8.3f} {fit.r2_log:>7.4f} "
+            f"{fit.n_shapes:>6}")
+
+
+@click.command()
+@FILES
+@click.option("--model", type=click.Choice(["auto", "max", "pnorm"]), default="auto", show_default=True,
+              help="auto: pnorm (smooth knee) when it wins on BIC, else max (hard roofline).")
+@click.option("--n-boot", type=click.IntRange(1, 100_000), default=200, show_default=True,
+              help="Bootstrap resamples for the intervals.")
+@_seed
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@domain_errors
+def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: bool) -> None:
+    """Fit t = t0 + max(F/P, B/W) (or a smooth variant) to every series.
+
+    Reports the effective compute ceiling P and bandwidth W with their
+    fractions of the vendor peak, the per-call overhead t0, the fit quality in
+    log time and 95% bootstrap intervals ("±" is half the interval). "n/c":
+    no measured shape is limited by that term, so the data do not pin it down.
+
+    \b
+    Example:
+        mfu-sweep fit sweeps/*.json
+        mfu-sweep fit sweeps/all.json --json --n-boot 1000
+    """
+    from mfu_sweep.analysis.fit import fit_groups
+    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.results import load_sweeps
+
+    fits, skipped = fit_groups(group_series(load_sweeps(files)), model=model, n_boot=n_boot, seed=seed)
+    if not fits:
+        raise click.ClickException("nothing to fit: " + "; ".join(skipped.values()))
+    if as_json:
+        click.echo(json.dumps({"fits": [fits[k].to_json() for k in sorted(fits)],
+                               "skipped": [{"series": str(k), "reason": r} for k, r in skipped.items()]}, indent=1))
+    else:
+        _print_fits(fits)
+        for reason in skipped.values():
+            click.echo(f"skipped: {reason}")
+
+
+def _print_fits(fits: dict[Any, Any]) -> None:
+    if not fits:
+        return
+    click.echo(f"{'series':<28} {'model':<13} {'P TFLOP/s':>15} {'%peak':>6} {'W TB/s':>15} {'%peak':>6} "
+               f"{'t0 µs':>15} {'RMS log':>8} {'R² log':>7} {'shapes':>6}")
+    for key in sorted(fits):
+        click.echo(_fit_line(fits[key]))
+    for key in sorted(fits):
+        for note in fits[key].notes:
+            click.echo(f"note: {key}: {note}")
+
+
+# -- compare -----------------------------------------------------------------------
+
+
+def _value(metric: str, v: float) -> str:
+    return f"{v * 100:.1f}%" if metric == "mfu" else f"{v:.4g}"
+
+
+def _print_comparison(c: Any) -> None:
+    from mfu_sweep.analysis.compare import format_flops, metric_name
+
+    name = metric_name(c.metric)
+    wv = max(len(c.a), len(c.b)) + len(name) + 1
+    wl = max(len(c.a), len(c.b), len("ambiguous"))
+    click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader = Holm-corrected p < {c.alpha:g} "
+               f"in runs of >= {c.min_run} FLOP counts")
+    click.echo(f"summary: {c.summary()}")
+    click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
+               f"{'a/b':>6}  {'95% CI':<17} {'p(Holm)':>8}  {'leader':<{wl}} method")
+    for p in c.points:
+        method = p.method if p.interpolated is None else f"interp ({p.interpolated})"
+        ci = f"[{p.ratio_low:.3g}, {p.ratio_high:.3g}]"
+        click.echo(f"{format_flops(p.flops):>11}  {p.shape:<20} {_value(c.metric, p.a_value):>{wv}} "
+                   f"{_value(c.metric, p.b_value):>{wv}} {p.ratio:>6.3f}  {ci:<17} {p.p_adjusted:>8.2g}  "
+                   f"{p.leader or 'ambiguous':<{wl}} {method}")
+    for x in c.crossovers:
+        click.echo(f"crossover ({x.method}): {x.from_label} -> {x.to_label} at {format_flops(x.flops)} "
+                   f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}]")
+    for note in c.notes:
+        click.echo(f"note: {note}")
+    click.echo(c.sentence())
+
+
+@click.command()
+@FILES
+@click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
+              help="mfu: fraction of each chip's own peak; tflops: absolute throughput.")
+@click.option("--a", "label_a", default=None, metavar="LABEL[/DTYPE[/MODE]]",
+              help="First series (ratios are a/b). With /DTYPE or /MODE, compares across dtypes or modes, "
+                   "e.g. --a cpu/fp32/eager --b cpu/fp32/compile.")
+@click.option("--b", "label_b", default=None, metavar="LABEL", help="Second series.")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
+@click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
+              help="Bootstrap resamples of each median.")
+@click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
+              help="Consecutive FLOP counts with a significant lead needed for a lead (equal-FLOP shapes are one).")
+@click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
+@click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
+              help="Bootstrap resamples of each roofline fit.")
+@_seed
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@domain_errors
+def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
+            n_boot: int, min_run: int, no_fit: bool, fit_n_boot: int, seed: int, as_json: bool) -> None:
+    """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
+
+    Every pair of series is compared (or those with --a/--b). A series leads
+    at a shape only when its ratio is significant after Holm's correction over
+    the pair's shapes, in a run of at least --min-run FLOP counts; otherwise the
+    shape is ambiguous. Crossovers come from the data ("data") and from the
+    fitted rooflines ("fit"), each with an interval. Each pair opens with a
+    summary: the share of the shared FLOP range (log scale) where each series
+    leads or neither does, and the longest lead. For a torchrun replicate
+    run (labels <label>.r0, .r1 ...) it first prints the spread across the
+    devices of one chip: slowest/fastest median per shape.
+
+    \b
+    Example:
+        mfu-sweep compare sweeps/all.json
+        mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
+        mfu-sweep compare sweeps/all.json --json > compare.json
+        mfu-sweep compare sweeps/cpu.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
+    """
+    from mfu_sweep.analysis.compare import compare_all
+    from mfu_sweep.analysis.spread import replicate_spreads
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps(files)
+    comps = compare_all(sweeps, metric, label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha,
+                        min_run=min_run, use_fit=not no_fit, fit_n_boot=fit_n_boot)
+    spreads = replicate_spreads(sweeps) if label_a is None and label_b is None else []
+    if as_json:
+        out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps]}
+        if spreads:
+            out["spreads"] = [s.to_json() for s in spreads]
+        click.echo(json.dumps(out, indent=1))
+        return
+    for s in spreads:
+        click.echo(f"spread: {s.sentence()}")
+    for i, c in enumerate(comps):
+        if i or spreads:
+            click.echo("")
+        _print_comparison(c)
+
+
+# -- export ------------------------------------------------------------------------
+
+
+@click.command()
+@FILES
+@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default="csv", show_default=True)
+@click.option("--what", type=click.Choice(["records", "fits", "crossovers"]), default="records", show_default=True)
+@click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
+              help="Metric of the comparison (--what crossovers).")
+@click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
+              help="Bootstrap resamples of each roofline fit (--what fits or crossovers).")
+@_seed
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File to write [stdout].")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@domain_errors
+def export(files: tuple[str, ...], fmt: str, what: str, metric: str, fit_n_boot: int, seed: int,
+           output: str | None, force: bool) -> None:
+    """Export records, fits or crossovers as tidy CSV, Markdown or a LaTeX (booktabs) table.
+
+    CSV keeps full precision, one row per record/fit/crossover. Markdown and
+    LaTeX round every number to its uncertainty (first significant digit of
+    the 95% interval's half-width, two if that digit is 1). The LaTeX output is
+    a tabular for \\input inside your own table environment.
+
+    \b
+    Example:
+        mfu-sweep export sweeps/*.json -o records.csv
+        mfu-sweep export sweeps/all.json --format latex --what fits -o paper/fits.tex
+        mfu-sweep export sweeps/all.json --format markdown --what crossovers
+    """
+    from mfu_sweep.present.export import export_table
+    from mfu_sweep.results import load_sweeps
+
+    kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot}}[what]
+    _write_or_echo(export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw), output, force)

@@ -1,0 +1,64 @@
+"""What every command module shares: one-line domain errors, the invocation's argv, option callbacks.
+
+Nothing here defines a command; :mod:`mfu_sweep.cli` builds the group from the
+command modules.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from mfu_sweep.errors import BackendError
+
+
+def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorator for Click commands: domain errors become ``Error: <message>``, never a traceback.
+
+    The library's validation errors are ``ValueError`` subclasses whose messages
+    name the field and the bad value; :class:`BackendError` says why a device
+    is unusable. Both become ``click.ClickException`` (exit code 1).
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ValueError, BackendError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+    return wrapper
+
+
+class ArgvGroup(click.Group):
+    """A group that remembers the arguments it was invoked with, for the result's ``run.argv``.
+
+    ``sys.argv`` would be wrong for in-process callers (CliRunner, notebooks):
+    it holds the host program's command line, not this invocation's.
+    """
+
+    def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
+                     **extra: Any) -> click.Context:
+        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        ctx.meta["mfu_sweep.argv"] = ["mfu-sweep", *args]
+        return ctx
+
+
+def invoked_argv() -> list[str]:
+    """This invocation's command line as ``mfu-sweep ...`` (falls back to ``sys.argv`` outside click)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None and "mfu_sweep.argv" in ctx.meta:
+        return list(ctx.meta["mfu_sweep.argv"])
+    return ["mfu-sweep", *sys.argv[1:]]
+
+
+def positive_float(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"{value!r} must be a positive number", ctx=ctx, param=param)
+    return value
+

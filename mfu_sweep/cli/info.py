@@ -1,0 +1,76 @@
+"""``mfu-sweep specs`` and ``mfu-sweep validate``: the peak table and the result-file check."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from mfu_sweep.cli.common import domain_errors
+
+
+@click.command()
+@click.option("--detect", is_flag=True, help="Show which entry this machine's devices map to.")
+@click.option("--device", default="auto", show_default=True, help="Device to detect (with --detect).")
+@click.option("--spec-file", type=str, default=None, help="Extra TOML [[chip]] entries to include.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@domain_errors
+def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> None:
+    """List the peak-spec table (dense TFLOP/s, memory, sources).
+
+    \b
+    Example:
+        mfu-sweep specs
+        mfu-sweep specs --detect
+    """
+    from mfu_sweep.specs import load_chips
+
+    chips = load_chips(spec_file)
+    if detect:
+        from mfu_sweep.measure.worker import hello
+
+        _, info = hello(device, spec_file, None)
+        if as_json:
+            click.echo(json.dumps(info, indent=1))
+            return
+        d, p = info["device"], info["peak"]
+        click.echo(f"device:  {d['backend']} {d['name']!r} -> chip {d.get('chip')!r}")
+        kind = "estimated" if p["estimated"] else "vendor spec"
+        peaks = ", ".join(f"{k} {v:.4g}" for k, v in p["tflops"].items())
+        click.echo(f"peak ({kind}, TFLOP/s): {peaks or 'none'}")
+        click.echo(f"source:  {p['source']}")
+        return
+    if as_json:
+        click.echo(json.dumps([c.to_json() for c in chips.values()], indent=1))
+        return
+    cols = ["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4"]
+    click.echo(f"{'id':<11} {'scope':<5} " + " ".join(f"{c:>7}" for c in cols) + f" {'GB':>5} {'TB/s':>6}  source")
+    for c in chips.values():
+        vals = " ".join(f"{c.peak_tflops[d]:>7.6g}" if d in c.peak_tflops else f"{'-':>7}" for d in cols)
+        click.echo(f"{c.id:<11} {c.scope:<5} {vals} {c.memory_gb or 0:>5.0f} {c.memory_bandwidth_tbs or 0:>6.3g}  "
+                   f"{c.source_url}" + (f"  [{c.source_kind}]" if c.source_kind != "vendor" else ""))
+    click.echo("All figures dense (no sparsity). Notes on disputed values: mfu-sweep specs --json")
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+def validate(files: tuple[str, ...]) -> None:
+    """Check result files against the shipped JSON Schema.
+
+    \b
+    Example:
+        mfu-sweep validate sweeps/*.json
+    """
+    from mfu_sweep.results import validate_file
+
+    bad = 0
+    for f in files:
+        problems = validate_file(f)
+        if problems:
+            bad += 1
+            click.echo(f"{f}: INVALID: {problems[0]}")
+        else:
+            click.echo(f"{f}: ok")
+    if bad:
+        raise click.ClickException(f"{bad} of {len(files)} files invalid")
+

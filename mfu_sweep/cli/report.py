@@ -1,0 +1,140 @@
+"""The ``plot`` and ``report`` commands: figures and the one-shot report from result files.
+
+Registered on the main group by :mod:`mfu_sweep.cli`. The logic
+lives in :mod:`mfu_sweep.present.plot` and :mod:`mfu_sweep.present.report`; this module parses
+options, checks the output directory and prints what it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mfu_sweep.cli.common import domain_errors
+
+METRIC_CHOICE = click.Choice(["mfu", "tflops"])
+
+
+def _use_agg() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+
+
+def output_dir(path: str, option: str = "--output") -> Path:
+    """Create ``path`` if needed and check it is a writable directory; a one-line error otherwise."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise click.BadParameter(f"{path!r} exists and is not a directory", param_hint=option)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise click.ClickException(f"output directory {path!r} cannot be created ({exc.strerror or exc})") from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise click.ClickException(f"output directory {path!r} is not writable")
+    return out
+
+
+def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--metric``, ``--dtype``, ``--mode``, ``--n-boot`` and ``--seed``, shared by ``plot`` and ``report``."""
+    fn = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+                      help="Seed of the bootstrap resamples (fits and comparisons).")(fn)
+    fn = click.option("--n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
+                      help="Bootstrap resamples of each roofline fit.")(fn)
+    fn = click.option("--mode", "modes", multiple=True, metavar="MODE",
+                      help="Only this mode (eager, compile); repeat for several. Default: all.")(fn)
+    fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
+                      help="Only this dtype (fp32, bf16 ...); repeat for several. Default: all.")(fn)
+    fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
+                      help="What the y axes and comparisons use: mfu (fraction of peak) or tflops.")(fn)
+    return fn
+
+
+def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...]) -> list[Any]:
+    from mfu_sweep.present.select import filter_sweeps
+    from mfu_sweep.results import load_sweeps
+
+    return filter_sweeps(load_sweeps(files), dtypes, modes)
+
+
+def _wrote(paths: list[Path]) -> None:
+    for p in paths:
+        click.echo(f"wrote {p}")
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", default="plots", show_default=True, type=click.Path(),
+              help="Directory for the figures (created if missing).")
+@click.option("--format", "formats", multiple=True, type=click.Choice(["png", "pdf", "svg"]),
+              help="File format; repeat for several. Default: png.")
+@selection_options
+@domain_errors
+def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], metric: str, dtypes: tuple[str, ...],
+         modes: tuple[str, ...], n_boot: int, seed: int) -> None:
+    """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
+    compile speedup, MFU heatmaps of m x n grids and a status overview.
+
+    Each device keeps one colour in every figure. Figures are written as
+    <output>/<name>.<format>; the same sweeps give byte-identical files.
+
+    \b
+    Example:
+        mfu-sweep plot sweeps/*.json -o plots/
+        mfu-sweep plot a.json b.json --format png --format pdf --dtype bf16
+        mfu-sweep plot sweeps/h100.json --metric tflops --mode compile
+    """
+    _use_agg()
+    from mfu_sweep.present.figures import make_figures, save_figure
+    from mfu_sweep.present.report import analyse
+
+    sweeps = _load(files, dtypes, modes)
+    out = output_dir(output)
+    click.echo("fitting and comparing series ...", err=True)
+    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
+    figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons)
+    try:
+        for name, fig in figures.items():
+            _wrote(save_figure(fig, out, name, formats or ("png",)))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write figures to {output!r} ({exc.strerror or exc})") from None
+
+
+@click.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--output", default="report", show_default=True, type=click.Path(),
+              help="Directory for index.md, index.html, analysis.json and figures/.")
+@selection_options
+@domain_errors
+def report(files: tuple[str, ...], output: str, metric: str, dtypes: tuple[str, ...], modes: tuple[str, ...],
+           n_boot: int, seed: int) -> None:
+    """Fit, compare and plot result files in one go, and write a report:
+    index.md (figures beside it in figures/), a self-contained index.html
+    (figures embedded, no external files) and analysis.json.
+
+    Per series: device and provenance, peak source, MFU range and best shape,
+    fitted roofline with intervals, crossovers and verdicts, compile tax and
+    pass rate. Per compared pair: a one-line summary (the share of the shared
+    FLOP range, log scale, where each side leads, and the longest lead), then
+    the lead segments.
+
+    \b
+    Example:
+        mfu-sweep report sweeps/*.json -o report/
+        mfu-sweep report a.json b.json --dtype bf16 --metric tflops -o report-bf16/
+    """
+    _use_agg()
+    from mfu_sweep.present.report import analyse, write_report
+
+    sweeps = _load(files, dtypes, modes)
+    out = output_dir(output)
+    click.echo("fitting and comparing series ...", err=True)
+    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
+    try:
+        _wrote(write_report(sweeps, out, analysis=analysis))
+    except OSError as exc:
+        raise click.ClickException(f"cannot write the report to {output!r} ({exc.strerror or exc})") from None

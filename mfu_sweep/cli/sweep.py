@@ -1,0 +1,241 @@
+"""``mfu-sweep sweep``: measure GEMM shapes on a device (the parent process stays torch-free)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float
+from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.measure.sweep import DEFAULT_POINTS
+
+
+@click.command()
+@click.option("--device", default="auto", show_default=True,
+              help="cpu, cuda[:i], neuron[:i], xla[:i], or auto (CUDA, Neuron, XLA, other accelerator, CPU).")
+@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+              help="Data type; repeat for several. Default: fp32 on CPU, bf16 elsewhere.")
+@click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "compile"]),
+              help="eager and/or compile (torch.compile); repeat for both. Default: eager.")
+@click.option("--compile-mode", default=None, help="torch.compile mode passed through (default, max-autotune, ...).")
+@click.option("--shape", "shape_specs", multiple=True, metavar="[B]xMxNxK", help="Explicit shape; repeatable.")
+@click.option("--shape-file", type=str, default=None, help="CSV with columns m,n,k[,batch].")
+@click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
+              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
+                   "repeatable (see `mfu-sweep shapes`).")
+@click.option("--min-flop", type=float, default=None, callback=positive_float,
+              help="Square family: smallest GEMM in FLOP [CPU 1e6, else 1e6].")
+@click.option("--max-flop", type=float, default=None, callback=positive_float,
+              help="Square family: largest GEMM in FLOP [CPU 2e10, else 2e12].")
+@click.option("--points", type=click.IntRange(1, 10_000), default=DEFAULT_POINTS, show_default=True,
+              help="Square family: number of log-spaced sizes.")
+@click.option("--align", type=click.IntRange(1, 4096), default=64, show_default=True,
+              help="Square family: round sizes to a multiple of this.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Result file [sweeps/<label>.json].")
+@click.option("--label", default=None, help="Series label [<chip or name>-<backend>].")
+@click.option("--budget-s", type=float, default=2.0, show_default=True, callback=positive_float,
+              help="Measurement time budget per shape after the first call.")
+@click.option("--target-ci", type=float, default=0.01, show_default=True, callback=positive_float,
+              help="Stop sampling when the 95%% CI half-width of the median is below this fraction.")
+@click.option("--min-samples", type=click.IntRange(1, 10_000), default=5, show_default=True)
+@click.option("--max-samples", type=click.IntRange(3, 100_000), default=100, show_default=True)
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, callback=positive_float,
+              help="Per-shape limit in seconds (compile + measurement); the shape becomes status timeout.")
+@click.option("--isolate", type=click.Choice(["sweep", "shape", "none"]), default="sweep", show_default=True,
+              help="sweep: one worker process, restarted after a failure; shape: a fresh worker per shape; "
+                   "none: in-process (debugging, no timeout).")
+@click.option("--cold-compile", is_flag=True, help="Fresh, empty compile caches for every shape.")
+@click.option("--no-check", is_flag=True, help="Skip the float64 numerical check.")
+@click.option("--chip", default=None, help="Force the spec entry (see `mfu-sweep specs`).")
+@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@click.option("--peak-tflops", type=float, default=None, callback=positive_float,
+              help="Override the peak TFLOP/s for every swept dtype.")
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--resume", is_flag=True, help="Continue the output file, skipping finished records.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
+@click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
+              help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
+@click.option("--timer", type=click.Choice(["auto", "events", "graph"]), default="auto", show_default=True,
+              help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us).")
+@click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
+              help="Run a large GEMM for S seconds after opening the device, before the first shape.")
+@click.option("--cache", type=click.Choice(["rotate", "flush"]), default="rotate", show_default=True,
+              help="Keep operands out of cache by rotating operand sets larger than the cache, calls back to "
+                   "back (rotate), or by overwriting a cache-sized buffer before each call and timing every call "
+                   "alone (flush, as nvbench and triton's do_bench do). The default label gets a -flush suffix.")
+@click.option("--threads", type=click.IntRange(1, 4096), default=None,
+              help="CPU only: torch intra-op threads (default: torch's choice). The CPU peak estimate "
+                   "follows the thread count.")
+@domain_errors
+def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
+          shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
+          min_flop: float | None, max_flop: float | None,
+          points: int, align: int, output: str | None, label: str | None, budget_s: float, target_ci: float,
+          min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
+          chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
+          force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
+          cache: str, threads: int | None) -> None:
+    """Measure GEMM throughput over a set of shapes and write a v1 result file.
+
+    The file is rewritten atomically after every shape; an interrupted sweep
+    continues with --resume.
+
+    \b
+    Example:
+        mfu-sweep sweep --device cpu --dtype fp32 --dtype bf16
+        mfu-sweep sweep --device cuda --dtype bf16 --mode eager --mode compile
+        mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
+    """
+    from mfu_sweep.cli.device import device_options_env
+    from mfu_sweep.measure.backends import auto_backend, parse_device
+    from mfu_sweep.measure.distributed import gather_to_rank0, placement
+    from mfu_sweep.measure.sweep import SweepError, SweepPlan, default_label, make_tasks, run_sweep, select_shapes
+    from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.specs import load_chips
+
+    place = placement(distribute, shard)
+    device = place.device(device)
+    req = parse_device(device)
+    if timer != "auto" and req.backend not in ("cuda", "auto"):
+        raise click.BadParameter(f"{timer!r} applies to --device cuda only", param_hint="--timer")
+    if timer != "auto" and cache == "flush":
+        raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
+                                 "alone with events", param_hint="--timer")
+    if spec_file or chip:
+        chips = load_chips(spec_file)  # validates the spec file at the edge
+        if chip and chip not in chips:
+            raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
+    on_cpu = req.backend == "cpu" or (req.backend == "auto" and auto_backend() == "cpu")
+    if threads is not None:
+        _check_threads(threads, on_cpu)
+    if max_samples < min_samples:
+        raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
+    shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
+    timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
+    dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
+    modes = modes or ("eager",)
+    tasks = place.select(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing, compile_mode=compile_mode,
+                                    check=not no_check, cache=cache))
+    suffix = "-flush" if cache == "flush" and label is None else ""
+    plan = SweepPlan(
+        device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
+        label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,
+        chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=invoked_argv(),
+        settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
+                  "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
+                  **place.settings()},
+        label_suffix=suffix + place.label_suffix,
+    )
+    if output is None:
+        plan = _plan_with_default_output(plan, label, default_label, suffix)
+    final_output = plan.output
+    plan = replace(plan, output=place.output(plan.output))
+    bar = _Progress(quiet)
+    try:
+        with device_options_env(timer, soak, threads):
+            result = run_sweep(plan, progress=bar.update, on_start=bar.start)
+    except SweepError as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        bar.close()
+        click.echo(f"\ninterrupted: finished shapes are saved in {plan.output}; "
+                   f"continue with the same command plus --resume", err=True)
+        sys.exit(130)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        bar.close()
+    from mfu_sweep.results import compile_summary, summary_line
+
+    click.echo(f"{result.device['label']}: {summary_line(result.records)}")
+    tax = compile_summary(result.records)
+    if tax:
+        click.echo(f"time to first result: {tax}")
+    click.echo(f"wrote {plan.output}")
+    if place.launcher and place.world > 1:
+        docs = gather_to_rank0(result, place)
+        if docs is not None:
+            _write_gathered(docs, final_output)
+            click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:
+    """Rank 0: merge every rank's sweep into one file."""
+    from mfu_sweep.analysis.merge import merge_sweeps
+    from mfu_sweep.results import parse_document, write_json_atomic
+
+    sweeps = [s for i, d in enumerate(docs) for s in parse_document(d, source=f"rank {i}")]
+    write_json_atomic(final, merge_sweeps(sweeps).to_json())
+
+
+def _check_threads(threads: int, on_cpu: bool) -> None:
+    from mfu_sweep.measure.task import check_threads
+
+    if not on_cpu:
+        raise click.BadParameter(f"{threads} applies to the CPU device only", param_hint="--threads")
+    try:
+        check_threads(threads)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--threads") from None
+
+
+def _plan_with_default_output(plan: Any, label: str | None, default_label: Callable[[dict], str],
+                              suffix: str = "") -> Any:
+    """Resolve sweeps/<label>.json before the sweep starts, without opening the device here.
+
+    On a CPU the label comes from /proc/cpuinfo (what the worker will report);
+    accelerators are named after the --device value: opening one in this process
+    could hold it (Neuron cores and TPUs belong to one process).
+    """
+    from mfu_sweep.measure.backends import auto_backend
+    from mfu_sweep.specs.cpu import read_cpuinfo
+
+    if label is None:
+        picked = auto_backend() if plan.device == "auto" else plan.device
+        if picked.startswith("cpu"):
+            label = default_label({"name": read_cpuinfo()[0], "chip": "cpu", "backend": "cpu"})
+        else:
+            label = picked.replace(":", "-")
+    return replace(plan, output=Path("sweeps") / f"{label}{suffix}.json", label=plan.label)
+
+
+class _Progress:
+    """A tqdm bar on stderr: shape, dtype, mode and the running MFU."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.bar: Any = None
+
+    def start(self, sweep: Any, total: int) -> None:
+        click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
+        if not self.quiet:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="shape", file=sys.stderr, dynamic_ncols=True)
+
+    def update(self, task: Any, record: Any) -> None:
+        if self.bar is None:
+            return
+        if record is None:
+            self.bar.set_description(f"{task.shape} {task.dtype} {task.mode}")
+            return
+        mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
+        tf = f"{record.tflops:.3g} TFLOP/s" if record.tflops is not None else ""
+        self.bar.set_postfix_str(f"{tf} MFU {mfu}")
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+

@@ -1,0 +1,72 @@
+"""The host CPU through torch: host clock, estimated peak."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+import torch
+
+from mfu_sweep.errors import BackendError
+from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
+from mfu_sweep.measure.task import THREADS_ENV, check_threads
+from mfu_sweep.specs import ChipSpec, Peak
+from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
+
+MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
+
+
+def last_level_cache_bytes() -> int | None:
+    """Largest cache size sysfs reports for cpu0, or None."""
+    best = None
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
+        text = f.read_text().strip().upper()
+        try:
+            mult = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+            value = int(text.rstrip("KMG")) * mult
+        except ValueError:
+            continue
+        best = max(best or 0, value)
+    return best
+
+
+def threads_from_env(raw: str | None) -> int | None:
+    """The ``--threads`` value a sweep handed its worker, validated; None when unset."""
+    if not raw:
+        return None
+    if not raw.isdigit():
+        raise BackendError(f"{THREADS_ENV}={raw!r} must be a whole number of threads")
+    try:
+        return check_threads(int(raw))
+    except ValueError as exc:
+        raise BackendError(f"{THREADS_ENV}={raw!r}: {exc}") from None
+
+
+class CpuBackend(TorchBackend):
+    name = "cpu"
+    timer_name = "host"
+
+    def __init__(self, index: int = 0, threads: int | None = None) -> None:
+        super().__init__(index)
+        self.device = torch.device("cpu")
+        threads = threads or threads_from_env(os.environ.get(THREADS_ENV))
+        if threads:
+            torch.set_num_threads(threads)
+
+    def describe(self) -> DeviceInfo:
+        model, clock, flags = read_cpuinfo()
+        units = sorted(flags & MATMUL_FLAGS)
+        return DeviceInfo(
+            backend="cpu", name=model, index=0, count=1, chip="cpu",
+            details={"threads": torch.get_num_threads(), "cores_usable": len(os.sched_getaffinity(0)),
+                     "reported_clock_ghz": clock, "isa": units, "llc_bytes": last_level_cache_bytes()},
+        )
+
+    def peak(self, chips: Mapping[str, ChipSpec], forced: str | None = None) -> Peak:
+        if forced:
+            return super().peak(chips, forced)
+        return estimate_cpu_peak(threads=torch.get_num_threads())
+
+    def rotation_bytes(self) -> int:
+        return 2 * (last_level_cache_bytes() or 32 * 2**20)

@@ -1,0 +1,556 @@
+"""NVIDIA GPUs through CUDA, and AMD GPUs through ROCm (same torch.cuda API).
+
+Timing uses device events around a block of back-to-back calls. For GEMMs so
+small that the host's launch cost rivals the kernel, the block is captured
+once in a CUDA graph and replays are timed instead (``timer="graph"``);
+``"auto"`` picks the graph when the GEMM's estimated time at peak is below
+:data:`GRAPH_BELOW_S`. The choice is an argument of :class:`CudaBackend`, or
+the environment variable :data:`TIMER_ENV` (what ``sweep --timer`` sets).
+
+Operand sets rotate through at least four times the L2 (and 512 MiB, which
+also covers AMD's 256 MB Infinity Cache), so a call does not find its inputs
+in cache. NVML (``pip install nvidia-ml-py``) adds clocks, power, temperature
+and clock-throttle reasons sampled while each shape runs; on ROCm the same
+readings come through ``torch.cuda``'s amdsmi helpers where installed.
+Nothing here runs at import: the module imports on machines without a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import threading
+import time
+from collections.abc import Callable, Mapping
+from functools import cached_property
+from typing import Any
+
+import torch
+
+from mfu_sweep.dtypes import DType
+from mfu_sweep.errors import BackendError
+from mfu_sweep.measure.backends.base import DeviceInfo, Telemetry, TorchBackend, Unsupported
+from mfu_sweep.measure.backends.generic import event_flush_timer
+from mfu_sweep.measure.task import TIMER_ENV
+from mfu_sweep.measure.timing import BlockTimer
+from mfu_sweep.shapes import Shape
+from mfu_sweep.specs import ChipSpec, find_chip, load_chips
+
+TIMERS = ("auto", "events", "graph")
+# Eager launch cost of one torch.mm is ~5-10 us of host time; a kernel that is
+# estimated (at peak, so optimistically) below this runs from a CUDA graph.
+GRAPH_BELOW_S = 50e-6
+# A captured graph holds at least this many calls, so one replay's launch cost
+# is spread over many GEMMs.
+MIN_GRAPH_CALLS = 16
+L2_ROTATION_FACTOR = 4
+MIN_ROTATION_BYTES = 512 * 2**20
+# Used for the timer choice when no spec entry matches the device name.
+FALLBACK_TFLOPS = 1000.0
+FALLBACK_BANDWIDTH_TBS = 3.0
+SAMPLE_INTERVAL_S = 0.02
+# nvbench's rule: an SM clock below this fraction of its maximum means throttled.
+CLOCK_THROTTLE_FRACTION = 0.75
+
+# NVML clocks-event (throttle) reason bits, from nvml.h (nvmlClocksEventReason*).
+THROTTLE_BITS: dict[int, str] = {
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
+}
+# Reasons that lower the clock below what the chip would otherwise run at under load.
+THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                        "hw_power_brake_slowdown"})
+
+
+# ----- pure decisions (unit-tested without a GPU) ---------------------------
+def estimate_call_s(shape: Shape, dtype: DType, peak_tflops: float | None,
+                    bandwidth_tbs: float | None) -> float:
+    """Roofline time of one GEMM at the vendor peak: an optimistic lower bound."""
+    tflops = peak_tflops or FALLBACK_TFLOPS
+    bw = bandwidth_tbs or FALLBACK_BANDWIDTH_TBS
+    return max(shape.flops / (tflops * 1e12), shape.bytes(dtype) / (bw * 1e12))
+
+
+def choose_timer(estimated_call_s: float, override: str = "auto", mode: str = "eager",
+                 threshold_s: float = GRAPH_BELOW_S) -> str:
+    """``"events"`` or ``"graph"`` for one shape.
+
+    An explicit override wins. ``auto`` uses a graph for short eager GEMMs
+    only: compiled callables may hold their own graphs (mode
+    ``reduce-overhead``) and must not be captured again.
+    """
+    if override not in TIMERS:
+        raise ValueError(f"timer {override!r} is not one of {', '.join(TIMERS)}")
+    if override != "auto":
+        return override
+    return "graph" if mode == "eager" and estimated_call_s < threshold_s else "events"
+
+
+def graph_calls(sets: int, minimum: int = MIN_GRAPH_CALLS) -> int:
+    """Calls captured in one graph: whole passes over the operand sets, at least ``minimum``."""
+    sets = max(1, sets)
+    return sets * max(1, math.ceil(minimum / sets))
+
+
+def rotation_bytes_for(l2_bytes: int | None) -> int:
+    """Operand bytes to cycle: ``L2_ROTATION_FACTOR`` x L2, at least :data:`MIN_ROTATION_BYTES`.
+
+    Rotation keeps GEMMs back to back. The alternative, ``--cache flush``
+    (overwriting a buffer of this size before every call, as nvbench's cold
+    mode and triton's do_bench do), needs an event pair per call so the
+    flush is not timed, and so adds per-call event overhead and idle gaps.
+    Rotation is limited by the bench's cap on operand sets (64): the tiniest
+    shapes still fit in L2 and are measured L2-warm; flush has no such limit.
+    """
+    return max(L2_ROTATION_FACTOR * (l2_bytes or 0), MIN_ROTATION_BYTES)
+
+
+def fp8_dtype_name(is_hip: bool, arch: str | None) -> str:
+    """torch float8 type for e4m3 inputs: ``fnuz`` on MI300-class (gfx94x), OCP ``fn`` elsewhere."""
+    return "float8_e4m3fnuz" if is_hip and (arch or "").startswith("gfx94") else "float8_e4m3fn"
+
+
+def unsupported_reason(dtype: str, capability: tuple[int, int], is_hip: bool, arch: str | None,
+                       bf16_ok: bool = True) -> str | None:
+    """Why ``dtype`` cannot run on this GPU, or None when it can."""
+    arch = arch or ""
+    if dtype == "fp8":
+        if is_hip:
+            if arch.startswith(("gfx94", "gfx95")):
+                return None
+            return f"fp8 needs MI300-class or newer (gfx94x/gfx95x), this is {arch or 'unknown'}"
+        if capability < (8, 9):
+            return f"fp8 (_scaled_mm) needs compute capability >= 8.9, this GPU has {capability[0]}.{capability[1]}"
+    if dtype == "tf32":
+        if is_hip:
+            return "tf32 on ROCm is not controlled by torch's allow_tf32 flag; not swept"
+        if capability < (8, 0):
+            return f"tf32 needs compute capability >= 8.0, this GPU has {capability[0]}.{capability[1]}"
+    if dtype == "bf16" and not bf16_ok:
+        return "bf16 matmul is not supported on this GPU"
+    return None
+
+
+def decode_throttle_reasons(mask: int) -> list[str]:
+    """Names of the NVML clocks-event reason bits set in ``mask``."""
+    names = [name for bit, name in THROTTLE_BITS.items() if mask & bit]
+    unknown = mask & ~sum(THROTTLE_BITS)
+    if unknown:
+        names.append(f"unknown_0x{unknown:x}")
+    return names
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def summarize_telemetry(samples: list[Mapping[str, Any]], max_sm_clock_mhz: float | None) -> Telemetry:
+    """Min/median/max of each reading, the union of throttle reasons, and the ``throttled`` flag.
+
+    A shape is flagged ``throttled`` when NVML reported a throttling reason
+    (power cap, thermal, hardware slowdown) or the SM clock fell below
+    :data:`CLOCK_THROTTLE_FRACTION` of its maximum. Nothing is discarded.
+    """
+    if not samples:
+        return Telemetry()
+    out: dict[str, Any] = {"samples": len(samples)}
+    for key in ("sm_clock_mhz", "power_w", "temp_c"):
+        values = [float(s[key]) for s in samples if s.get(key) is not None]
+        if values:
+            out[key] = _spread(values)
+    reasons: set[str] = set()
+    for s in samples:
+        reasons.update(s.get("throttle_reasons", ()))
+    if any("throttle_reasons" in s for s in samples):
+        out["throttle_reasons"] = sorted(reasons)
+    why = sorted(reasons & THROTTLING)
+    clock = out.get("sm_clock_mhz")
+    if clock and max_sm_clock_mhz and clock["min"] < CLOCK_THROTTLE_FRACTION * max_sm_clock_mhz:
+        why.append(f"sm_clock {clock['min']:.0f} < {CLOCK_THROTTLE_FRACTION:.0%} of max {max_sm_clock_mhz:.0f} MHz")
+    out["max_sm_clock_mhz"] = max_sm_clock_mhz
+    if why:
+        out["throttled_because"] = why
+    return Telemetry(extra={"telemetry": out}, flags=("throttled",) if why else ())
+
+
+# ----- telemetry readers ----------------------------------------------------
+Reader = Callable[[], dict[str, Any]]
+
+
+class Sampler:
+    """Calls ``read`` every ``interval_s`` on a thread, plus once at start and at stop."""
+
+    def __init__(self, read: Reader, interval_s: float = SAMPLE_INTERVAL_S) -> None:
+        self.read = read
+        self.interval_s = interval_s
+        self.samples: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _read(self) -> dict[str, Any]:
+        """One reading; a failing reader (a driver hiccup) gives a sample with the error, never an exception."""
+        try:
+            return self.read()
+        except Exception as exc:  # noqa: BLE001 - telemetry must never take the measurement down
+            return {"t": time.perf_counter(), "error": f"{type(exc).__name__}: {exc}"[:200]}
+
+    def start(self) -> None:
+        self.samples = [self._read()]
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="mfu-sweep-telemetry", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.samples.append(self._read())
+
+    def stop(self) -> list[dict[str, Any]]:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self.samples.append(self._read())
+        return self.samples
+
+
+def _nvml() -> Any | None:
+    """The initialised ``pynvml`` module (package nvidia-ml-py), or None when absent."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return None
+    return pynvml
+
+
+class NvmlDevice:
+    """NVML readings for one GPU, found by UUID so CUDA_VISIBLE_DEVICES cannot mislead."""
+
+    def __init__(self, nvml: Any, index: int, uuid: str | None) -> None:
+        self.nvml = nvml
+        self.handle = None
+        if uuid:
+            try:
+                self.handle = nvml.nvmlDeviceGetHandleByUUID(uuid if uuid.startswith("GPU-") else f"GPU-{uuid}")
+            except nvml.NVMLError:
+                self.handle = None
+        if self.handle is None and "CUDA_VISIBLE_DEVICES" not in os.environ:
+            self.handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        if self.handle is None:
+            raise BackendError(f"NVML cannot find CUDA device {index} (uuid {uuid})")
+        self._reasons = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                         or getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+
+    def _try(self, fn: str, *args: Any) -> Any:
+        try:
+            return getattr(self.nvml, fn)(self.handle, *args)
+        except (self.nvml.NVMLError, AttributeError):
+            return None
+
+    def read(self) -> dict[str, Any]:
+        power = self._try("nvmlDeviceGetPowerUsage")
+        sample = {"t": time.perf_counter(),
+                  "sm_clock_mhz": self._try("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM),
+                  "power_w": power / 1000 if power is not None else None,
+                  "temp_c": self._try("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU)}
+        if self._reasons is not None:
+            try:
+                sample["throttle_reasons"] = decode_throttle_reasons(self._reasons(self.handle))
+            except self.nvml.NVMLError:
+                pass
+        return sample
+
+    def static(self) -> dict[str, Any]:
+        limit = self._try("nvmlDeviceGetEnforcedPowerLimit")
+        driver = None
+        try:
+            driver = self.nvml.nvmlSystemGetDriverVersion()
+        except self.nvml.NVMLError:
+            pass
+        return {
+            "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+            "max_sm_clock_mhz": self._try("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM),
+            "max_mem_clock_mhz": self._try("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_MEM),
+            "applications_sm_clock_mhz": self._try("nvmlDeviceGetApplicationsClock", self.nvml.NVML_CLOCK_SM),
+            "power_limit_w": limit / 1000 if limit is not None else None,
+        }
+
+
+def _torch_reader(device: torch.device) -> Reader | None:
+    """Clock/power/temperature through torch.cuda's amdsmi helpers (ROCm), if they work.
+
+    On ROCm ``torch.cuda.power_draw`` is amdsmi's socket power, already in
+    watts (on NVIDIA it would be NVML's milliwatts; NVIDIA uses :class:`NvmlDevice`).
+    """
+
+    def read() -> dict[str, Any]:
+        return {"t": time.perf_counter(), "sm_clock_mhz": torch.cuda.clock_rate(device),
+                "power_w": float(torch.cuda.power_draw(device)), "temp_c": torch.cuda.temperature(device)}
+
+    try:
+        read()
+    except Exception:  # noqa: BLE001 - ImportError, RuntimeError, amdsmi's own AmdSmiException ...: no telemetry
+        return None
+    return read
+
+
+# ----- timers ---------------------------------------------------------------
+def event_block_timer(call: Callable[[], object], device: torch.device) -> BlockTimer:
+    """CUDA events around ``n`` back-to-back calls on the current stream."""
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+
+    def time_block(n: int) -> float:
+        torch.cuda.synchronize(device)
+        start.record()
+        for _ in range(n):
+            call()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3
+
+    return time_block
+
+
+def graph_block_timer(call: Callable[[], object], device: torch.device, calls_per_graph: int) -> BlockTimer:
+    """Replays of a CUDA graph holding ``calls_per_graph`` calls, timed with events.
+
+    The first invocation runs one eager call (so the record's first call
+    still contains first-use costs), warms up on a side stream and captures.
+    A block of ``n`` calls replays ``ceil(n / calls_per_graph)`` graphs and
+    returns the time scaled to ``n`` calls.
+    """
+    events = event_block_timer(call, device)
+    state: dict[str, Any] = {}
+
+    def capture() -> torch.cuda.CUDAGraph:
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream(device).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls_per_graph):
+                call()
+        torch.cuda.synchronize(device)
+        return graph
+
+    def time_block(n: int) -> float:
+        if "graph" not in state:
+            first = events(n)
+            state["graph"] = capture()
+            return first
+        graph = state["graph"]
+        replays = math.ceil(n / calls_per_graph)
+        elapsed = _time_replays(graph, replays, device)
+        return elapsed * n / (replays * calls_per_graph)
+
+    return time_block
+
+
+def _time_replays(graph: torch.cuda.CUDAGraph, replays: int, device: torch.device) -> float:
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize(device)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+# ----- the backend ----------------------------------------------------------
+class CudaBackend(TorchBackend):
+    """One CUDA (or ROCm) device; ``timer`` is ``auto``, ``events`` or ``graph``."""
+
+    name = "cuda"
+    timer_name = "cuda-events"
+    compile_backend = "inductor"
+
+    @staticmethod
+    def available() -> bool:
+        return torch.cuda.is_available()
+
+    def __init__(self, index: int = 0, timer: str | None = None) -> None:
+        if not torch.cuda.is_available():
+            raise BackendError(f"no CUDA/ROCm device: torch.cuda.is_available() is False (torch {torch.__version__}, "
+                               f"built for CUDA {torch.version.cuda}, HIP {torch.version.hip})")
+        count = torch.cuda.device_count()
+        if index >= count:
+            raise BackendError(f"cuda:{index} requested but only {count} CUDA device(s) are visible")
+        super().__init__(index)
+        torch.cuda.set_device(self.device)
+        self.timer = timer or os.environ.get(TIMER_ENV, "auto")
+        if self.timer not in TIMERS:
+            raise BackendError(f"{TIMER_ENV}={self.timer!r} is not one of {', '.join(TIMERS)}")
+        self.is_hip = torch.version.hip is not None
+        self._sets = 1
+        self._sampler: Sampler | None = None
+        self._nvml_device = self._open_nvml()
+
+    # ----- description -------------------------------------------------
+    @cached_property
+    def props(self) -> Any:
+        return torch.cuda.get_device_properties(self.device)
+
+    @property
+    def capability(self) -> tuple[int, int]:
+        return (self.props.major, self.props.minor)
+
+    @property
+    def arch(self) -> str | None:
+        return getattr(self.props, "gcnArchName", None) if self.is_hip else f"sm_{self.props.major}{self.props.minor}"
+
+    def l2_bytes(self) -> int | None:
+        size = getattr(self.props, "L2_cache_size", None)
+        return int(size) if size else None
+
+    def _open_nvml(self) -> NvmlDevice | None:
+        if self.is_hip:
+            return None
+        nvml = _nvml()
+        if nvml is None:
+            return None
+        uuid = getattr(self.props, "uuid", None)
+        try:
+            return NvmlDevice(nvml, self.index, str(uuid) if uuid else None)
+        except (BackendError, nvml.NVMLError):
+            return None
+
+    @cached_property
+    def _info(self) -> DeviceInfo:
+        p = self.props
+        details: dict[str, Any] = {
+            "memory_bytes": int(p.total_memory),
+            "compute_capability": f"{p.major}.{p.minor}",
+            "arch": self.arch,
+            "sm_count": int(p.multi_processor_count),
+            "l2_bytes": self.l2_bytes(),
+            "sm_clock_max_khz": getattr(p, "clock_rate", None),
+            "memory_clock_khz": getattr(p, "memory_clock_rate", None),
+            "memory_bus_width_bits": getattr(p, "memory_bus_width", None),
+            "cuda_version": torch.version.cuda,
+            "hip_version": torch.version.hip,
+            "uuid": str(getattr(p, "uuid", "")) or None,
+            "timer_setting": self.timer,
+            "telemetry": "nvml" if self._nvml_device else (
+                "torch.cuda" if self.is_hip else "none (pip install nvidia-ml-py)"),
+        }
+        if self._nvml_device is not None:
+            details.update(self._nvml_device.static())
+        return DeviceInfo(backend="cuda", name=torch.cuda.get_device_name(self.device), index=self.index,
+                          count=torch.cuda.device_count(), chip=self._chip_id(), details=details)
+
+    def _chip_id(self) -> str | None:
+        chip = find_chip(torch.cuda.get_device_name(self.device))
+        return chip.id if chip else None
+
+    def describe(self) -> DeviceInfo:
+        return self._info
+
+    def environment(self) -> dict[str, Any]:
+        env = super().environment()
+        matmul = torch.backends.cuda.matmul
+        env.update({"torch_cuda": torch.version.cuda, "torch_hip": torch.version.hip,
+                    "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+                    "allow_bf16_reduced_precision_reduction": matmul.allow_bf16_reduced_precision_reduction,
+                    "allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction})
+        try:
+            import triton
+
+            env["triton"] = triton.__version__
+        except ImportError:
+            pass
+        return env
+
+    def memory_bytes(self) -> int | None:
+        return int(self.props.total_memory)
+
+    # ----- execution ---------------------------------------------------
+    def sync(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+    def rotation_bytes(self) -> int:
+        return rotation_bytes_for(self.l2_bytes())
+
+    def torch_dtype(self, dtype: DType) -> torch.dtype:
+        if dtype.name == "fp8":
+            return getattr(torch, fp8_dtype_name(self.is_hip, self.arch))
+        return super().torch_dtype(dtype)
+
+    def check_supported(self, dtype: DType, mode: str) -> None:
+        reason = unsupported_reason(dtype.name, self.capability, self.is_hip, self.arch,
+                                    bf16_ok=torch.cuda.is_bf16_supported())
+        if reason:
+            raise Unsupported(reason)
+
+    def make_inputs(self, shape: Shape, dtype: DType, sets: int, seed: int) -> Any:
+        self._sets = sets
+        return super().make_inputs(shape, dtype, sets, seed)
+
+    def _op(self, shape: Shape, dtype: DType, inputs: Any) -> Callable[..., torch.Tensor]:
+        if dtype.name == "fp8" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
+            raise Unsupported(f"fp8 (_scaled_mm) needs m, n, k divisible by 16; shape is {shape}")
+        return super()._op(shape, dtype, inputs)
+
+    def _peak_for(self, dtype: DType) -> tuple[float | None, float | None]:
+        chip: ChipSpec | None = find_chip(self.describe().name, load_chips())
+        if chip is None:
+            return None, None
+        return chip.peak_tflops.get(dtype.name), chip.memory_bandwidth_tbs
+
+    def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
+                    mode: str = "eager") -> tuple[BlockTimer, str]:
+        if shape is None or dtype is None:
+            kind = "events" if self.timer == "auto" else self.timer
+        else:
+            kind = choose_timer(estimate_call_s(shape, dtype, *self._peak_for(dtype)), self.timer, mode)
+        if kind == "graph":
+            calls = graph_calls(self._sets)
+            return graph_block_timer(call, self.device, calls), f"cuda-graph[{calls}]"
+        return event_block_timer(call, self.device), "cuda-events"
+
+    def flush_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
+        return event_flush_timer(call, self.make_flush(), lambda: torch.cuda.Event(enable_timing=True), self.sync), \
+            "cuda-events+flush"
+
+    # ----- telemetry ---------------------------------------------------
+    def _reader(self) -> Reader | None:
+        if self._nvml_device is not None:
+            return self._nvml_device.read
+        return _torch_reader(self.device) if self.is_hip else None
+
+    def telemetry_start(self) -> None:
+        read = self._reader()
+        self._sampler = Sampler(read) if read else None
+        if self._sampler:
+            self._sampler.start()
+
+    def telemetry_stop(self) -> Telemetry:
+        if self._sampler is None:
+            return Telemetry()
+        samples = self._sampler.stop()
+        self._sampler = None
+        max_clock = self._info.details.get("max_sm_clock_mhz")
+        if max_clock is None and self._info.details.get("sm_clock_max_khz"):
+            max_clock = self._info.details["sm_clock_max_khz"] / 1000
+        return summarize_telemetry(samples, max_clock)
+
+    def soak_shape(self) -> tuple[Shape, DType]:
+        from mfu_sweep.dtypes import get_dtype
+
+        return Shape(1, 8192, 8192, 8192), get_dtype("bf16")

@@ -1,0 +1,273 @@
+"""Sweep orchestration: plan tasks, run them isolated, checkpoint every record.
+
+``run_sweep`` writes the result file atomically after every task, so a
+crash, a SIGKILL or Ctrl-C loses at most the task in flight; ``resume=True``
+continues an existing file and skips the (shape, dtype, mode) keys it holds.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mfu_sweep import __version__
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.measure.task import Task
+from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
+from mfu_sweep.results import (
+    Record,
+    ResultError,
+    Sweep,
+    finish_record,
+    load_sweeps,
+    save_sweep,
+)
+from mfu_sweep.shapes import Shape, check_memory, parse_shape, read_shape_csv, square_family
+from mfu_sweep.specs import Peak, apply_peak_override
+
+ISOLATION = ("sweep", "shape", "none")
+# Settings that change what a record measures: a resumed file keeps one value (default for older files).
+RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None}
+MODES = ("eager", "compile")
+
+
+# Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
+# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=2176) keeps the
+# whole default sweep within a couple of minutes.
+ACCEL_RANGE = (1e6, 2e12)
+CPU_RANGE = (1e6, 2e10)
+DEFAULT_POINTS = 16
+
+
+def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None, families: Sequence[str] = (),
+                  min_flop: float | None = None, max_flop: float | None = None, points: int = DEFAULT_POINTS,
+                  align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
+    """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
+
+    The square family is added when nothing else is asked for, or when a FLOP
+    range is given; its default range depends on the device (see ``CPU_RANGE``).
+    Duplicates keep their first family.
+    """
+    from mfu_sweep.workloads import sweep_shapes
+
+    shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
+    if shape_file:
+        shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
+    for family in families:
+        shapes += sweep_shapes(family)
+    if not shapes or min_flop is not None or max_flop is not None:
+        lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
+        shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
+    first: dict[Shape, str] = {}
+    for s, f in shapes:
+        first.setdefault(s, f)
+    return list(first.items())
+
+
+def make_tasks(shapes: Sequence[tuple[Shape, str]], dtypes: Sequence[str], modes: Sequence[str],
+               **task_kw: Any) -> list[Task]:
+    """Every (dtype, mode, shape) as a task, after refusing shapes with absurd memory needs."""
+    tasks = [Task(shape=s, dtype=d, mode=m, family=f, **task_kw) for d in dtypes for m in modes for s, f in shapes]
+    for t in tasks:
+        check_memory(t.shape, get_dtype(t.dtype))
+    return tasks
+
+
+class SweepError(RuntimeError):
+    """A sweep cannot start or continue; the message says why."""
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    """Everything a sweep needs, already validated by the caller."""
+
+    device: str
+    tasks: Sequence[Task]
+    output: Path
+    label: str | None = None
+    isolate: str = "sweep"
+    timeout_s: float | None = 600.0
+    cold_compile: bool = False
+    spec_file: str | None = None
+    chip: str | None = None
+    peak_tflops: float | None = None
+    resume: bool = False
+    force: bool = False
+    label_suffix: str = ""
+    argv: Sequence[str] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def git_sha() -> str | None:
+    """Commit of the tool's own checkout, when it runs from one (never of a repository it is merely inside)."""
+    here = Path(__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "--show-toplevel", "HEAD"],
+                             capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.split()
+    if out.returncode != 0 or len(lines) != 2 or Path(lines[0]).resolve() / "mfu_sweep" != here:
+        return None
+    return lines[1]
+
+
+def default_label(device: dict[str, Any]) -> str:
+    """``<chip or name>-<backend>``, slugified, e.g. ``h100-sxm-cuda``."""
+    chip = device.get("chip")
+    base = device.get("name") if chip in (None, "cpu") else chip
+    slug = re.sub(r"[^a-z0-9]+", "-", str(base or "device").lower()).strip("-")
+    return f"{slug}-{device.get('backend', 'unknown')}"
+
+
+def _make_runner(plan: SweepPlan) -> InProcessRunner | SubprocessRunner:
+    if plan.isolate == "none":
+        if plan.cold_compile:
+            raise SweepError("--cold-compile needs a worker per shape; use --isolate shape or sweep")
+        return InProcessRunner(plan.device, plan.spec_file, plan.chip)
+    cold = _cold_env if plan.cold_compile else None
+    return SubprocessRunner(plan.device, plan.spec_file, plan.chip,
+                            per_task=plan.isolate == "shape" or plan.cold_compile, env_for_task=cold)
+
+
+_COLD_ROOT: list[str] = []
+
+
+def cold_cache_env(root: str) -> dict[str, str]:
+    """Environment pointing every compile cache a worker may use into the empty folder ``root``.
+
+    Inductor and triton (CPU/CUDA), TorchNeuron's NEFF cache and neuronx-cc's cache (XLA-based
+    torch-neuronx). Set before the worker starts, so it needs no knowledge of the backend.
+    """
+    flags = os.environ.get("NEURON_CC_FLAGS", "")
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": os.path.join(root, "inductor"),
+        "TRITON_CACHE_DIR": os.path.join(root, "triton"),
+        "TORCH_NEURONX_NEFF_CACHE_DIR": os.path.join(root, "neff"),
+        "NEURON_CC_FLAGS": f"{flags} --cache_dir={os.path.join(root, 'neuron')}".strip(),
+    }
+
+
+def _cold_env(task: Task) -> dict[str, str]:
+    """Fresh, empty compile caches for one task (removed when the sweep ends)."""
+    root = tempfile.mkdtemp(prefix="mfu-sweep-cold-")
+    _COLD_ROOT.append(root)
+    return cold_cache_env(root)
+
+
+def _cleanup_cold() -> None:
+    while _COLD_ROOT:
+        shutil.rmtree(_COLD_ROOT.pop(), ignore_errors=True)
+
+
+def _header(plan: SweepPlan, hello: dict[str, Any]) -> Sweep:
+    device = dict(hello["device"])
+    device["label"] = (plan.label or default_label(device)) + plan.label_suffix
+    peak = Peak.from_json(hello["peak"])
+    peak = apply_peak_override(peak, plan.peak_tflops, sorted({t.dtype for t in plan.tasks}))
+    if plan.spec_file:
+        peak = replace(peak, overrides={**peak.overrides, "spec_file": str(plan.spec_file)})
+    if plan.chip:
+        peak = replace(peak, overrides={**peak.overrides, "chip": plan.chip})
+    settings = {**plan.settings, "isolate": plan.isolate, "timeout_s": plan.timeout_s,
+                "compile_cache": "cold (fresh cache per shape)" if plan.cold_compile else "warm (caches reused)"}
+    return Sweep(
+        tool={"name": "mfu-sweep", "version": __version__},
+        run={"id": uuid.uuid4().hex, "started_at": utc_now(), "finished_at": None, "argv": list(plan.argv),
+             "host": socket.gethostname(), "git_sha": git_sha()},
+        environment=hello["environment"], device=device, peak=peak, settings=settings,
+    )
+
+
+def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
+    try:
+        (old,) = load_sweeps([plan.output])
+    except ValueError as exc:
+        if isinstance(exc, ResultError):
+            raise SweepError(f"cannot resume: {exc}") from None
+        raise SweepError(f"cannot resume {str(plan.output)!r}: it is a merged file") from None
+    for key in ("backend", "name"):
+        if old.device.get(key) != fresh.device.get(key):
+            raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
+                             f"differs from this device's {fresh.device.get(key)!r}")
+    for key, default in RESUME_MUST_MATCH.items():
+        was, now = old.settings.get(key, default), plan.settings.get(key, default)
+        if was != now:
+            raise SweepError(f"cannot resume {str(plan.output)!r}: its settings.{key}={was!r} differs from this "
+                             f"run's {now!r}; one file holds one way of measuring")
+    run = dict(old.run)
+    run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
+    run["resumed_argv"] = [*run.get("resumed_argv", []), list(plan.argv)]
+    run["finished_at"] = None
+    return replace(old, run=run)
+
+
+def _check_output(plan: SweepPlan) -> None:
+    out = plan.output
+    if out.exists() and not (plan.resume or plan.force):
+        raise SweepError(f"output {str(out)!r} exists; pass --resume to continue it or --force to overwrite")
+    if plan.resume and not out.exists():
+        raise SweepError(f"cannot resume {str(out)!r}: no such file")
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SweepError(f"output directory {str(parent)!r} cannot be created ({exc.strerror})") from None
+    if not os.access(parent, os.W_OK):
+        raise SweepError(f"output directory {str(parent)!r} is not writable")
+
+
+ProgressFn = Callable[[Task, Record | None], None]
+
+
+def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
+              on_start: Callable[[Sweep, int], None] | None = None) -> Sweep:
+    """Run every task of ``plan`` not already in the output file; return the final sweep.
+
+    ``progress(task, None)`` is called before a task and ``progress(task, record)``
+    after it. Ctrl-C or any exception leaves the file with every finished record.
+    """
+    _check_output(plan)
+    runner = _make_runner(plan)
+    try:
+        sweep = _header(plan, runner.hello)
+        if plan.resume:
+            sweep = _resume_from(plan, sweep)
+        done = {r.key for r in sweep.records}
+        todo = [t for t in plan.tasks if (t.shape, t.dtype, t.mode) not in done]
+        if on_start:
+            on_start(sweep, len(todo))
+        save_sweep(plan.output, sweep)
+        records = list(sweep.records)
+        for task in todo:
+            if progress:
+                progress(task, None)
+            record = finish_record(runner.run(task, plan.timeout_s), sweep.peak)
+            records.append(record)
+            sweep = sweep.with_records(records)
+            save_sweep(plan.output, sweep)
+            if progress:
+                progress(task, record)
+        sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
+        save_sweep(plan.output, sweep)
+        runner.close()
+        return sweep
+    except BaseException:
+        runner.close(abandon=True)  # Ctrl-C or a crash: the shape in flight is abandoned at once
+        raise
+    finally:
+        _cleanup_cold()

@@ -1,0 +1,81 @@
+"""A unit of work for a worker, and the record of a task that produced no measurement.
+
+Torch-free, so the sweep's parent process (which only schedules tasks and
+writes files) starts fast and leaves the device to its worker.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.measure.timing import TimingConfig
+from mfu_sweep.results import Record
+from mfu_sweep.shapes import Shape
+
+CACHE_POLICIES = ("rotate", "flush")
+
+# Device options a sweep hands to its workers through their environment
+# (set by ``sweep``, read where the worker opens its device).
+TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice
+SOAK_ENV = "MFU_SWEEP_SOAK_S"  # --soak: seconds of large-GEMM warm-up after opening the device
+THREADS_ENV = "MFU_SWEEP_THREADS"  # --threads: torch intra-op threads on the CPU
+
+
+def check_threads(threads: int) -> int:
+    """``threads`` when it is from 1 to the cores this process may use; ValueError naming the bound otherwise."""
+    usable = len(os.sched_getaffinity(0))
+    if threads < 1:
+        raise ValueError(f"{threads} must be at least 1")
+    if threads > usable:
+        raise ValueError(f"{threads} is more than the {usable} usable cores")
+    return threads
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work for a worker.
+
+    ``cache`` is how the GEMM's operands are kept out of cache: ``rotate``
+    cycles operand sets larger than the cache with calls back to back;
+    ``flush`` overwrites a cache-sized buffer before each call and times
+    every call alone.
+    """
+
+    shape: Shape
+    dtype: str
+    mode: str = "eager"
+    family: str = "custom"
+    seed: int = 0
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    compile_mode: str | None = None
+    check: bool = True
+    cache: str = "rotate"
+
+    def __post_init__(self) -> None:
+        if self.cache not in CACHE_POLICIES:
+            raise ValueError(f"cache={self.cache!r} is not one of {', '.join(CACHE_POLICIES)}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"shape": self.shape.to_json(), "dtype": self.dtype, "mode": self.mode, "family": self.family,
+                "seed": self.seed, "timing": vars(self.timing), "compile_mode": self.compile_mode, "check": self.check,
+                "cache": self.cache}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Task:
+        return cls(shape=Shape.from_json(data["shape"]), dtype=data["dtype"], mode=data["mode"],
+                   family=data["family"], seed=data["seed"], timing=TimingConfig(**data["timing"]),
+                   compile_mode=data.get("compile_mode"), check=data.get("check", True),
+                   cache=data.get("cache", "rotate"))
+
+
+def blank_record(task: Task, status: str, error: str | None = None, **extra: Any) -> Record:
+    """A record with shape arithmetic filled in and no measurement."""
+    dt = get_dtype(task.dtype)
+    return Record(
+        shape=task.shape, dtype=task.dtype, mode=task.mode, family=task.family,
+        flops=task.shape.flops, bytes=task.shape.bytes(dt), intensity=task.shape.intensity(dt),
+        status=status, error=error, extra=extra,
+    )

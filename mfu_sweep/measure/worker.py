@@ -1,0 +1,252 @@
+"""Worker processes: run tasks away from the parent so hangs and crashes are results.
+
+Protocol: the parent starts ``python -m mfu_sweep.measure.worker`` and writes one
+JSON object per line to its stdin; the worker answers one JSON line per
+request on its original stdout. Everything the worker (or torch) prints
+goes to stderr, which the parent keeps in a file so the last lines of a
+crashed worker end up in its record.
+
+Requests: ``{"op": "hello", "device": ..., "spec_file": ..., "chip": ...}``
+answered with the device description, environment and peak; then
+``{"op": "run", "task": {...}}`` answered with ``{"record": {...}}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
+from mfu_sweep.results import Record
+
+STDERR_TAIL_LINES = 20
+
+
+def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:
+    """Open the backend and describe it: (backend, {"device", "environment", "peak"}).
+
+    With ``soak_s`` > 0 a large GEMM then runs that long (clocks and
+    temperature settle) and what ran is recorded as ``environment.soak``.
+    """
+    from mfu_sweep.measure.backends import resolve_device
+    from mfu_sweep.specs import load_chips
+
+    backend = resolve_device(device)
+    info = backend.describe()
+    peak = backend.peak(load_chips(spec_file), chip)
+    environment = backend.environment()
+    if soak_s > 0:
+        environment["soak"] = backend.soak(soak_s)
+    return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
+                     "peak": peak.to_json()}
+
+
+def soak_seconds() -> float:
+    """The warm-up a sweep asked for (``sweep --soak`` sets :data:`SOAK_ENV`)."""
+    return float(os.environ.get(SOAK_ENV) or 0)
+
+
+class InProcessRunner:
+    """``--isolate none``: run tasks in this process (for debugging; a hang hangs the sweep)."""
+
+    def __init__(self, device: str, spec_file: str | None, chip: str | None,
+                 env: Mapping[str, str] | None = None) -> None:
+        os.environ.update(env or {})
+        self.backend, self.hello = hello(device, spec_file, chip, soak_seconds())
+
+    def run(self, task: Task, timeout_s: float | None = None) -> Record:
+        from mfu_sweep.measure.bench import run_task
+
+        return run_task(self.backend, task)
+
+    def close(self, abandon: bool = False) -> None:
+        pass
+
+
+class WorkerDied(RuntimeError):
+    """The worker exited or stopped answering; carries what became of it."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class _Proc:
+    popen: subprocess.Popen
+    stderr_path: str
+
+
+class Worker:
+    """One worker process with a request/answer channel and a kill switch."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, start_timeout_s: float = 300.0) -> None:
+        fd, path = tempfile.mkstemp(prefix="mfu-sweep-worker-", suffix=".log")
+        full_env = {**os.environ, **(env or {})}
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "mfu_sweep.measure.worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=fd, env=full_env, start_new_session=True, text=True, bufsize=1,
+        )
+        os.close(fd)
+        self.proc = _Proc(popen, path)
+        self.start_timeout_s = start_timeout_s
+
+    def request(self, message: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
+        popen = self.proc.popen
+        try:
+            popen.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
+            popen.stdin.flush()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError):
+            raise self._died() from None
+        line = self._read_line(timeout_s)
+        try:
+            answer = json.loads(line)
+        except json.JSONDecodeError:
+            raise WorkerDied("error", f"worker sent garbage: {line[:200]!r}") from None
+        if "fatal" in answer:
+            raise WorkerDied("error", answer["fatal"])
+        return answer
+
+    def _read_line(self, timeout_s: float | None) -> str:
+        stdout = self.proc.popen.stdout
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with selectors.DefaultSelector() as sel:
+            sel.register(stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+            while True:
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                if sel.select(left):
+                    line = stdout.readline()  # type: ignore[union-attr]
+                    if not line:
+                        raise self._died()
+                    return line
+                if deadline is not None and time.monotonic() >= deadline:
+                    self.kill()
+                    raise WorkerDied("timeout", f"no result within {timeout_s:g} s; worker killed")
+
+    def _died(self) -> WorkerDied:
+        popen = self.proc.popen
+        try:
+            code = popen.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = popen.returncode
+        how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
+        tail = self.stderr_tail()
+        status = "oom" if code == -signal.SIGKILL and "out of memory" in tail.lower() else "error"
+        return WorkerDied(status, f"worker {how}" + (f"; stderr tail:\n{tail}" if tail else ""))
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        try:
+            with open(self.proc.stderr_path, errors="replace") as fh:
+                return "\n".join(fh.read().splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        popen = self.proc.popen
+        if popen.poll() is None:
+            try:
+                os.killpg(popen.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            popen.wait()
+
+    def close(self, abandon: bool = False) -> None:
+        """Stop the worker: politely (it exits after its task), or at once when ``abandon``."""
+        popen = self.proc.popen
+        if abandon:
+            self.kill()
+        elif popen.poll() is None:
+            try:
+                popen.stdin.close()  # type: ignore[union-attr]
+                popen.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        try:
+            os.unlink(self.proc.stderr_path)
+        except OSError:
+            pass
+
+
+class SubprocessRunner:
+    """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task)."""
+
+    def __init__(self, device: str, spec_file: str | None, chip: str | None, per_task: bool = False,
+                 env_for_task: Any = None, start_timeout_s: float = 300.0) -> None:
+        self.args = {"op": "hello", "device": device, "spec_file": spec_file, "chip": chip}
+        self.per_task = per_task
+        self.env_for_task = env_for_task
+        self.start_timeout_s = start_timeout_s
+        self.worker: Worker | None = None
+        self.restarts = 0
+        self.hello = self._start().get("hello")
+
+    def _start(self, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+        self.worker = Worker(env=env)
+        try:
+            answer = self.worker.request(self.args, self.start_timeout_s)
+        except WorkerDied as exc:
+            self.worker.close()
+            self.worker = None
+            raise RuntimeError(f"worker failed to start: {exc}") from None
+        if "error" in answer:
+            self.worker.close()
+            self.worker = None
+            raise RuntimeError(answer["error"])
+        return answer
+
+    def run(self, task: Task, timeout_s: float | None = None) -> Record:
+        env = self.env_for_task(task) if self.env_for_task else None
+        if self.per_task or self.worker is None:
+            self.close()
+            self._start(env)
+            if self.per_task:
+                self.restarts += 1
+        assert self.worker is not None
+        try:
+            answer = self.worker.request({"op": "run", "task": task.to_json()}, timeout_s)
+        except WorkerDied as exc:
+            self.worker.close()
+            self.worker = None
+            return blank_record(task, exc.status, str(exc))
+        return Record.from_json(answer["record"])
+
+    def close(self, abandon: bool = False) -> None:
+        if self.worker is not None:
+            self.worker.close(abandon)
+            self.worker = None
+
+
+def _serve() -> None:
+    """Worker main loop (``python -m mfu_sweep.measure.worker``)."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything printed by torch now goes to stderr
+    sys.stdout = sys.stderr
+    backend = None
+    from mfu_sweep.measure.bench import run_task
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        try:
+            if request["op"] == "hello":
+                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds())
+                answer: dict[str, Any] = {"hello": info}
+            else:
+                answer = {"record": run_task(backend, Task.from_json(request["task"])).to_json()}
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides
+            key = "error" if request["op"] == "hello" else "fatal"
+            answer = {key: f"{type(exc).__name__}: {exc}"}
+        channel.write(json.dumps(answer) + "\n")
+
+
+if __name__ == "__main__":
+    _serve()

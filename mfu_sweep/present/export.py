@@ -1,0 +1,305 @@
+"""Tables for papers and spreadsheets: records, fits and crossovers as CSV, Markdown or LaTeX.
+
+CSV is tidy and unrounded: one row per record (or fit, or crossover), every
+number at full precision. Markdown and LaTeX are for reading: each number is
+rounded to the first significant digit of its uncertainty (two digits when
+that digit is 1), and shown as ``value ± u`` where ``u`` is half the width of
+its 95% interval (the median's order-statistic interval for records, the
+bootstrap interval for fits). LaTeX output is a ``booktabs`` ``tabular`` that
+a paper can ``\\input`` inside its own ``table`` environment.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mfu_sweep.analysis.compare import SI, Comparison, compare_all
+from mfu_sweep.analysis.fit import RooflineFit, fit_all
+from mfu_sweep.analysis.series import SeriesKey, sweep_order
+from mfu_sweep.results import Record, Sweep
+from mfu_sweep.stats import median_ci
+
+FORMATS = ("csv", "markdown", "latex")
+WHATS = ("records", "fits", "crossovers")
+UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
+                    "(two digits when that digit is 1)")
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+
+
+@dataclass(frozen=True)
+class Table:
+    """A display table: header, rows of (value, uncertainty-or-None) cells, column alignment."""
+
+    header: tuple[str, ...]
+    rows: tuple[tuple[tuple[str, str | None], ...], ...]
+    align: str
+    notes: tuple[str, ...] = ()
+
+
+# -- rounding to the uncertainty -------------------------------------------------
+
+
+def uncertainty_decimals(half_width: float | None) -> int | None:
+    """Decimal places that keep the first significant digit of ``half_width`` (two if it is 1)."""
+    if half_width is None or not math.isfinite(half_width) or half_width <= 0:
+        return None
+    mantissa, exponent = f"{half_width:.0e}".split("e")
+    digits = 2 if int(mantissa) == 1 else 1
+    return digits - 1 - int(exponent)
+
+
+def _fixed(value: float, decimals: int) -> str:
+    if decimals >= 0:
+        return f"{value:.{decimals}f}"
+    return str(int(round(value, decimals)))
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """``value`` to ``digits`` significant figures, without an exponent."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    rounded = float(f"{value:.{digits - 1}e}")
+    return _fixed(rounded, digits - 1 - math.floor(math.log10(abs(rounded))))
+
+
+def round_to_uncertainty(value: float, half_width: float | None, digits: int = 3) -> tuple[str, str | None]:
+    """``(value, half_width)`` as text rounded to the uncertainty; without one, ``digits`` significant figures.
+
+    >>> round_to_uncertainty(123.456, 0.53)
+    ('123.5', '0.5')
+    >>> round_to_uncertainty(123.456, 0.13)
+    ('123.46', '0.13')
+    """
+    dec = uncertainty_decimals(half_width)
+    if dec is None:
+        return significant(value, digits), None
+    return _fixed(value, dec), _fixed(float(half_width), dec)
+
+
+# -- tidy rows (CSV) -------------------------------------------------------------
+
+
+def _interval(rec: Record) -> tuple[float, float] | None:
+    if rec.ci_low_s is not None and rec.ci_high_s is not None:
+        return rec.ci_low_s, rec.ci_high_s
+    return median_ci(rec.samples_s) if rec.samples_s else None
+
+
+def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
+    """One tidy CSV row for a record, with its series and device."""
+    peak = sweep.peak.for_dtype(rec.dtype)
+    return {
+        "label": sweep.label, "device": sweep.device.get("name"), "backend": sweep.device.get("backend"),
+        "chip": sweep.device.get("chip"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
+        "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
+        "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
+        "flops": rec.flops, "bytes": rec.bytes, "intensity": rec.intensity, "status": rec.status,
+        "n_samples": len(rec.samples_s), "median_s": rec.median_s, "iqr_s": rec.iqr_s,
+        "ci_low_s": rec.ci_low_s, "ci_high_s": rec.ci_high_s, "tflops": rec.tflops, "mfu": rec.mfu,
+        "peak_tflops": peak, "peak_estimated": sweep.peak.estimated, "first_call_s": rec.first_call_s,
+        "compile_s": rec.compile_s, "rel_error": rec.rel_error, "flags": ";".join(rec.flags), "error": rec.error,
+    }
+
+
+def record_rows(sweeps: Iterable[Sweep]) -> list[dict[str, Any]]:
+    """Tidy rows of every record, sweeps in deterministic order, records by (dtype, mode, flops)."""
+    rows = []
+    for sw in sorted(sweeps, key=sweep_order):
+        for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape)):
+            rows.append(record_row(sw, rec))
+    return rows
+
+
+def _flat(data: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if k.endswith("_ci"):
+            out[f"{k[:-3]}_low"], out[f"{k[:-3]}_high"] = (v or (None, None))
+        elif isinstance(v, dict):
+            out.update({f"{k}_{kk}": vv for kk, vv in v.items()})
+        elif isinstance(v, list):
+            out[k] = "; ".join(str(x) for x in v)
+        else:
+            out[k] = v
+    return out
+
+
+def fit_rows(fits: Mapping[SeriesKey, RooflineFit]) -> list[dict[str, Any]]:
+    """Tidy rows of fits: ``*_ci`` become ``*_low`` and ``*_high`` columns."""
+    return [_flat(fits[k].to_json()) for k in sorted(fits)]
+
+
+def crossover_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
+    """One row per crossover, with its pair."""
+    return [{"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **x.to_json()}
+            for c in comparisons for x in c.crossovers]
+
+
+def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Rows as CSV with a header (empty cells for None)."""
+    buf = io.StringIO()
+    if rows:
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in rows)
+    return buf.getvalue()
+
+
+# -- display tables ----------------------------------------------------------------
+
+
+def _cell(value: float | None, half_width: float | None = None, digits: int = 3) -> tuple[str, str | None]:
+    if value is None or not math.isfinite(value):
+        return "--", None
+    return round_to_uncertainty(value, half_width, digits)
+
+
+def _record_cells(sweep: Sweep, rec: Record) -> tuple[tuple[str, str | None], ...]:
+    text = [(sweep.label, None), (rec.dtype, None), (rec.mode, None), (str(rec.shape), None),
+            _cell(rec.flops / 1e9), _cell(rec.intensity), (rec.status, None)]
+    iv = _interval(rec) if rec.ok else None
+    if rec.median_s is None or iv is None:
+        return tuple(text + [("--", None)] * 3)
+    lo, hi = iv
+    tf_lo, tf_hi = rec.flops / hi / 1e12, rec.flops / lo / 1e12
+    peak = sweep.peak.for_dtype(rec.dtype)
+    mfu = (rec.flops / rec.median_s / 1e12 / peak * 100) if peak else None
+    return tuple(text + [
+        _cell(rec.median_s * 1e6, (hi - lo) / 2 * 1e6),
+        _cell(rec.flops / rec.median_s / 1e12, (tf_hi - tf_lo) / 2),
+        _cell(mfu, (tf_hi - tf_lo) / 2 / peak * 100 if peak else None),
+    ])
+
+
+def records_table(sweeps: Iterable[Sweep]) -> Table:
+    """Per record: series, shape, GFLOP, intensity, status, time, TFLOP/s and MFU with uncertainties."""
+    rows = [_record_cells(sw, rec) for sw in sorted(sweeps, key=sweep_order)
+            for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape))]
+    header = ("Device", "dtype", "mode", "Shape", "GFLOP", "FLOP/B", "Status", "Time (µs)", "TFLOP/s", "MFU (%)")
+    return Table(header=header, rows=tuple(rows), align="llllrrlrrr", notes=(UNCERTAINTY_NOTE,))
+
+
+def _ci_cell(value: float | None, ci: Sequence[float] | None, constrained: bool = True) -> tuple[str, str | None]:
+    if not constrained:
+        return "n/c", None
+    return _cell(value, (ci[1] - ci[0]) / 2 if ci else None)
+
+
+def _scaled(ci: Sequence[float], scale: float) -> tuple[float, float]:
+    return ci[0] * scale, ci[1] * scale
+
+
+def _fit_cells(fit: RooflineFit) -> tuple[tuple[str, str | None], ...]:
+    c = fit.constrained
+    peak, bw = fit.peak_tflops, fit.peak_bandwidth_tbs
+    return (
+        (fit.key.label, None), (fit.key.dtype, None), (fit.key.mode, None), (fit.model, None),
+        _ci_cell(fit.p_tflops, fit.p_tflops_ci, c["p_tflops"]),
+        _ci_cell(fit.p_tflops / peak * 100, _scaled(fit.p_tflops_ci, 100 / peak), c["p_tflops"]) if peak
+        else ("--", None),
+        _ci_cell(fit.w_tbs, fit.w_tbs_ci, c["w_tbs"]),
+        _ci_cell(fit.w_tbs / bw * 100, _scaled(fit.w_tbs_ci, 100 / bw), c["w_tbs"]) if bw else ("--", None),
+        _ci_cell(fit.t0_s * 1e6, _scaled(fit.t0_s_ci, 1e6), c["t0_s"]),
+        _cell(fit.rms_log_residual, None, 2), _cell(fit.r2_log, None, 4), (str(fit.n_shapes), None),
+    )
+
+
+def fits_table(fits: Mapping[SeriesKey, RooflineFit]) -> Table:
+    """Per fitted series: model, P (and % of peak), W (and % of peak bandwidth), t0, fit quality."""
+    header = ("Device", "dtype", "mode", "Model", "P (TFLOP/s)", "P/peak (%)", "W (TB/s)", "W/peak (%)",
+              "t0 (µs)", "RMS log resid.", "R² (log)", "Shapes")
+    notes = (UNCERTAINTY_NOTE + " (bootstrap over shapes and samples)",
+             "n/c: not constrained by the measured shapes (no shape where this term sets the time)")
+    return Table(header=header, rows=tuple(_fit_cells(fits[k]) for k in sorted(fits)), align="llllrrrrrrrr",
+                 notes=notes)
+
+
+def _flops_interval(x: float, lo: float, hi: float) -> str:
+    """``"96 [80, 110] GFLOP"``: one SI prefix, decimals from the interval's half-width."""
+    scale, prefix = next(((s, p) for s, p in SI if x >= s * 0.9995), SI[-1])
+    dec = uncertainty_decimals((hi - lo) / 2 / scale)
+    v, a, b = (_fixed(y / scale, dec) if dec is not None else significant(y / scale, 2) for y in (x, lo, hi))
+    return f"{v} [{a}, {b}] {prefix}FLOP"
+
+
+def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
+    """One row per crossover: pair, dtype, mode, metric, direction, FLOPs [interval], method."""
+    rows = [((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (c.metric, None),
+             (f"{x.from_label} -> {x.to_label}", None), (_flops_interval(x.flops, x.low_flops, x.high_flops), None),
+             (x.method, None))
+            for c in comparisons for x in c.crossovers]
+    header = ("A", "B", "dtype", "mode", "Metric", "Leader change", "FLOPs [interval]", "Method")
+    notes = ("data: between the last point where the old leader leads and the first where the new one does "
+             "(Holm-corrected, runs of >= 2 FLOP counts); fit: the same on the fitted curves' simultaneous 95% band",)
+    return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes)
+
+
+# -- rendering ---------------------------------------------------------------------
+
+
+def latex_escape(text: str) -> str:
+    """Escape LaTeX special characters in plain text."""
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in text)
+
+
+def _latex_cell(value: str, unc: str | None) -> str:
+    if unc is not None:
+        return f"${value} \\pm {unc}$"
+    text = latex_escape(value).replace(" -> ", r" $\to$ ").replace("--", "{--}")
+    return text.replace("²", r"\textsuperscript{2}").replace("µ", r"\textmu{}")
+
+
+def to_latex(table: Table) -> str:
+    """A booktabs ``tabular`` (needs ``\\usepackage{booktabs}``), ready to ``\\input``."""
+    head = " & ".join(_latex_cell(h, None) for h in table.header)
+    lines = ["% Generated by mfu-sweep export; needs \\usepackage{booktabs}."]
+    lines += [f"% {n}" for n in table.notes]
+    lines += [f"\\begin{{tabular}}{{{table.align}}}", r"\toprule", head + r" \\", r"\midrule"]
+    lines += [" & ".join(_latex_cell(v, u) for v, u in row) + r" \\" for row in table.rows]
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(table: Table) -> str:
+    """A GitHub-flavoured Markdown table, notes below it."""
+    def cell(v: str, u: str | None) -> str:
+        return (f"{v} ± {u}" if u is not None else v).replace("|", "\\|")
+
+    sep = ["---:" if a == "r" else ":---" for a in table.align]
+    lines = ["| " + " | ".join(table.header) + " |", "| " + " | ".join(sep) + " |"]
+    lines += ["| " + " | ".join(cell(v, u) for v, u in row) + " |" for row in table.rows]
+    lines += ([""] + [f"_{n}_" for n in table.notes]) if table.notes else []
+    return "\n".join(lines) + "\n"
+
+
+def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv", *, metric: str = "mfu",
+                 **kw: Any) -> str:
+    """Render ``what`` (records, fits or crossovers) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
+
+    Keyword arguments go to :func:`mfu_sweep.analysis.fit.fit_all` (fits) or
+    :func:`mfu_sweep.analysis.compare.compare_all` (crossovers).
+    """
+    if what not in WHATS:
+        raise ValueError(f"what={what!r} must be one of {', '.join(WHATS)}")
+    if fmt not in FORMATS:
+        raise ValueError(f"format={fmt!r} must be one of {', '.join(FORMATS)}")
+    if what == "records":
+        kw.pop("seed", None)
+        if kw:
+            raise TypeError(f"unexpected arguments for records: {', '.join(kw)}")
+        rows, table = (record_rows(sweeps), None) if fmt == "csv" else ([], records_table(sweeps))
+    elif what == "fits":
+        fits = fit_all(sweeps, **kw)
+        rows, table = (fit_rows(fits), None) if fmt == "csv" else ([], fits_table(fits))
+    else:
+        comps = compare_all(sweeps, metric, **kw)
+        rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], crossovers_table(comps))
+    if table is None:
+        return to_csv(rows)
+    return to_latex(table) if fmt == "latex" else to_markdown(table)

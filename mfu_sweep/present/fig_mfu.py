@@ -1,0 +1,192 @@
+"""Figure 1: MFU (or TFLOP/s) vs GEMM size, with fits and the leader strip from the comparisons."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+
+from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.series import SeriesKey
+from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
+from mfu_sweep.present.theme import (
+    ANNOTATION_GREY,
+    CROSSOVER_STYLE,
+    LEADER_STRIP,
+    MAX_BANDS,
+    add_legend,
+    check_metric,
+    flop_axis,
+    metric_label,
+    mode_style,
+    new_ax,
+    no_data_panel,
+    peak_kind,
+    percent_axis,
+    safe_text,
+    series_name,
+)
+from mfu_sweep.results import Sweep
+
+
+def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None, metric: str = "mfu",
+             fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
+             show_fit: bool = True, show_compare: bool = True, colors: Mapping[str, str] | None = None,
+             legend: bool = True, ax: Axes | None = None) -> Axes:
+    """MFU (or TFLOP/s) against GEMM size for every device of one dtype and mode.
+
+    Draws the measured medians with their intervals (the stored 95% CI of the
+    median, else the samples' IQR; the legend says which), the fitted
+    roofline-with-overhead curve (with its bootstrap band when the panel has
+    at most ``MAX_BANDS`` devices), and, where devices are compared, a strip
+    along the top coloured by the device that leads each FLOP range
+    (ambiguous ranges stay blank; see :func:`leader_spans`) and a vertical line
+    at each crossover (solid: from data, dotted: from the fits) with its
+    interval shaded.
+
+    Parameters
+    ----------
+    sweeps:
+        From ``mfu_sweep.results.load_sweeps``.
+    dtype, mode:
+        What to show; may be left out when the sweeps hold only one.
+    metric:
+        ``"mfu"`` (fraction of the peak, shown in %) or ``"tflops"``.
+    fits:
+        ``SeriesKey -> RooflineFit`` (``mfu_sweep.analysis.fit.fit_groups``); computed when None and ``show_fit``.
+    comparisons:
+        ``mfu_sweep.analysis.compare.compare_all`` results; computed when None and ``show_compare``.
+    colors:
+        Label -> colour; default :func:`series_colors` of every label in ``sweeps``.
+    legend:
+        Draw a legend on the Axes; :func:`figure_legend` moves it below a multi-panel figure.
+    ax:
+        Axes to draw on; a new single-column figure when None.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    check_metric(metric)
+    dtype, mode = pick_value(sweeps, "dtype", dtype), pick_value(sweeps, "mode", mode)
+    ax = new_ax(ax)
+    colors = label_colors(sweeps, colors)
+    series = pick_series(sweeps, dtype, mode)
+    no_peak = [s.label for s in series if metric == "mfu" and not s.peak_tflops]
+    series = [s for s in series if s.label not in no_peak]
+    if not series:
+        return no_data_panel(ax, f"no usable {dtype} {mode} records" + (" with a peak" if metric == "mfu" else ""))
+    if show_fit and fits is None:
+        fits = fit_groups({s.key: s for s in series})[0]
+    kinds: set[str] = set()
+    fitted = banded = False
+    mixed = len({peak_kind(s.peak) for s in series}) > 1
+    top = 0.0  # highest point, error bar or fitted value: bootstrap bands may not stretch the axis
+    for s in series:
+        x, y, yerr, k = metric_points(s, metric)
+        kinds |= k
+        top = max(top, float(np.max(y + yerr[1], initial=0.0)))
+        style = mode_style(mode)
+        ax.errorbar(x, y, yerr=yerr, color=colors[s.label], marker=style["marker"], linestyle="none",
+                    elinewidth=0.8, markersize=3.5, label=series_name(s.label, s.peak if mixed else None), zorder=3)
+        fit = (fits or {}).get(s.key) if show_fit else None
+        if fit is not None:
+            grid, yf, band = fit_curve(s, fit, metric)
+            ax.plot(grid, yf, color=colors[s.label], linewidth=1.0, zorder=2, gid=f"fit:{s.label}")
+            top = max(top, float(np.nanmax(yf, initial=0.0)))
+            if band is not None and len(series) <= MAX_BANDS:
+                banded = True
+                ax.fill_between(grid, band[0], band[1], color=colors[s.label], alpha=0.15, linewidth=0, zorder=1,
+                                gid=f"fit-band:{s.label}")
+            fitted = True
+    extra: list[Any] = [Line2D([], [], linestyle="none", label=f"{safe_text(lab)}: no {dtype} peak, not shown")
+                        for lab in no_peak]
+    if show_compare:
+        extra += _draw_comparisons(ax, sweeps, dtype, mode, metric, comparisons, colors)
+    flop_axis(ax)
+    ax.set_ylabel(metric_label(metric, {peak_kind(s.peak) for s in series}))
+    if metric == "mfu":
+        percent_axis(ax.yaxis)
+    strip = any(isinstance(h, Patch) for h in extra)  # headroom so the leader strip covers no data
+    ax.set_ylim(0, (top or 1.0) * 1.08 / (1 - 1.5 * LEADER_STRIP if strip else 1.0))
+    ax.set_title(f"{dtype} · {mode}")
+    if banded:
+        extra.insert(0, Patch(facecolor=ANNOTATION_GREY, alpha=0.25, linewidth=0, label="fit: 95% bootstrap band"))
+    if fitted:
+        extra.insert(0, Line2D([], [], color=ANNOTATION_GREY, label="roofline fit"))
+    proxy = interval_proxy(kinds)
+    if proxy is not None:
+        extra.insert(0, proxy)
+    if legend:
+        add_legend(ax, extra)
+    return ax
+
+
+def _panel_comparisons(sweeps: Sequence[Sweep], dtype: str, mode: str, metric: str,
+                       comparisons: Sequence[Any] | None) -> list[Any]:
+    if comparisons is None:
+        from mfu_sweep.analysis.compare import compare_pairs
+
+        series = {s.key: s for s in pick_series(sweeps, dtype, mode)}
+        comparisons = compare_pairs(series, fit_groups(series)[0], metric)[0]
+    return [c for c in comparisons if c.dtype == dtype and c.mode == mode]
+
+
+def _segment_at(comparison: Any, x: float) -> Any:
+    return next((s for s in comparison.segments if s.start_flops <= x <= s.end_flops), None)
+
+
+def leader_spans(comparisons: Sequence[Any]) -> list[tuple[float, float, str]]:
+    """FLOP ranges in which one device leads every comparison it takes part in.
+
+    With one comparison these are its segments with a leader; with several,
+    a range is kept only where a single device beats each rival measured
+    there. Ambiguous ranges are left out.
+    """
+    bounds = sorted({b for c in comparisons for s in c.segments for b in (s.start_flops, s.end_flops)})
+    labels = sorted({x for c in comparisons for x in (c.a, c.b)})
+    spans: list[tuple[float, float, str]] = []
+    for lo, hi in zip(bounds, bounds[1:], strict=False):
+        mid = math.sqrt(lo * hi)
+        leaders = []
+        for lab in labels:
+            segs = [seg for c in comparisons if lab in (c.a, c.b) and (seg := _segment_at(c, mid)) is not None]
+            if segs and all(seg.leader == lab for seg in segs):
+                leaders.append(lab)
+        if len(leaders) == 1:
+            if spans and spans[-1][2] == leaders[0] and spans[-1][1] == lo:
+                spans[-1] = (spans[-1][0], hi, leaders[0])
+            else:
+                spans.append((lo, hi, leaders[0]))
+    return spans
+
+
+def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, metric: str,
+                      comparisons: Sequence[Any] | None, colors: Mapping[str, str]) -> list[Any]:
+    """Leader bands and crossover markers with their intervals; returns legend proxies."""
+    comps = _panel_comparisons(sweeps, dtype, mode, metric, comparisons)
+    spans = leader_spans(comps)
+    for lo, hi, lab in spans:
+        ax.axvspan(lo, hi, ymin=1 - LEADER_STRIP, ymax=1.0, color=colors[lab], alpha=0.9, linewidth=0, zorder=4,
+                   gid=f"leader:{lab}")
+    methods = set()
+    for c in comps:
+        for x in c.crossovers:
+            methods.add(x.method)
+            ax.axvspan(x.low_flops, x.high_flops, color=ANNOTATION_GREY, alpha=0.12, linewidth=0, zorder=0,
+                       gid=f"crossover-interval:{x.method}")
+            ax.axvline(x.flops, color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(x.method, ":"),
+                       linewidth=0.9, zorder=1, gid=f"crossover:{x.method}")
+    proxies: list[Any] = []
+    if spans:
+        proxies.append(Patch(facecolor=ANNOTATION_GREY, linewidth=0,
+                             label="top strip: leading device (blank: ambiguous)"))
+    for m in sorted(methods):
+        proxies.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(m, ":"),
+                              label=f"crossover ({m}) ± interval"))
+    return proxies

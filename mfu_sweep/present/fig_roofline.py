@@ -1,0 +1,124 @@
+"""Figure 2: the roofline: measured TFLOP/s vs arithmetic intensity under the fitted and spec roofs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+
+from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
+from mfu_sweep.present.theme import (
+    ANNOTATION_GREY,
+    SHARED_ROOF_COLOR,
+    add_legend,
+    mode_style,
+    new_ax,
+    no_data_panel,
+    peak_kind,
+    plain_log_axis,
+    series_name,
+)
+from mfu_sweep.results import Sweep
+
+
+def _roof(x: np.ndarray, p_tflops: float | None, w_tbs: float | None) -> np.ndarray:
+    """``min(P, W * x)``; a missing P leaves the bandwidth line, a missing W the flat ceiling."""
+    flat = np.full_like(x, p_tflops if p_tflops else np.inf)
+    return np.minimum(flat, w_tbs * x) if w_tbs else flat
+
+
+def _roofs(series: Sequence[Series], fits: Mapping[SeriesKey, RooflineFit] | None, colors: Mapping[str, str]
+           ) -> tuple[list[tuple[str, float | None, float | None, str]], set[str]]:
+    """``(colour, P, W, "spec"|"fit")`` per roof to draw, and the kinds of the spec peaks.
+
+    Identical spec roofs (one chip, several labels) are drawn once in dark grey;
+    fitted parameters the shapes do not constrain are left out (a bound, not a measurement).
+    """
+    spec: dict[tuple[float, float | None], list[str]] = {}
+    kinds: set[str] = set()
+    roofs: list[tuple[str, float | None, float | None, str]] = []
+    for s in series:
+        if s.peak_tflops:
+            spec.setdefault((s.peak_tflops, s.peak.memory_bandwidth_tbs), []).append(s.label)
+            kinds.add(peak_kind(s.peak))
+        fit = (fits or {}).get(s.key)
+        if fit is not None:
+            c = fit.constrained
+            p = fit.p_tflops if c.get("p_tflops", True) else None
+            w = fit.w_tbs if c.get("w_tbs", True) else None
+            if p or w:
+                roofs.append((colors[s.label], p, w, "fit"))
+    for (p, w), labels in spec.items():
+        roofs.insert(0, (colors[labels[0]] if len(set(labels)) == 1 else SHARED_ROOF_COLOR, p, w, "spec"))
+    return roofs, kinds
+
+
+def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None,
+                  fits: Mapping[SeriesKey, RooflineFit] | None = None, show_fit: bool = True,
+                  colors: Mapping[str, str] | None = None, legend: bool = True, ax: Axes | None = None) -> Axes:
+    """Achieved TFLOP/s against arithmetic intensity (FLOP/byte), log-log, for one dtype and mode.
+
+    Per device: the measured points (with intervals), the peak roof
+    ``min(P, W * I)`` from the spec (dotted; only the flat part when the spec
+    has no bandwidth; dark grey when several devices share it), the fitted
+    roof from ``fits`` (dashed; a ceiling the shapes do not constrain is left
+    out) and the ridge points ``I = P / W`` of both (open diamond: spec,
+    filled: fit). The fitted roof leaves out the per-call overhead ``t0``, so
+    small GEMMs sit below it.
+
+    Parameters are as for :func:`plot_mfu`.
+    """
+    dtype, mode = pick_value(sweeps, "dtype", dtype), pick_value(sweeps, "mode", mode)
+    ax = new_ax(ax)
+    colors = label_colors(sweeps, colors)
+    series = pick_series(sweeps, dtype, mode)
+    if not series:
+        return no_data_panel(ax, f"no usable {dtype} {mode} records")
+    if show_fit and fits is None:
+        fits = fit_groups({s.key: s for s in series})[0]
+    intens = np.array([r.intensity for s in series for r in s.records])
+    lo, hi = intens.min() / 2, intens.max() * 2
+    roofs, kinds = _roofs(series, fits if show_fit else None, colors)
+    for _, p, w, _ in roofs:
+        if p and w:
+            lo, hi = min(lo, p / w / 2), max(hi, p / w * 2)
+    grid = np.geomspace(lo, hi, 400)
+    interval_kinds: set[str] = set()
+    for s in series:
+        x, y, yerr, k = metric_points(s, "tflops", x="intensity")
+        interval_kinds |= k
+        ax.errorbar(x, y, yerr=yerr, color=colors[s.label], marker=mode_style(mode)["marker"], linestyle="none",
+                    elinewidth=0.8, markersize=3.5, label=series_name(s.label), zorder=3)
+    for color, p, w, kind in roofs:
+        line = ":" if kind == "spec" else "--"
+        ax.plot(grid, _roof(grid, p, w), color=color, linestyle=line, linewidth=1.0, zorder=2, gid=f"roof:{kind}")
+        if p and w:
+            face = "white" if kind == "spec" else color
+            ax.plot([p / w], [p], marker="D", markersize=4.5, color=color, markerfacecolor=face, gid=f"ridge:{kind}",
+                    linestyle="none", zorder=4)
+    ax.set_xlim(lo, hi)
+    plain_log_axis(ax, "x")
+    plain_log_axis(ax, "y")
+    ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
+    ax.set_ylabel("Throughput (TFLOP/s)")
+    ax.set_title(f"{dtype} · {mode}")
+    extra: list[Any] = []
+    proxy = interval_proxy(interval_kinds)
+    if proxy is not None:
+        extra.append(proxy)
+    if kinds:
+        extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=":",
+                            label=f"{' / '.join(sorted(kinds))} peak roof"))
+    if any(kind == "fit" for *_, kind in roofs):
+        extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle="--", label="fitted roof (without t0)"))
+    if any(p and w for _, p, w, _ in roofs):
+        extra.append(Line2D([], [], color=ANNOTATION_GREY, marker="D", markerfacecolor="white", markersize=4.5,
+                            linestyle="none", label="ridge point (filled: fit)"))
+    if legend:
+        add_legend(ax, extra)
+    return ax

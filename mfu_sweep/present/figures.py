@@ -1,0 +1,182 @@
+"""Arranging panels into the figures `plot` and `report` write, and saving them reproducibly."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
+from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
+from mfu_sweep.present.fig_mfu import plot_mfu
+from mfu_sweep.present.fig_roofline import plot_roofline
+from mfu_sweep.present.select import available, label_colors
+from mfu_sweep.present.theme import (
+    COLUMN_IN,
+    DOUBLE_IN,
+    FORMATS,
+    LEGEND_ROW_IN,
+    PANEL_H_IN,
+    PNG_DPI,
+    SAVE_METADATA,
+    SAVE_RC,
+    check_metric,
+    theme,
+)
+from mfu_sweep.results import Sweep
+
+# --------------------------------------------------------------------------- arranging and saving figures
+
+
+def _grid(n: int, max_cols: int = 2) -> tuple[int, int]:
+    cols = 1 if n == 1 else max_cols
+    return math.ceil(n / cols), cols
+
+
+def _figure(rows: int, cols: int, height: float = PANEL_H_IN, width: float | None = None) -> tuple[Figure, list[Axes]]:
+    fig = Figure(figsize=(width or (COLUMN_IN if cols == 1 else DOUBLE_IN), height * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    return fig, [ax for row in axes for ax in row]
+
+
+def _drop_unused(axes: Sequence[Axes], used: int) -> None:
+    for ax in axes[used:]:
+        ax.remove()
+
+
+def figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
+    """Move the legends of ``axes`` into one legend below the figure, entries deduplicated.
+
+    Device entries come first (sorted), then the annotation keys in the order they appeared.
+    """
+    entries: dict[str, Any] = {}
+    for ax in axes:
+        leg = ax.get_legend()
+        if leg is None:
+            continue
+        originals = dict(zip(*reversed(ax.get_legend_handles_labels()), strict=True))
+        for handle, text in zip(leg.legend_handles, leg.get_texts(), strict=True):
+            entries.setdefault(text.get_text(), originals.get(text.get_text(), handle))
+        leg.remove()
+    if not entries:
+        return
+    devices = sorted(t for t in entries if t in _series_texts(axes))
+    order = devices + [t for t in entries if t not in devices]
+    width_in = fig.get_figwidth()
+    longest = max(len(t) for t in entries)
+    # ~0.055 in per character at 7 pt, plus the handle and padding
+    per_entry = 0.45 + 0.055 * longest
+    ncols = max(1, min(len(entries), int(width_in * 0.95 // per_entry)))
+    # grow the figure by the legend's height rather than shrinking the panels
+    rows = math.ceil(len(entries) / ncols)
+    fig.set_figheight(fig.get_figheight() + LEGEND_ROW_IN * rows + 0.1)
+    fig.legend([entries[t] for t in order], order, loc="outside lower center", ncols=ncols,
+               handlelength=1.8, columnspacing=1.2)
+
+
+def _series_texts(axes: Sequence[Axes]) -> set[str]:
+    """Legend texts of artists drawn on the axes (devices), as opposed to annotation proxies."""
+    return {lab for ax in axes for lab in ax.get_legend_handles_labels()[1]}
+
+
+def panel_keys(sweeps: Sequence[Sweep]) -> list[tuple[str, str]]:
+    """The ``(dtype, mode)`` pairs that have usable records, eager before compile."""
+    keys = {(k.dtype, k.mode) for k in group_series(sweeps)}
+    return sorted(keys, key=lambda t: (t[0], t[1] != "eager", t[1]))
+
+
+def _panels(sweeps: Sequence[Sweep], draw: Any, keys: Sequence[Any], height: float = PANEL_H_IN) -> Figure:
+    rows, cols = _grid(len(keys))
+    fig, axes = _figure(rows, cols, height)
+    for ax, key in zip(axes, keys, strict=False):
+        draw(ax, key)
+    _drop_unused(axes, len(keys))
+    figure_legend(fig, axes[:len(keys)])
+    return fig
+
+
+def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
+                 fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
+                 colors: Mapping[str, str] | None = None) -> dict[str, Figure]:
+    """Every figure the sweeps support, by file stem, drawn in the house theme.
+
+    ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
+    ``first-call`` (per dtype: time and ratio), ``speedup`` (where a device has
+    both modes), ``heatmap-<label>-<dtype>-<mode>-k<k>`` (per measured m × n
+    grid) and ``status`` (when any record is not ok). ``fits`` and
+    ``comparisons`` default to computing them (see ``mfu_sweep.present.report.analyse``).
+    """
+    check_metric(metric)
+    colors = label_colors(sweeps, colors)
+    keys = panel_keys(sweeps)
+    if fits is None or comparisons is None:
+        from mfu_sweep.analysis.compare import compare_pairs
+
+        series = group_series(sweeps)
+        fits = fit_groups(series)[0] if fits is None else fits
+        comparisons = compare_pairs(series, fits, metric)[0] if comparisons is None else comparisons
+    figs: dict[str, Figure] = {}
+    with theme():
+        if keys:
+            figs[f"{metric}-vs-flops"] = _panels(sweeps, lambda ax, k: plot_mfu(
+                sweeps, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
+                ax=ax), keys)
+            figs["roofline"] = _panels(sweeps, lambda ax, k: plot_roofline(
+                sweeps, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
+            figs["first-call"] = _first_call_figure(sweeps, colors)
+        speed = [d for d in available(sweeps, "dtype") if has_speedup(sweeps, d)]
+        if speed:
+            figs["speedup"] = _panels(sweeps, lambda ax, d: plot_speedup(sweeps, dtype=d, colors=colors, ax=ax),
+                                      speed)
+        for label, dtype, mode, k in heatmap_grids(sweeps):
+            fig, (ax,) = _figure(1, 1, height=3.0)
+            plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=metric, ax=ax)
+            figs[f"heatmap-{_slug(label)}-{dtype}-{mode}-k{k}"] = fig
+        if has_failures(sweeps):
+            rows = len(status_rows(sweeps))
+            fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
+            plot_status(sweeps, ax=ax)
+            figs["status"] = fig
+    return figs
+
+
+def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Figure:
+    dtypes = [d for d in available(sweeps, "dtype") if any(k.dtype == d for k in group_series(sweeps))]
+    fig, axes = _figure(len(dtypes), 2)
+    for i, d in enumerate(dtypes):
+        plot_first_call(sweeps, dtype=d, quantity="time", colors=colors, ax=axes[2 * i])
+        plot_first_call(sweeps, dtype=d, quantity="ratio", colors=colors, ax=axes[2 * i + 1])
+    figure_legend(fig, axes)
+    return fig
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "series"
+
+
+def save_figure(fig: Figure, directory: str | Path, stem: str, formats: Sequence[str] = ("png",),
+                dpi: int = PNG_DPI) -> list[Path]:
+    """Write ``fig`` as ``directory/stem.<format>`` for each format; the bytes depend only on the figure.
+
+    PNG carries no software tag, PDF no creation date or producer, SVG a fixed
+    hash salt and no date, so rerunning on the same sweeps gives identical files.
+    PDFs embed TrueType fonts; SVG text is drawn as paths (no font needed to view it).
+    """
+    out = []
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for fmt in formats:
+        if fmt not in FORMATS:
+            raise ValueError(f"format {fmt!r} must be one of {', '.join(FORMATS)}")
+        path = directory / f"{stem}.{fmt}"
+        with mpl.rc_context(SAVE_RC):
+            fig.savefig(path, format=fmt, dpi=dpi, metadata=SAVE_METADATA[fmt])
+        out.append(path)
+    return out

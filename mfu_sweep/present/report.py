@@ -1,0 +1,534 @@
+"""The one-shot report: fit, compare and plot sweeps, then write ``index.md`` and a self-contained ``index.html``.
+
+:func:`analyse` runs the analysis once (series, roofline fits, pairwise
+comparisons) so that figures and text agree; :func:`write_report` renders
+it::
+
+    from mfu_sweep.present.report import write_report
+    from mfu_sweep.results import load_sweeps
+
+    write_report(load_sweeps(["sweeps/a.json", "sweeps/b.json"]), "report/")
+
+The HTML embeds every figure as a base64 PNG and a small inline stylesheet:
+no scripts, no external files. Every text taken from a result file is
+escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mfu_sweep import __version__
+from mfu_sweep.analysis.compare import Comparison, compare_pairs, compile_pairs, format_flops
+from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.spread import replicate_spreads
+from mfu_sweep.present.export import significant
+from mfu_sweep.present.figures import make_figures, save_figure
+from mfu_sweep.present.theme import peak_kind
+from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
+from mfu_sweep.specs import Peak
+
+# Figures in the report are for screens; ``mfu-sweep plot`` writes 300 dpi for print.
+REPORT_DPI = 200
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Everything figures and report show, computed once.
+
+    Attributes
+    ----------
+    series:
+        ``SeriesKey -> Series`` (``mfu_sweep.analysis.series.group_series``).
+    fits:
+        Roofline fits of the series that have enough shapes.
+    unfitted:
+        ``SeriesKey -> reason`` for the others.
+    comparisons:
+        One per pair of series with the same dtype and mode.
+    compare_notes:
+        Pairs that could not be compared, and why.
+    compile_comparisons:
+        Compile series key -> eager vs compile in TFLOP/s (``mfu_sweep.analysis.compare.compare_across``),
+        for every device and dtype measured in both modes: where compiling pays.
+    metric:
+        ``"mfu"`` or ``"tflops"``: what the comparisons rank.
+    settings:
+        Seed, bootstrap sizes and alpha used.
+    """
+
+    series: Mapping[SeriesKey, Series]
+    fits: Mapping[SeriesKey, RooflineFit]
+    unfitted: Mapping[SeriesKey, str]
+    comparisons: tuple[Comparison, ...]
+    compare_notes: tuple[str, ...] = ()
+    compile_comparisons: Mapping[SeriesKey, Comparison] = field(default_factory=dict)
+    metric: str = "mfu"
+    settings: Mapping[str, object] = field(default_factory=dict)
+
+
+def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
+            compare_n_boot: int = 2000, alpha: float = 0.05) -> Analysis:
+    """Group, fit and compare ``sweeps``.
+
+    Parameters
+    ----------
+    sweeps:
+        From ``mfu_sweep.results.load_sweeps``.
+    metric:
+        ``"mfu"`` or ``"tflops"`` for the comparisons.
+    seed, fit_n_boot, compare_n_boot, alpha:
+        Bootstrap seed and sizes for fits and comparisons, and the interval level ``1 - alpha``.
+    """
+    if metric not in ("mfu", "tflops"):
+        raise ValueError(f"metric={metric!r} must be one of mfu, tflops")
+    series = group_series(sweeps)
+    fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha)
+    comparisons, notes = compare_pairs(series, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
+                                       use_fit=True)
+    compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
+    return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
+                    compare_notes=tuple(notes + compile_notes), compile_comparisons=compiled, metric=metric,
+                    settings={"seed": seed, "fit_n_boot": fit_n_boot, "compare_n_boot": compare_n_boot,
+                              "alpha": alpha})
+
+
+# --------------------------------------------------------------------------- facts per series
+
+
+def peak_text(peak: Peak, dtype: str) -> str:
+    """E.g. ``"989 TFLOP/s, memory 3.35 TB/s (vendor spec); source: ..."``."""
+    tf = peak.for_dtype(dtype)
+    bw = f", memory {significant(peak.memory_bandwidth_tbs)} TB/s" if peak.memory_bandwidth_tbs else ""
+    value = f"{significant(tf)} TFLOP/s" if tf else f"no {dtype} figure"
+    return f"{value}{bw} ({peak_kind(peak)}); source: {peak.source or 'not given'}"
+
+
+def _interval_text(value: float, ci: Sequence[float], unit: str, constrained: bool = True) -> str:
+    text = f"{significant(value)} {unit} [{significant(ci[0])}, {significant(ci[1])}]"
+    return text if constrained else text + " (not constrained by these shapes: a bound, not a measurement)"
+
+
+def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
+    """Fitted roofline parameters with their bootstrap intervals, as (name, text) rows."""
+    c = fit.constrained
+    level = f"{1 - fit.alpha:.0%}"
+    rows = [
+        ("model", f"{fit.model}" + (f" (p = {significant(fit.blend_p, 2)})" if fit.blend_p else "")
+         + f"; {fit.n_shapes} shapes, {fit.n_samples} samples; intervals: {level} bootstrap ({fit.n_boot} resamples, "
+         f"seed {fit.seed})"),
+        ("compute ceiling P", _interval_text(fit.p_tflops, fit.p_tflops_ci, "TFLOP/s", c.get("p_tflops", True))
+         + (f"; {fit.compute_fraction:.0%} of peak" if fit.compute_fraction else "")),
+        ("bandwidth W", _interval_text(fit.w_tbs, fit.w_tbs_ci, "TB/s", c.get("w_tbs", True))
+         + (f"; {fit.bandwidth_fraction:.0%} of spec" if fit.bandwidth_fraction else "")),
+        ("overhead t0", _interval_text(fit.t0_s * 1e6, [x * 1e6 for x in fit.t0_s_ci], "µs", c.get("t0_s", True))),
+        ("ridge point P/W", f"{significant(fit.p_tflops / fit.w_tbs)} FLOP/byte"),
+        ("fit quality", f"RMS log residual {fit.rms_log_residual:.3f}, R² (log time) {fit.r2_log:.4f}"),
+    ]
+    rows += [("note", n) for n in fit.notes]
+    return rows
+
+
+def _records_of(sweeps: Sequence[Sweep], key: SeriesKey) -> list[tuple[Sweep, Record]]:
+    return [(sw, r) for sw in sweeps for r in sw.records
+            if (sw.label, r.dtype, r.mode) == (key.label, key.dtype, key.mode)]
+
+
+def performance_facts(series: Series | None, metric: str) -> list[tuple[str, str]]:
+    """MFU (or TFLOP/s) range over the usable records and the best shape."""
+    if series is None:
+        return [("performance", "no usable record (every shape failed)")]
+    rows = []
+    tf = [(r.tflops, r) for r in series.records if r.tflops is not None]
+    mfu = [(r.mfu, r) for r in series.records if r.mfu is not None]
+    if mfu:
+        lo, hi = min(mfu, key=lambda t: t[0]), max(mfu, key=lambda t: t[0])
+        est = " (estimated peak)" if series.peak.estimated else " (override peak)" if series.peak.override else ""
+        rows.append(("MFU range", f"{lo[0]:.1%} ({lo[1].shape}) to {hi[0]:.1%} ({hi[1].shape}){est}"))
+    elif metric == "mfu":
+        rows.append(("MFU range", f"unknown: no {series.dtype} peak"))
+    if tf:
+        best = max(tf, key=lambda t: t[0])[1]
+        mfu_best = f", MFU {best.mfu:.1%}" if best.mfu is not None else ""
+        rows.append(("best shape", f"{best.shape} ({format_flops(best.flops)}): {significant(best.tflops)} TFLOP/s"
+                     f"{mfu_best}"))
+        values = [t for t, _ in tf]
+        rows.append(("TFLOP/s range", f"{significant(min(values))} to {significant(max(values))}"))
+    return rows
+
+
+def compile_facts(records: Sequence[Record]) -> list[tuple[str, str]]:
+    """The compile tax: median first-call/steady ratio, total first-call and compile time."""
+    ratios = [r.first_call_ratio for r in records if r.first_call_ratio is not None]
+    first = [r.first_call_s for r in records if r.first_call_s is not None]
+    comp = [r.compile_s for r in records if r.compile_s is not None]
+    rows = []
+    if ratios:
+        rows.append(("first call / steady median", f"median {significant(statistics.median(ratios))}× "
+                     f"(range {significant(min(ratios))}× to {significant(max(ratios))}×, {len(ratios)} shapes)"))
+    if first:
+        rows.append(("first-call time",
+                     f"total {significant(sum(first))} s, median {significant(statistics.median(first))} s"))
+    rows.append(("compile time", f"total {significant(sum(comp))} s over {len(comp)} shapes" if comp
+                 else "not recorded (eager, or the backend does not report it)"))
+    return rows
+
+
+def provenance_facts(sweeps: Sequence[Sweep]) -> list[tuple[str, str]]:
+    """Device and run provenance of the sweeps behind one series (one row group per sweep)."""
+    rows = []
+    for sw in sweeps:
+        d, run, env, tool = sw.device, sw.run, sw.environment, sw.tool
+        prefix = f"run {str(run.get('id', '?'))[:12]}: " if len(sweeps) > 1 else ""
+        rows += [
+            (f"{prefix}device", f"{d.get('name', '?')} (backend {d.get('backend', '?')}, chip {d.get('chip')}, "
+                                f"index {d.get('index', 0)})"),
+            (f"{prefix}tool",
+             f"{tool.get('name', '?')} {tool.get('version', '?')}, git {run.get('git_sha') or 'unknown'}"),
+            (f"{prefix}run", f"id {run.get('id', '?')} on host {run.get('host', '?')}, "
+                             f"{run.get('started_at', '?')} to {run.get('finished_at') or 'unfinished'}"),
+            (f"{prefix}software", f"torch {env.get('torch', 'n/a')}, python {env.get('python', 'n/a')}"),
+            (f"{prefix}file", sw.source or "<data>"),
+        ]
+    return rows
+
+
+def failed_rows(records: Sequence[Record], limit: int = 30) -> list[list[str]]:
+    """Shape, FLOPs, status and error text of the records that are not ok."""
+    bad = sorted((r for r in records if r.status != "ok"), key=lambda r: (r.flops, r.shape))
+    rows = [[str(r.shape), format_flops(r.flops), r.status, _short(r.error or "")] for r in bad[:limit]]
+    if len(bad) > limit:
+        rows.append(["…", "", "", f"and {len(bad) - limit} more (see the result file)"])
+    return rows
+
+
+def _short(text: str, n: int = 120) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+# --------------------------------------------------------------------------- document model
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    css: str = ""
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    css: str = ""
+
+
+@dataclass(frozen=True)
+class FigureRef:
+    stem: str
+    caption: str
+
+
+Block = Heading | Para | Bullets | Table | FigureRef
+
+FIGURE_CAPTIONS = {
+    "vs-flops": (
+        "{metric} against GEMM size per dtype and mode. Points: medians; bars: 95% CI of the median (IQR where no "
+        "CI was stored); lines: roofline-with-overhead fits (with their 95% bootstrap band when a panel has at most "
+        "two devices); strip along the top: the device that leads significantly (blank: ambiguous); vertical "
+        "lines: crossovers (solid: from data, dotted: from fits), interval shaded."),
+    "roofline": (
+        "Achieved TFLOP/s against arithmetic intensity. Dotted: the peak roof from the spec (flat only when the "
+        "spec has no bandwidth); dashed: the fitted roof (overhead t0 left out, and any ceiling the shapes do not "
+        "constrain); diamonds: ridge points (open: spec, filled: fit)."),
+    "first-call": (
+        "Time to first result: the first call's time (left) and its ratio to the steady median (right) per device "
+        "and mode; for torch.compile this includes compilation (the compile tax)."),
+    "speedup": (
+        "torch.compile speedup over eager (eager time / compiled time) per shape; above 1× compiled code is "
+        "faster; bars combine both time intervals."),
+    "status": (
+        "Status of every record by GEMM size: failures (timeout, oom, mismatch, error) stand out against grey "
+        "ok dots."),
+    "heatmap": (
+        "{metric} over the m × n grid at fixed k; grey cells failed (T/O timeout, OOM out of memory, ERR error, "
+        "n/a unsupported)."),
+}
+
+
+def caption(stem: str, metric: str) -> str:
+    """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`."""
+    name = "MFU" if metric == "mfu" else "Throughput (TFLOP/s)"
+    base = "heatmap" if stem.startswith("heatmap-") else "vs-flops" if stem.endswith("-vs-flops") else stem
+    return FIGURE_CAPTIONS.get(base, stem).format(metric=name)
+
+
+# --------------------------------------------------------------------------- building the report
+
+
+def _series_rows(sweeps: Sequence[Sweep]) -> list[SeriesKey]:
+    return sorted({SeriesKey(sw.label, r.dtype, r.mode) for sw in sweeps for r in sw.records},
+                  key=lambda k: (k.label, k.dtype, k.mode != "eager", k.mode))
+
+
+def _summary_table(sweeps: Sequence[Sweep], analysis: Analysis) -> Table:
+    rows = []
+    for key in _series_rows(sweeps):
+        recs = [r for _, r in _records_of(sweeps, key)]
+        s = analysis.series.get(key)
+        fit = analysis.fits.get(key)
+        peak = s.peak if s else _records_of(sweeps, key)[0][0].peak
+        mfu = [r.mfu for r in (s.records if s else ()) if r.mfu is not None]
+        tf = [r.tflops for r in (s.records if s else ()) if r.tflops is not None]
+        rows.append((
+            str(key), peak_kind(peak), summary_line(recs),
+            f"{min(mfu):.1%} – {max(mfu):.1%}" if mfu else "–",
+            significant(max(tf)) if tf else "–",
+            _summary_p(fit),
+        ))
+    return Table(("series", "peak", "pass rate", "MFU range", "best TFLOP/s", "fitted P, TFLOP/s [95%]"),
+                 tuple(rows))
+
+
+def _summary_p(fit: RooflineFit | None) -> str:
+    if fit is None:
+        return "not fitted"
+    if not fit.constrained.get("p_tflops", True):
+        return f"{significant(fit.p_tflops)} (not constrained)"
+    return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
+
+
+def _comparison_blocks(analysis: Analysis) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Comparisons")]
+    if not analysis.comparisons:
+        blocks.append(Para("Nothing to compare: no two devices share a dtype and mode."))
+    for c in analysis.comparisons:
+        blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
+        blocks.append(Para(f"In short: {c.summary()}"))
+        blocks.append(Para(c.sentence()))
+        if c.crossovers:
+            blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
+                (x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
+                 f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}") for x in c.crossovers)))
+        else:
+            blocks.append(Para("No crossover found over the shared FLOP range."))
+        if c.notes:
+            blocks.append(Bullets(tuple(c.notes)))
+    if analysis.compare_notes:
+        blocks.append(Para("Pairs not compared:"))
+        blocks.append(Bullets(analysis.compare_notes))
+    return blocks
+
+
+def crossover_text(x: Any) -> str:
+    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (data)"``."""
+    return (f"{x.from_label} → {x.to_label} at {format_flops(x.flops)} "
+            f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}] ({x.method})")
+
+
+def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[tuple[str, str]]:
+    """The summary, verdict and crossovers of every comparison ``key`` takes part in."""
+    rows = []
+    for c in comparisons:
+        if (c.dtype, c.mode) != (key.dtype, key.mode) or key.label not in (c.a, c.b):
+            continue
+        other = c.b if key.label == c.a else c.a
+        crossings = "; ".join(crossover_text(x) for x in c.crossovers) or "none"
+        rows.append((f"vs {other}", f"In short: {c.summary()} {c.sentence()} Crossovers: {crossings}."))
+    return rows
+
+
+def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
+    blocks: list[Block] = [Heading(2, "Series")]
+    for key in _series_rows(sweeps):
+        pairs = _records_of(sweeps, key)
+        recs = [r for _, r in pairs]
+        own = list({id(sw): sw for sw, _ in pairs}.values())
+        s = analysis.series.get(key)
+        blocks.append(Heading(3, str(key)))
+        facts = provenance_facts(own)
+        facts.append(("peak", peak_text(own[0].peak, key.dtype)))
+        facts.append(("pass rate", summary_line(recs)))
+        facts += performance_facts(s, analysis.metric)
+        fit = analysis.fits.get(key)
+        facts += fit_facts(fit) if fit else [("roofline fit", analysis.unfitted.get(key, "no usable records"))]
+        facts += compile_facts(recs)
+        if key in analysis.compile_comparisons:
+            facts.append(("where compiling pays", analysis.compile_comparisons[key].sentence()))
+        facts += comparison_facts(key, analysis.comparisons)
+        blocks.append(Table(("", ""), tuple(facts), css="kv"))
+        bad = failed_rows(recs)
+        if bad:
+            blocks.append(Para("Records that are not ok:"))
+            blocks.append(Table(("shape", "FLOP", "status", "error"), tuple(tuple(r) for r in bad)))
+    return blocks
+
+
+def _method_blocks(analysis: Analysis) -> list[Block]:
+    st = analysis.settings
+    return [Heading(2, "How to read this"), Bullets((
+        "MFU is achieved TFLOP/s over the peak TFLOP/s of the dtype; the peak's kind (vendor spec, estimated, "
+        "override) is stated per series. An estimated peak makes MFU an estimate too.",
+        "Per-shape intervals are the stored 95% confidence interval of the median time (distribution-free, "
+        "from the raw samples); where a record has none, the interquartile range of its samples is shown.",
+        "The roofline fit is t = t0 + roof(F/P, B/W), fitted on log median time with a robust loss; intervals "
+        f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}).",
+        f"Comparisons call a leader only where the Holm-corrected bootstrap test (alpha {st.get('alpha', '?')}, "
+        f"{st.get('compare_n_boot', '?')} resamples) is significant over a run of shapes; elsewhere the verdict is "
+        "ambiguous.",
+        "Each comparison's short summary gives the share of the FLOP range both devices cover, on a log scale, "
+        "where each leads or neither does: every shape stands for the stretch halfway to its neighbouring FLOP "
+        "counts, split equally among shapes of equal FLOPs, with the verdicts above; and the longest lead.",
+    ))]
+
+
+def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[str]) -> list[Block]:
+    """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``."""
+    labels = sorted({sw.label for sw in sweeps})
+    files = sorted({sw.source for sw in sweeps if sw.source})
+    blocks: list[Block] = [
+        Heading(1, "mfu-sweep report"),
+        Para(f"{len(sweeps)} sweep(s) of {len(labels)} device(s) ({', '.join(labels)}) from "
+             f"{', '.join(files) or 'data given in code'}; comparisons by "
+             f"{'MFU' if analysis.metric == 'mfu' else 'TFLOP/s'}. Written by mfu-sweep {__version__}."),
+    ]
+    if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
+        blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
+    blocks += [Heading(2, "Summary"), _summary_table(sweeps, analysis)]
+    blocks += _spread_blocks(sweeps)
+    blocks += _comparison_blocks(analysis)
+    blocks.append(Heading(2, "Figures"))
+    blocks += [FigureRef(stem, caption(stem, analysis.metric)) for stem in figures]
+    blocks += _series_blocks(sweeps, analysis)
+    blocks += _method_blocks(analysis)
+    return blocks
+
+
+def _spread_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
+    """Spread across the devices of one chip, for torchrun replicate runs (labels ``<label>.r<rank>``)."""
+    spreads = replicate_spreads(sweeps)
+    if not spreads:
+        return []
+    return [Heading(2, "Spread across devices (replicate runs)"), Bullets(tuple(s.sentence() for s in spreads))]
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
+    """Markdown of the report; figures are referenced as ``<figure_dir>/<stem>.png``."""
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append(f"{'#' * b.level} {b.text}")
+        elif isinstance(b, Para):
+            out.append(f"**{b.text}**" if b.css == "warn" else b.text)
+        elif isinstance(b, Bullets):
+            out.append("\n".join(f"- {item}" for item in b.items))
+        elif isinstance(b, Table):
+            header = [_md_cell(h) or " " for h in b.header]
+            lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            out.append("\n".join(lines))
+        elif isinstance(b, FigureRef):
+            out.append(f"![{b.stem}]({figure_dir}/{b.stem}.png)\n\n*{b.caption}*")
+    return "\n\n".join(out) + "\n"
+
+
+STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
+       padding: 0 1rem; color: #222; line-height: 1.45; }
+h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
+table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; }
+th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #f5f5f5; } td { overflow-wrap: anywhere; }
+table.kv td:first-child { white-space: nowrap; color: #555; }
+figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: .9rem; color: #444; }
+.warn { background: #fff3cd; border: 1px solid #e0c36c; padding: .5rem .75rem; font-weight: 600; }
+""".strip()
+
+
+def to_html(blocks: Sequence[Block], images: Mapping[str, bytes], title: str = "mfu-sweep report") -> str:
+    """A self-contained HTML page: inline stylesheet, figures as base64 PNG, every text escaped."""
+    esc = html.escape
+    body: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            body.append(f"<h{b.level}>{esc(b.text)}</h{b.level}>")
+        elif isinstance(b, Para):
+            cls = f' class="{esc(b.css)}"' if b.css else ""
+            body.append(f"<p{cls}>{esc(b.text)}</p>")
+        elif isinstance(b, Bullets):
+            body.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in b.items) + "</ul>")
+        elif isinstance(b, Table):
+            head = "" if not any(b.header) else "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in b.header) + "</tr>"
+            rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in b.rows)
+            cls = f' class="{esc(b.css)}"' if b.css else ""
+            body.append(f"<table{cls}>{head}{rows}</table>")
+        elif isinstance(b, FigureRef):
+            data = base64.b64encode(images[b.stem]).decode("ascii")
+            body.append(f'<figure><img alt="{esc(b.stem)}" src="data:image/png;base64,{data}">'
+                        f"<figcaption>{esc(b.caption)}</figcaption></figure>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<title>{esc(title)}</title>\n<style>\n{STYLE}\n</style>\n</head>\n<body>\n"
+            + "\n".join(body) + "\n</body>\n</html>\n")
+
+
+def analysis_json(analysis: Analysis) -> dict[str, Any]:
+    """Fits, comparisons and notes as JSON (the numbers behind the report)."""
+    return {
+        "tool": {"name": "mfu-sweep", "version": __version__},
+        "metric": analysis.metric, "settings": dict(analysis.settings),
+        "fits": [analysis.fits[k].to_json() for k in sorted(analysis.fits)],
+        "unfitted": {str(k): v for k, v in sorted(analysis.unfitted.items())},
+        "comparisons": [c.to_json() for c in analysis.comparisons],
+        "compile_comparisons": [c.to_json() for _, c in sorted(analysis.compile_comparisons.items())],
+        "compare_notes": list(analysis.compare_notes),
+    }
+
+
+def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: Analysis | None = None,
+                 metric: str = "mfu") -> list[Path]:
+    """Analyse (unless ``analysis`` is given), draw and write ``index.md``, ``index.html``,
+    ``analysis.json`` and ``figures/*.png`` under ``directory``; return the paths written.
+    """
+    analysis = analysis or analyse(sweeps, metric)
+    out = Path(directory)
+    fig_dir = out / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons)
+    written: list[Path] = []
+    images: dict[str, bytes] = {}
+    for stem, fig in figures.items():
+        (path,) = save_figure(fig, fig_dir, stem, ("png",), dpi=REPORT_DPI)
+        images[stem] = path.read_bytes()
+        written.append(path)
+    blocks = build_report(sweeps, analysis, list(figures))
+    md, page = out / "index.md", out / "index.html"
+    md.write_text(to_markdown(blocks))
+    page.write_text(to_html(blocks, images))
+    write_json_atomic(out / "analysis.json", analysis_json(analysis))
+    return [*written, md, page, out / "analysis.json"]

@@ -1,0 +1,143 @@
+"""What the figures draw: records and series picked from the sweeps, metric values, intervals, fit curves."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from mfu_sweep.analysis.fit import RooflineFit
+from mfu_sweep.analysis.series import Series, group_series
+from mfu_sweep.present.theme import ANNOTATION_GREY, INTERVAL_TEXT, series_colors
+from mfu_sweep.results import Record, Sweep
+from mfu_sweep.specs import Peak
+
+# --------------------------------------------------------------------------- selecting data
+
+
+def all_records(sweeps: Iterable[Sweep]) -> list[tuple[Sweep, Record]]:
+    """Every record of every sweep (any status), with its sweep."""
+    return [(sw, r) for sw in sweeps for r in sw.records]
+
+
+def available(sweeps: Iterable[Sweep], field: str) -> list[str]:
+    """Distinct ``dtype`` or ``mode`` values among the records, sorted (eager before compile)."""
+    values = {getattr(r, field) for _, r in all_records(sweeps)}
+    return sorted(values, key=lambda v: (v != "eager", v))
+
+
+def filter_sweeps(sweeps: Sequence[Sweep], dtypes: Sequence[str] = (), modes: Sequence[str] = ()) -> list[Sweep]:
+    """Keep only records of the given dtypes and modes (all when empty).
+
+    Raises ``ValueError`` naming the filter and the values present when nothing is left.
+    """
+    for name, wanted in (("dtype", dtypes), ("mode", modes)):
+        have = available(sweeps, name)
+        missing = [w for w in wanted if w not in have]
+        if missing:
+            raise ValueError(f"--{name} {missing[0]} matches no records (present: {', '.join(have) or 'none'})")
+    out = [sw.with_records(r for r in sw.records if (not dtypes or r.dtype in dtypes)
+                           and (not modes or r.mode in modes)) for sw in sweeps]
+    if not any(sw.records for sw in out):
+        raise ValueError(f"no records with dtype in {list(dtypes)} and mode in {list(modes)}")
+    return out
+
+
+def choose_value(have: Sequence[str], field: str, value: str | None, plural: str) -> str:
+    """``value`` if the sweeps hold it, else the only value they hold; a ValueError names the choices."""
+    if value is not None:
+        if value not in have:
+            raise ValueError(f"{field}={value!r} not in these sweeps (present: {', '.join(have) or 'none'})")
+        return value
+    if len(have) != 1:
+        raise ValueError(f"these sweeps hold several {plural} ({', '.join(have)}); pass {field}=...")
+    return have[0]
+
+
+def pick_value(sweeps: Sequence[Sweep], field: str, value: str | None) -> str:
+    return choose_value(available(sweeps, field), field, value, f"{field}s")
+
+
+def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) -> list[Series]:
+    return [s for k, s in group_series(sweeps).items()
+            if (dtype is None or k.dtype == dtype) and (mode is None or k.mode == mode)]
+
+
+def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
+    return colors if colors is not None else series_colors(sw.label for sw in sweeps)
+
+
+# --------------------------------------------------------------------------- values and intervals
+
+
+def metric_value(record: Record, seconds: float, peak: Peak, metric: str) -> float | None:
+    """``metric`` ("mfu" as a fraction, or "tflops") of ``record``'s GEMM at ``seconds`` per call."""
+    if seconds is None or seconds <= 0:
+        return None
+    tflops = record.flops / seconds / 1e12
+    if metric == "tflops":
+        return tflops
+    peak_tflops = peak.for_dtype(record.dtype)
+    return tflops / peak_tflops if peak_tflops else None
+
+
+def time_interval(record: Record) -> tuple[tuple[float, float] | None, str | None]:
+    """Interval of the per-call time: the stored CI of the median, else the IQR of the samples."""
+    if record.ci_low_s and record.ci_high_s:
+        return (record.ci_low_s, record.ci_high_s), "ci"
+    if len(record.samples_s) >= 2:
+        q = statistics.quantiles(record.samples_s, n=4, method="inclusive")
+        return (q[0], q[2]), "iqr"
+    return None, None
+
+
+def metric_points(series: Series, metric: str, x: str = "flops") -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
+    """``x`` (a record field), metric values and (2, n) error-bar extents, plus the interval kinds used."""
+    xs, ys, lo, hi, kinds = [], [], [], [], set()
+    for rec in series.records:
+        y = metric_value(rec, rec.median_s, series.peak, metric)
+        if y is None:
+            continue
+        interval, kind = time_interval(rec)
+        kinds.add(kind)
+        # a longer time is a lower throughput: the interval flips
+        y_lo, y_hi = (metric_value(rec, interval[1], series.peak, metric),
+                      metric_value(rec, interval[0], series.peak, metric)) if interval else (y, y)
+        xs.append(getattr(rec, x))
+        ys.append(y)
+        lo.append(max(y - y_lo, 0.0))
+        hi.append(max(y_hi - y, 0.0))
+    return np.array(xs), np.array(ys), np.array([lo, hi]), kinds
+
+
+def interval_proxy(kinds: set[str]) -> Line2D | None:
+    kinds = {k for k in kinds if k}
+    if not kinds:
+        return None
+    text = " / ".join(INTERVAL_TEXT[k] for k in sorted(kinds))
+    return Line2D([], [], color=ANNOTATION_GREY, marker="|", markersize=7, linestyle="none",
+                  label=f"bars: {text}")
+
+
+def is_family(series: Series) -> bool:
+    """Whether the shapes form one curve in FLOPs (one shape per FLOP count), so lines may join them."""
+    return len({r.flops for r in series.records}) == len({r.shape for r in series.records})
+
+
+def fit_curve(series: Series, fit: RooflineFit, metric: str, n: int = 200
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Fitted metric along the series: bytes follow the measured shapes (log-interpolated in FLOPs)."""
+    f = np.array([r.flops for r in series.records])
+    b = np.array([r.bytes for r in series.records])
+    grid = np.geomspace(f.min(), f.max(), n)
+    bytes_grid = np.exp(np.interp(np.log(grid), np.log(f), np.log(b)))
+    scale = 1e12 * (1.0 if metric == "tflops" else (series.peak_tflops or math.nan))
+    y = grid / fit.predict_time(grid, bytes_grid) / scale
+    band = None
+    if len(fit.boot):
+        draws = grid / fit.predict_time_draws(grid, bytes_grid) / scale
+        band = np.quantile(draws, [fit.alpha / 2, 1 - fit.alpha / 2], axis=0)
+    return grid, y, band

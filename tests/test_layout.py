@@ -1,0 +1,146 @@
+"""The folder tree is the architecture: this test reads the import graph and enforces its rules.
+
+Stages, bottom to top: the ground (top-level modules and ``specs/``) -> ``measure/`` and
+``analysis/`` -> ``present/`` -> ``cli/``. Every import statement counts, also the ones
+inside functions (a lazy import is still a dependency).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "mfu_sweep"
+MAX_LINES = 600
+STAGES = ("measure", "analysis", "present", "cli")
+# (importing stage, forbidden target prefixes): the rules of the README's Layout section.
+FORBIDDEN = {
+    "ground": ("mfu_sweep.measure", "mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli", "torch",
+               "matplotlib", "seaborn", "click"),
+    "measure": ("mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli", "matplotlib", "seaborn", "click"),
+    "analysis": ("mfu_sweep.measure", "mfu_sweep.present", "mfu_sweep.cli", "torch", "matplotlib", "seaborn",
+                 "click"),
+    "present": ("mfu_sweep.measure", "mfu_sweep.cli", "torch", "click"),
+    "cli": ("torch",),
+}
+# Ground modules that drive a device need torch; everything else in the ground stays torch-free.
+GROUND_TORCH_OK: frozenset[str] = frozenset()
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def stage_of(module: str) -> str:
+    parts = module.split(".")
+    if module in ("mfu_sweep.cli", "mfu_sweep.__main__"):  # the group and `python -m mfu_sweep`
+        return "cli"
+    return parts[1] if len(parts) > 2 and parts[1] in STAGES else "ground"
+
+
+def known_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def resolve(target: str, names: list[str], modules: dict[str, Path]) -> list[str]:
+    """``from X import a, b`` names module X.a where X.a is a module, else X itself."""
+    if not names:
+        return [target]
+    hits = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules]
+    return hits + ([target] if len(hits) < len(names) else [])
+
+
+def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.update(resolve(node.module, [a.name for a in node.names], modules))
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    modules = known_modules()
+    return {name: imports_of(path, modules) for name, path in modules.items()}
+
+
+def internal(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {m: {t for t in ts if t in edges and t != m} for m, ts in edges.items()}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """A cycle in the module graph (as a list of modules), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(edges):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def violations(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(edges.items()):
+        stage = stage_of(module)
+        for target in sorted(targets):
+            if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[stage]):
+                if not (stage == "ground" and module in GROUND_TORCH_OK and target.startswith("torch")):
+                    bad.append(f"{module} ({stage}) imports {target}")
+    return bad
+
+
+def test_no_import_cycles() -> None:
+    assert find_cycle(internal(graph())) is None
+
+
+def test_no_forbidden_edges() -> None:
+    assert violations(graph()) == []
+
+
+def test_modules_stay_small() -> None:
+    long = {name: n for name, p in known_modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert long == {}
+
+
+def test_only_cli_imports_click_and_nothing_imports_cli() -> None:
+    for module, targets in graph().items():
+        if stage_of(module) != "cli":
+            assert not any(t == "click" or t.startswith("mfu_sweep.cli") for t in targets), module
+
+
+@pytest.mark.parametrize("edges, cycle", [
+    ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, True),
+    ({"a": {"b"}, "b": {"c"}, "c": set()}, False),
+])
+def test_cycle_finder_finds_cycles(edges: dict[str, set[str]], cycle: bool) -> None:
+    assert (find_cycle(edges) is not None) is cycle
+
+
+def test_rules_catch_a_forbidden_edge() -> None:
+    edges = {"mfu_sweep.analysis.fit": {"torch", "mfu_sweep.results"}, "mfu_sweep.measure.sweep": {"matplotlib"},
+             "mfu_sweep.results": {"mfu_sweep.analysis.fit"}}
+    assert violations(edges) == [
+        "mfu_sweep.analysis.fit (analysis) imports torch",
+        "mfu_sweep.measure.sweep (measure) imports matplotlib",
+        "mfu_sweep.results (ground) imports mfu_sweep.analysis.fit",
+    ]
