@@ -19,7 +19,7 @@ XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels
+.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,17 @@ sweep: $(STAMP)
 
 plots: $(STAMP)
 	$(BIN)/mfu-sweep plot sweeps/*.json -o plots/
+
+# Imported published results (another team's measurements), rebuilt offline from the cited copies in
+# data/published/ (see the README there); nothing is downloaded.
+PUBLISHED := sweeps/published
+published: $(STAMP)
+	$(BIN)/mfu-sweep import xla-perf-table data/published/xla/openxla-main/default_matmul_perf_table.txtpb \
+	  -o $(PUBLISHED) --force
+	$(BIN)/mfu-sweep import xla-perf-table data/published/xla/rocm-sol/default_matmul_perf_table.txtpb \
+	  --only gfx942 -o $(PUBLISHED) --force
+	$(BIN)/mfu-sweep import deepbench data/published/deepbench/DeepBench_*.xlsx -o $(PUBLISHED) --force
+	$(BIN)/mfu-sweep validate $(PUBLISHED)/*.json
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -5,6 +5,13 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
 * 1 — first format. A sweep file is one object with ``schema_version``,
   ``tool``, ``run``, ``environment``, ``device``, ``peak`` and ``records``;
   a merged file is ``{"schema_version": 1, "kind": "merged", "sweeps": [...]}``.
+* 1 (added, backwards compatible) — imported sweeps: ``device.backend =
+  "imported"`` requires a top-level ``import`` block (format, source file and
+  its sha256, repository/path/commit/date where known, the source's tool and
+  timing method, its dtype keys, notes and unknowns). Their records keep the one
+  value the source gives (``samples_s`` of length 1, flags ``imported`` and
+  ``single_value``; ``rounded_source`` where the source rounded). Files without
+  the block load and validate as before.
 
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
@@ -187,6 +194,7 @@ class Sweep:
 
 
 TOP_LEVEL = ("schema_version", "kind", "tool", "run", "environment", "device", "peak", "settings", "records")
+IMPORTED_BACKEND = "imported"
 
 
 def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:

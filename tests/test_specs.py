@@ -21,7 +21,7 @@ CHIPS = load_chips()
 # Every chip of shared/research/peak-specs.md must be present.
 EXPECTED_IDS = {
     "a100-sxm", "h100-sxm", "h100-pcie", "h200-sxm", "b200", "gb200", "b300", "gb300", "l40s", "l4",
-    "mi250x", "mi300x", "mi325x", "mi355x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7",
+    "mi250x", "mi300x", "mi325x", "mi350x", "mi355x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-v7",
     "gaudi2", "gaudi3", "trn1", "inf2", "trn2", "trn3",
 }
 
@@ -73,6 +73,7 @@ def test_core_entries_are_derived_from_their_chip() -> None:
     ("NVIDIA L40S", "l40s"),
     ("AMD Instinct MI300X", "mi300x"),
     ("AMD Instinct MI355X", "mi355x"),
+    ("AMD Instinct MI350X", "mi350x"),
     ("NC_v2", "trn1-nc"),
     ("NC_v3", "trn2-lnc1"),
     ("NC_v3d", "trn2-lnc2"),

@@ -14,6 +14,7 @@ from mfu_sweep import __version__
 from mfu_sweep.cli.analysis import compare, export, fit, merge
 from mfu_sweep.cli.common import ArgvGroup
 from mfu_sweep.cli.device import ceilings, selftest
+from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
 from mfu_sweep.cli.report import plot, report
 from mfu_sweep.cli.sweep import sweep
@@ -34,5 +35,5 @@ def main() -> None:
 
 
 for _command in (sweep, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
-                 plot, report):
+                 plot, report, import_):
     main.add_command(_command)

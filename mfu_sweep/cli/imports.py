@@ -1,0 +1,64 @@
+"""``mfu-sweep import``: published and third-party GEMM results as v1 sweeps.
+
+Registered on the main group by :mod:`mfu_sweep.cli`. All reading
+and checking happens in :mod:`mfu_sweep.importers`; this module parses options,
+refuses to overwrite, writes atomically and prints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mfu_sweep.cli.common import domain_errors, invoked_argv
+from mfu_sweep.importers import FORMATS, import_sources
+from mfu_sweep.importers.common import SourceError, parse_pairs
+from mfu_sweep.results import save_sweep, summary_line
+from mfu_sweep.specs import load_chips
+
+
+@click.command("import")
+@click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@click.option("-o", "--output-dir", "output_dir", required=True, type=click.Path(file_okay=False),
+              help="Directory for the sweeps, one DIR/<label>.json per device found.")
+@click.option("--chip", "chips", multiple=True, metavar="SRC=ID",
+              help="Map a source device (as the source names it, e.g. sm_90 or NV_P100) to a spec entry.")
+@click.option("--label", "labels", multiple=True, metavar="SRC=NAME",
+              help="Output label for a source device (default: the source's own name).")
+@click.option("--only", multiple=True, metavar="SRC", help="Import only this source device (repeatable).")
+@click.option("--dtype", default=None, help="nvbench only: the dtype when the benchmark has no dtype axis.")
+@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@domain_errors
+def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[str, ...], labels: tuple[str, ...],
+            only: tuple[str, ...], dtype: str | None, spec_file: str | None, force: bool) -> None:
+    """Import published GEMM results (another team's measurements) as v1 sweeps.
+
+    FORMAT is xla-perf-table (OpenXLA default_matmul_perf_table.txtpb), deepbench
+    (DeepBench results/*.xlsx), mamf-finder (its text log) or nvbench (--json output).
+    Every record keeps the one value the source gives (samples_s of length 1), is
+    flagged `imported`, and the file's `import` block says where the numbers come
+    from and how they were timed. Nothing is written if any source is bad.
+
+    \b
+    Example:
+        mfu-sweep import xla-perf-table data/published/xla/default_matmul_perf_table.txtpb -o sweeps/published
+        mfu-sweep import deepbench DeepBench_NV_P100.xlsx DeepBench_NV_TitanXp.xlsx -o out/ --chip gfx950=mi350x
+    """
+    result = import_sources(
+        fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
+        dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only,
+    )
+    out = Path(output_dir)
+    targets = {label: out / f"{label}.json" for label in result.sweeps}
+    existing = [str(p) for p in targets.values() if p.exists()]
+    if existing and not force:
+        raise SourceError(f"output {existing[0]!r} exists; pass --force to overwrite")
+    for w in result.warnings:
+        click.echo(f"warning: {w}", err=True)
+    for label, sweep in result.sweeps.items():
+        save_sweep(targets[label], sweep)
+        click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
+                   f"{summary_line(sweep.records)}")

@@ -1,0 +1,219 @@
+"""Baidu DeepBench result workbooks (``results/train/*.xlsx``, ``results/inference/**/*.xlsx``).
+
+Each results sheet starts with ``Precision | <text>`` and holds sections whose
+first cell names them; the ``Dense Matrix Multiplication`` section has a header
+row (``M, N, K, A Transpose, B Transpose, Time (msec), TERAFLOPS`` at varying
+columns) and one row per problem until the next section. A ``Specs`` sheet lists
+the machine (``GPU Model``, CUDA/ROCm versions, driver ...).
+
+How it was measured (``code/nvidia/gemm_bench.cu``): cuBLAS ``GemmEx``, one
+warm-up call, then 400 back-to-back calls timed on the host with
+``steady_clock`` around the loop, mean per call truncated to whole
+microseconds (launch overhead included, no cache flush). So most times are
+multiples of 1 us and are flagged ``rounded_source``: the true mean lies in
+``[t, t + 1 us)``. Known quirk: the sheets write K=1530 where
+``code/kernels/gemm_problems.h`` runs K=1536; those rows are imported as
+K=1536 with flag ``source_k_1530`` (the sheet's TERAFLOPS column used 1530).
+Times come from the ``Time (msec)`` column, not from TERAFLOPS.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+import zipfile
+from pathlib import Path
+from typing import Any
+from xml.etree.ElementTree import ParseError
+
+from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, dedupe, read_provenance, sha256_of
+from mfu_sweep.shapes import Shape, ShapeError
+
+FORMAT = "deepbench"
+SECTION = "Dense Matrix Multiplication"
+# Precision text of a sheet -> this tool's dtype (None: known, but no matching dtype here).
+PRECISIONS: dict[str, str | None] = {
+    "float": "fp32",
+    "16 bit inputs, 32 bit multiplication, 32 bit addition": "fp16",
+    "16 bit inputs, 16 bit multiplication, 32 bit addition": "fp16",
+    "int8 inputs 32 bit math": None,
+    "gemm, conv: int8 multiplication, 32 bit accumulation": None,
+}
+PRECISION_NOTES = {
+    "fp32": "fp32: no TF32 on these pre-Ampere chips",
+    "fp16": "fp16: half inputs; the sheet's Precision line says how it multiplied and accumulated",
+}
+LAYOUT_ORDER = {"NN": 0, "NT": 1, "TN": 2, "TT": 3}
+TIMING = ("host-timed mean of 400 back-to-back cuBLAS/rocBLAS calls after 1 warm-up, launch overhead included, "
+          "no cache flush, truncated to whole microseconds (code/nvidia/gemm_bench.cu)")
+UNKNOWN = ("GPU clocks, boost and power state during the run", "cuBLAS/rocBLAS algorithm chosen",
+           "whether the machine was otherwise idle")
+K_QUIRK = (1530, 1536)
+
+
+def _norm(text: Any) -> str:
+    return re.sub(r"\s+", " ", str(text)).strip().lower()
+
+
+def _load(path: Path) -> Any:
+    try:
+        import openpyxl
+        from openpyxl.utils.exceptions import InvalidFileException
+    except ImportError:
+        raise SourceError("reading DeepBench workbooks needs openpyxl: pip install 'mfu-sweep[import]'") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return openpyxl.load_workbook(path, read_only=True, data_only=True)
+    except (zipfile.BadZipFile, InvalidFileException, KeyError, OSError, ValueError, EOFError, ParseError) as exc:
+        raise SourceError(f"{str(path)!r}: not a readable xlsx workbook ({type(exc).__name__}: {exc})") from None
+
+
+def _specs(wb: Any) -> dict[str, str]:
+    if "Specs" not in wb.sheetnames:
+        return {}
+    out = {}
+    for row in wb["Specs"].iter_rows(values_only=True):
+        if row and isinstance(row[0], str) and len(row) > 1 and row[1] is not None:
+            out[row[0].strip()] = str(row[1]).strip()
+    return out
+
+
+def _header(row: tuple) -> dict[str, int] | None:
+    names = {_norm(c): i for i, c in enumerate(row) if c is not None}
+    want = {"m": "m", "n": "n", "k": "k", "a transpose": "ta", "b transpose": "tb", "time (msec)": "ms"}
+    if not all(w in names for w in want):
+        return None
+    cols = {v: names[k] for k, v in want.items()}
+    if row[1] is None and row[0] is not None:
+        cols["app"] = 1
+    return cols
+
+
+def _time_row(ms: Any, shape: Shape, where: str) -> tuple[float | None, tuple[str, ...], str | None, Any]:
+    if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+        return None, (), f"{where}: no numeric time in the source ({ms!r})", ms
+    us = ms * 1000.0
+    if us <= 0:
+        return None, ("rounded_source",), f"{where}: source time {ms!r} ms is below its 1 us resolution", ms
+    flags = ("rounded_source",) if abs(us - round(us)) < 1e-6 else ()
+    return (round(us) / 1e6 if flags else ms / 1e3), flags, None, ms
+
+
+def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, sheet: str) -> list[SourceRow]:
+    cols = _header(rows[start])
+    if cols is None:
+        raise SourceError(f"sheet {sheet!r}: {SECTION!r} header lacks M, N, K, transposes or 'Time (msec)'")
+    out = []
+    for i in range(start + 1, len(rows)):
+        r = rows[i]
+        if r and isinstance(r[0], str):
+            break  # next section
+        if not r or all(c is None for c in r):
+            continue
+        where = f"sheet {sheet!r} row {i + 1}"
+        m, n, k = (r[cols[c]] if cols[c] < len(r) else None for c in ("m", "n", "k"))
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (m, n, k)):
+            raise SourceError(f"{where}: M, N, K must be integers, got {(m, n, k)!r}")
+        flags: tuple[str, ...] = ()
+        extra: dict[str, Any] = {}
+        if k == K_QUIRK[0]:
+            k = K_QUIRK[1]
+            flags = ("source_k_1530",)
+            extra["source_k"] = K_QUIRK[0]
+        try:
+            shape = Shape(1, m, n, k)
+        except ShapeError as exc:
+            raise SourceError(f"{where}: {exc}") from None
+        layout = f"{str(r[cols['ta']]).strip()}{str(r[cols['tb']]).strip()}".upper()
+        seconds, tflags, err, ms = _time_row(r[cols["ms"]], shape, where)
+        extra.update({"layout": layout, "source_value": ms, "source_unit": "ms"})
+        app = r[cols["app"]] if "app" in cols and cols["app"] < len(r) else None
+        if isinstance(app, str) and app.strip():
+            extra["application"] = app.strip()
+        out.append(SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=precision,
+                             flags=(*flags, *tflags), error=err, family="deepbench", extra=extra))
+    if not out:
+        raise SourceError(f"sheet {sheet!r}: {SECTION!r} section has no rows")
+    return out
+
+
+def _sheet(ws: Any) -> tuple[str | None, list[SourceRow], str | None]:
+    """(dtype, rows, skip reason) of one results sheet."""
+    rows = [tuple(r) for r in ws.iter_rows(values_only=True)]
+    precision = next((r[1] for r in rows if r and _norm(r[0] or "") == "precision" and len(r) > 1), None)
+    starts = [i for i, r in enumerate(rows) if r and isinstance(r[0], str) and _norm(r[0]) == _norm(SECTION)]
+    if not starts:
+        return None, [], f"sheet {ws.title!r} has no {SECTION!r} section"
+    if precision is None:
+        raise SourceError(f"sheet {ws.title!r}: no 'Precision' line, so the dtype is unknown")
+    if _norm(precision) not in PRECISIONS:
+        raise SourceError(f"sheet {ws.title!r}: unknown precision {precision!r}")
+    dtype = PRECISIONS[_norm(precision)]
+    if dtype is None:
+        return None, [], f"sheet {ws.title!r}: precision {precision!r} has no matching dtype here (skipped)"
+    return dtype, _section_rows(rows, starts[0], dtype, str(precision), ws.title), None
+
+
+def device_key(path: Path) -> str:
+    """``DeepBench_NV_P100.xlsx`` -> ``NV_P100`` (the source's own device name)."""
+    stem = path.stem
+    return stem[len("DeepBench_"):] if stem.startswith("DeepBench_") else stem
+
+
+def read(path: Path) -> list[SourceDevice]:
+    name = str(path)
+    wb = _load(path)
+    try:
+        specs = _specs(wb)
+        rows: list[SourceRow] = []
+        skipped: list[str] = []
+        sheets: dict[str, str] = {}
+        for ws in wb.worksheets:
+            if ws.title == "Specs":
+                continue
+            dtype, got, why = _sheet(ws)
+            if why:
+                skipped.append(why)
+                continue
+            if dtype in sheets.values():
+                skipped.append(f"sheet {ws.title!r}: a second {dtype} sheet (skipped)")
+                continue
+            sheets[ws.title] = str(dtype)
+            rows.extend(got)
+    except SourceError as exc:
+        raise SourceError(f"{name!r}: {exc}") from None
+    except (zipfile.BadZipFile, KeyError, OSError, EOFError, ParseError) as exc:
+        raise SourceError(f"{name!r}: damaged xlsx workbook ({type(exc).__name__}: {exc})") from None
+    finally:
+        wb.close()
+    if not rows:
+        why = "; ".join(skipped) or "no sheets"
+        raise SourceError(f"{name!r}: no importable {SECTION!r} section ({why})")
+    kept, dropped = dedupe(rows, order_key=lambda r: LAYOUT_ORDER.get(r.extra.get("layout", ""), 9))
+    notes = [PRECISION_NOTES[d] for d in dict.fromkeys(r.dtype for r in kept)]
+    if dropped:
+        notes.append(f"{dropped} rows repeat a shape and dtype with another transpose; kept one per shape "
+                     "(NN first, then NT, TN, TT; the record's 'layout' says which)")
+    if any("source_k_1530" in r.flags for r in kept):
+        notes.append("the sheet writes K=1530 where DeepBench's gemm_problems.h runs K=1536; imported as K=1536 "
+                     "(flag source_k_1530)")
+    notes.extend(skipped)
+    key = device_key(path)
+    gpu = specs.get("GPU Model") or specs.get("CPU Model") or specs.get("CPU") or key
+    software = {k: v for k, v in specs.items() if k not in ("GPU Model",)}
+    vendor = "AMD" if key.startswith("AMD") else "Intel" if key.startswith("IA") else "NVIDIA"
+    return [SourceDevice(
+        key=key, name=gpu, rows=tuple(kept), mode="eager", timer="host",
+        details={"software": software},
+        provenance={
+            "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
+            "tool": f"Baidu DeepBench gemm_bench ({vendor} build)",
+            "timing_method": TIMING if vendor != "Intel" else "Intel MKL build (code/intel/gemm); not checked here",
+            "timer_resolution_s": 1e-6,
+            "device_key": key, "sheets": sheets,
+            "dtype_keys": {d: next(r.source_dtype for r in kept if r.dtype == d) for d in sheets.values()},
+            "notes": notes, "unknown": list(UNKNOWN),
+        },
+    )]
+

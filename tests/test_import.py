@@ -1,0 +1,280 @@
+"""`mfu-sweep import`: real excerpts of the published sources parse to the right records, carry their
+provenance, validate, and every bad input is a one-line error that writes nothing.
+
+Fixtures live in tests/data/import/ (see the README there): excerpts of the cited files, except the
+mamf-finder log, which is synthetic (no published log exists), and the GEMM nvbench file, built here
+from the real nvbench excerpt (synthetic values, marked below).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mfu_sweep.cli import main
+from mfu_sweep.importers import import_sources
+from mfu_sweep.importers.common import SourceError
+from mfu_sweep.importers.txtpb import TextProtoError, parse
+from mfu_sweep.results import load_sweeps, parse_document, validate_file
+from mfu_sweep.shapes import Shape
+
+DATA = Path(__file__).parent / "data" / "import"
+XLA = DATA / "xla_main_excerpt.txtpb"
+XLA_SOL = DATA / "xla_rocm_sol_excerpt.txtpb"
+P100 = DATA / "DeepBench_NV_P100.xlsx"
+TITANXP = DATA / "DeepBench_NV_TitanXp.xlsx"
+MAMF = DATA / "mamf_finder_synthetic.log"
+NVB_REAL = DATA / "nvbench_test_ref_excerpt.json"
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["import", *args])
+
+
+def rec(sweep, dtype, shape):
+    (r,) = [r for r in sweep.records if r.dtype == dtype and r.shape == shape]
+    return r
+
+
+# --- XLA table -------------------------------------------------------------------------------------------
+
+
+def test_xla_excerpt_values_and_provenance() -> None:
+    res = import_sources("xla-perf-table", [XLA])
+    assert list(res.sweeps) == ["sm_100_B200", "sm_90", "gfx950"]
+    b200 = res.sweeps["sm_100_B200"]
+    # bf16, f32 and e4m3 fp8 keys per entry; the mixed e4m3/e5m2 keys have no dtype here
+    assert sorted({r.dtype for r in b200.records}) == ["bf16", "fp32", "fp8"]
+    r = rec(b200, "bf16", Shape(1, 256, 256, 256))
+    # 2*256^3 FLOP at 6765006451612 FLOP/s: the generator's whole-ns kernel time is 4960 ns
+    assert r.extra["kernel_time_ns"] == 4960 and r.samples_s == (4960e-9,)
+    assert r.median_s == pytest.approx(4.96e-6) and r.iqr_s == 0
+    assert r.extra["source_dtype"] == "bf16xbf16->bf16" and r.extra["source_value"] == 6765006451612
+    assert {"imported", "single_value"} <= set(r.flags) and r.timer == "cupti-kernel" and r.mode == "compile"
+    assert "maybe_tf32" in rec(b200, "fp32", Shape(1, 256, 256, 256)).flags
+    assert r.mfu == pytest.approx(r.tflops / 2250.0)
+    imp = b200.extra["import"]
+    assert imp["format"] == "xla-perf-table" and imp["commit"] == "dc660322168302831d1cbc4c99683cd79671286e"
+    assert imp["repository"].startswith("openxla/xla") and imp["license"] == "Apache-2.0"
+    assert "CUPTI" in imp["timing_method"] and imp["dtype_keys"]["fp32"] == "f32xf32->f32"
+    assert any("TF32" in n for n in imp["notes"]) and any("clocks" in u for u in imp["unknown"])
+    assert any("f8e4m3fnxf8e5m2->bf16" in n for n in imp["notes"])  # skipped keys are said, not hidden
+    assert b200.device["backend"] == "imported" and b200.peak.chip == "b200"
+
+
+def test_gfx942_uses_roctracer_and_fnuz() -> None:
+    res = import_sources("xla-perf-table", [XLA_SOL], chip_overrides={"gfx942": "mi325x"})
+    sw = res.sweeps["gfx942"]
+    assert sw.peak.chip == "mi325x" and not res.warnings  # an override silences the ambiguity warning
+    fp8 = [r for r in sw.records if r.dtype == "fp8"]
+    assert fp8 and all(r.extra["source_dtype"] == "f8e4m3fnuzxf8e4m3fnuz->bf16" for r in fp8)
+    assert all(r.timer == "roctracer-kernel" for r in sw.records)
+
+
+def test_ambiguous_gfx950_warns_naming_both() -> None:
+    res = import_sources("xla-perf-table", [XLA])
+    (w,) = [w for w in res.warnings if w.startswith("gfx950")]
+    assert "mi355x" in w and "mi350x" in w
+    assert res.sweeps["gfx950"].peak.chip == "mi355x"
+    chosen = import_sources("xla-perf-table", [XLA], chip_overrides={"gfx950": "mi350x"})
+    assert chosen.sweeps["gfx950"].peak.chip == "mi350x"
+    assert not [w for w in chosen.warnings if w.startswith("gfx950")]
+
+
+def test_txtpb_reader_subset() -> None:
+    msg = parse('a: 1 b: "x\\"y" # c\n m { k: -2.5e3 n < v: ident > }')
+    assert msg.all("a") == [1] and msg.all("b") == ['x"y']
+    (m,) = msg.all("m")
+    assert m.all("k") == [-2500.0] and m.all("n")[0].all("v") == ["ident"]
+    with pytest.raises(TextProtoError, match="opened at line 1"):
+        parse("m { a: 1")
+    with pytest.raises(TextProtoError, match="unmatched"):
+        parse("a: 1 }")
+
+
+# --- DeepBench -------------------------------------------------------------------------------------------
+
+
+def test_deepbench_excerpt_k1530_rounding_layouts() -> None:
+    res = import_sources("deepbench", [P100, TITANXP])
+    assert list(res.sweeps) == ["NV_P100", "NV_TitanXp"]
+    p100 = res.sweeps["NV_P100"]
+    assert p100.device["name"] == "NVIDIA Tesla P100" and p100.device["backend"] == "imported"
+    assert sorted({r.dtype for r in p100.records}) == ["fp16", "fp32"]
+    r = rec(p100, "fp32", Shape(1, 1760, 16, 1760))
+    assert r.samples_s == (55e-6,) and "rounded_source" in r.flags and r.timer == "host"
+    assert r.extra["layout"] == "NN"  # the TN repeat of this shape is dropped, and said so
+    assert any("transpose" in n for n in p100.extra["import"]["notes"])
+    k = rec(p100, "fp32", Shape(1, 512, 24000, 1536))  # the sheet says K=1530
+    assert "source_k_1530" in k.flags and k.extra["source_k"] == 1530
+    assert k.flops == 2 * 512 * 24000 * 1536 and k.samples_s == (4364e-6,)
+    assert not [r for r in p100.records if r.shape.k == 1530]
+    assert "pseudo" not in rec(p100, "fp16", Shape(1, 1760, 32, 1760)).extra["source_dtype"].lower()
+    imp = p100.extra["import"]
+    assert imp["repository"] == "baidu-research/DeepBench" and imp["path"].endswith("DeepBench_NV_P100.xlsx")
+    assert "400" in imp["timing_method"] and imp["timer_resolution_s"] == 1e-6
+    assert p100.environment["software"]["CUDA Version"] == "8.0.88"
+    # no spec entry for these chips: a warning, MFU left empty, never a guessed peak
+    assert any(w.startswith("NV_P100: no spec entry") for w in res.warnings)
+    assert p100.peak.chip is None and r.mfu is None and r.tflops == pytest.approx(r.flops / 55e-6 / 1e12)
+
+
+# --- mamf-finder and nvbench -----------------------------------------------------------------------------
+
+
+def test_mamf_finder_log() -> None:
+    res = import_sources("mamf-finder", [MAMF])
+    (sw,) = res.sweeps.values()
+    assert sw.label == "NVIDIA-H100-80GB-HBM3" and sw.peak.chip == "h100-sxm"
+    r = rec(sw, "bf16", Shape(1, 2048, 4096, 4096))
+    assert r.samples_s[0] == pytest.approx(2 * 2048 * 4096 * 4096 / 701.5e12)
+    assert r.timer == "events" and "rounded_source" in r.flags and r.extra["source_mean_tflops"] == 700.4
+    zero = rec(sw, "bf16", Shape(1, 3072, 4096, 4096))
+    assert zero.status == "error" and zero.samples_s == ()
+    assert "median of 100" in sw.extra["import"]["timing_method"]
+
+
+def _nvbench_gemm(tmp_path: Path, with_samples: bool) -> Path:
+    """SYNTHETIC: the real nvbench excerpt with M/N/K/T axes and a median summary added."""
+    root = json.loads(NVB_REAL.read_text())
+    state = root["benchmarks"][0]["states"][0]
+    state["axis_values"] = [{"name": n, "type": "int64", "value": str(v)} for n, v in (("M", 512), ("N", 256),
+                                                                                       ("K", 128))]
+    state["axis_values"].append({"name": "T", "type": "type", "value": "__nv_bfloat16"})
+    state["summaries"].append({"tag": "nv/cold/time/gpu/median", "data": [
+        {"name": "value", "type": "float64", "value": "2e-05"}]})
+    if with_samples:
+        from array import array
+
+        (tmp_path / "s.bin").write_bytes(array("f", [1e-5, 2e-5, 3e-5]).tobytes())
+        state["summaries"].append({"tag": "nv/json/bin:nv/cold/sample_times", "data": [
+            {"name": "filename", "type": "string", "value": "s.bin"}]})
+    f = tmp_path / "gemm.json"
+    f.write_text(json.dumps(root))
+    return f
+
+
+def test_nvbench_gemm_states(tmp_path) -> None:
+    res = import_sources("nvbench", [_nvbench_gemm(tmp_path, with_samples=False)])
+    (sw,) = res.sweeps.values()
+    (r,) = sw.records
+    assert sw.device["name"] == "Quadro GV100" and r.dtype == "bf16" and r.samples_s == (2e-5,)
+    res = import_sources("nvbench", [_nvbench_gemm(tmp_path, with_samples=True)])
+    (r,) = next(iter(res.sweeps.values())).records
+    assert r.samples_s == pytest.approx((1e-5, 2e-5, 3e-5)) and "single_value" not in r.flags
+
+
+def test_real_nvbench_file_without_gemm_axes_is_refused() -> None:
+    with pytest.raises(SourceError, match="no M, N, K axes"):
+        import_sources("nvbench", [NVB_REAL])
+
+
+# --- schema and CLI --------------------------------------------------------------------------------------
+
+
+def test_cli_happy_path_validates_and_refuses_overwrite(tmp_path) -> None:
+    out = tmp_path / "out"
+    res = run("deepbench", str(P100), str(TITANXP), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    files = sorted(out.glob("*.json"))
+    assert [f.name for f in files] == ["NV_P100.json", "NV_TitanXp.json"]
+    assert all(validate_file(f) == [] for f in files)
+    sweeps = load_sweeps(files)
+    assert sweeps[0].run["argv"][:2] == ["mfu-sweep", "import"]
+    before = files[0].read_bytes()
+    again = run("deepbench", str(P100), "-o", str(out))
+    assert again.exit_code == 1 and "--force" in again.output and files[0].read_bytes() == before
+    assert run("deepbench", str(P100), "-o", str(out), "--force").exit_code == 0
+
+
+def test_cli_chip_override_and_xla(tmp_path) -> None:
+    res = run("xla-perf-table", str(XLA), "-o", str(tmp_path), "--chip", "gfx950=mi350x", "--chip", "sm_90=h200-sxm")
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "gfx950.json").read_text())["peak"]["chip"] == "mi350x"
+    assert json.loads((tmp_path / "sm_90.json").read_text())["peak"]["chip"] == "h200-sxm"
+    assert "ambiguous" not in res.output
+
+
+def test_imported_file_needs_its_import_block() -> None:
+    data = import_sources("deepbench", [P100]).sweeps["NV_P100"].to_json()
+    assert parse_document(json.loads(json.dumps(data)))
+    del data["import"]
+    with pytest.raises(ValueError, match="import"):
+        parse_document(data)
+
+
+def _truncated(src: Path, tmp_path: Path) -> Path:
+    f = tmp_path / f"cut{src.suffix}"
+    f.write_bytes(src.read_bytes()[: src.stat().st_size // 2])
+    return f
+
+
+def _renamed_key(tmp_path: Path) -> Path:
+    f = tmp_path / "badkey.txtpb"
+    f.write_text(XLA.read_text().replace("bf16xbf16->bf16", "q7xq7->q7", 1))
+    return f
+
+
+def _no_gemm_section(tmp_path: Path) -> Path:
+    import openpyxl
+
+    wb = openpyxl.load_workbook(P100)
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.value == "Dense Matrix Multiplication":
+                    c.value = "Sparse Matrix Multiplication"
+    f = tmp_path / "DeepBench_nogemm.xlsx"
+    wb.save(f)
+    return f
+
+
+@pytest.mark.parametrize("fmt,make,fragment", [
+    ("xla-perf-table", lambda t: P100, "cannot read as text"),
+    ("deepbench", lambda t: XLA, "not a readable xlsx workbook"),
+    ("xla-perf-table", lambda t: _truncated(XLA, t), "truncated"),
+    ("deepbench", lambda t: _truncated(P100, t), "not a readable xlsx workbook"),
+    ("xla-perf-table", _renamed_key, "unknown dtype key 'q7xq7->q7'"),
+    ("deepbench", _no_gemm_section, "no importable 'Dense Matrix Multiplication' section"),
+    ("mamf-finder", lambda t: XLA, "not a mamf-finder log"),
+    ("nvbench", lambda t: XLA, "not readable JSON"),
+    ("xla-perf-table", lambda t: t / "missing.txtpb", "no such file"),
+])
+def test_bad_input_one_line_error_nothing_written(tmp_path, fmt, make, fragment) -> None:
+    src = make(tmp_path)
+    out = tmp_path / "out"
+    # a good file first: nothing of it may be written either when a later source is bad
+    good = {"xla-perf-table": XLA, "deepbench": P100, "mamf-finder": MAMF, "nvbench": NVB_REAL}[fmt]
+    args = [str(src)] if fmt == "nvbench" else [str(good), str(src)]
+    res = run(fmt, *args, "-o", str(out))
+    assert res.exit_code == 1
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and fragment in lines[0], res.output
+    assert src.name in lines[0]
+    assert "Traceback" not in res.output and not out.exists()
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--chip", "gfx950"], "must be SRC=VALUE"),
+    (["--chip", "gfx950=nope"], "unknown chip 'nope'"),
+    (["--chip", "sm_999=b200"], "not a device of these sources"),
+    (["--only", "sm_999"], "not a device of these sources"),
+    (["--dtype", "bf16"], "--dtype applies to nvbench only"),
+])
+def test_bad_options(tmp_path, args, fragment) -> None:
+    res = run("xla-perf-table", str(XLA), "-o", str(tmp_path / "o"), *args)
+    assert res.exit_code == 1 and fragment in res.output and not (tmp_path / "o").exists(), res.output
+
+
+def test_label_option_and_collision(tmp_path) -> None:
+    res = run("deepbench", str(P100), "-o", str(tmp_path), "--label", "NV_P100=p100-deepbench")
+    assert res.exit_code == 0 and (tmp_path / "p100-deepbench.json").exists()
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    shutil.copy(P100, twin / P100.name)
+    res = run("deepbench", str(P100), str(twin / P100.name), "-o", str(tmp_path / "o"))
+    assert res.exit_code == 1 and "label 'NV_P100'" in res.output
