@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
@@ -278,3 +280,23 @@ def test_label_option_and_collision(tmp_path) -> None:
     shutil.copy(P100, twin / P100.name)
     res = run("deepbench", str(P100), str(twin / P100.name), "-o", str(tmp_path / "o"))
     assert res.exit_code == 1 and "label 'NV_P100'" in res.output
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet='ab{}<>:;"#\\ \n0123456789.-eE_x', max_size=120))
+def test_txtpb_reader_never_crashes(text: str) -> None:
+    try:
+        parse(text)
+    except TextProtoError:
+        pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=0, max_value=4000))
+def test_any_cut_of_the_table_is_a_clean_error_or_a_subset(cut: int) -> None:
+    full = XLA.read_text()
+    try:
+        msg = parse(full[: len(full) - cut])
+    except TextProtoError:
+        return
+    assert msg == parse(full)  # a cut file that parses must have lost nothing but trailing blanks
