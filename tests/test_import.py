@@ -293,10 +293,13 @@ def test_txtpb_reader_never_crashes(text: str) -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(min_value=0, max_value=4000))
-def test_any_cut_of_the_table_is_a_clean_error_or_a_subset(cut: int) -> None:
+def test_any_cut_of_the_table_is_a_clean_error_or_a_prefix(cut: int) -> None:
     full = XLA.read_text()
     try:
         msg = parse(full[: len(full) - cut])
     except TextProtoError:
         return
-    assert msg == parse(full)  # a cut file that parses must have lost nothing but trailing blanks
+    # text format has no end marker: a cut exactly between top-level entries is a valid, smaller table;
+    # anything that parses must be a prefix of the whole (never a mangled entry)
+    whole = parse(full).fields
+    assert msg.fields == whole[: len(msg.fields)]
