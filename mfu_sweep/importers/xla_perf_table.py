@@ -47,9 +47,10 @@ KEY_NOTES = {
 }
 _KEY = re.compile(r"^([a-z0-9]+)x([a-z0-9]+)->([a-z0-9]+)$")
 
-TIMING = ("median kernel time over 10 executions (5 profiled runs x 2 argument sets, after 1 warm-up) from the "
-          "CUPTI (NVIDIA) or roctracer (AMD) kernel tracer, whole ns; stored as integer FLOP/s "
-          "= floor(2*b*m*n*k*1e9/ns); host launch time excluded")
+TIMING = ("median of every kernel event the CUPTI (NVIDIA) or roctracer (AMD) tracer saw during 10 executions "
+          "(5 profiled runs x 2 argument sets, after 1 warm-up), whole ns; stored as integer FLOP/s "
+          "= floor(2*b*m*n*k*1e9/ns); host launch time excluded. Where XLA runs a dot as several kernels, "
+          "that median is not the dot's time")
 UNKNOWN = ("GPU clocks and power limit", "driver, CUDA/ROCm and XLA versions used to measure",
            "which GEMM library or kernel XLA chose", "input value distribution beyond XLA's fake arguments")
 
