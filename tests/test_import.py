@@ -8,6 +8,7 @@ from the real nvbench excerpt (synthetic values, marked below).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -303,3 +304,17 @@ def test_any_cut_of_the_table_is_a_clean_error_or_a_prefix(cut: int) -> None:
     # anything that parses must be a prefix of the whole (never a mangled entry)
     whole = parse(full).fields
     assert msg.fields == whole[: len(msg.fields)]
+
+
+def test_published_files_are_what_make_published_writes(tmp_path) -> None:
+    """sweeps/published/ is the importer's output of the cited copies in data/published/, nothing else."""
+    root = Path(__file__).parent.parent
+    src = root / "data" / "published" / "deepbench" / "DeepBench_NV_P100.xlsx"
+    res = run("deepbench", str(src), "-o", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    fresh = json.loads((tmp_path / "NV_P100.json").read_text())
+    committed = json.loads((root / "sweeps" / "published" / "NV_P100.json").read_text())
+    for doc in (fresh, committed):
+        doc["run"].pop("argv")
+    assert fresh == committed
+    assert committed["import"]["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()

@@ -122,14 +122,16 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
     devices = {d.get("id"): d for d in root.get("devices") or []}
     version = ((root.get("meta") or {}).get("version") or {})
     rows: dict[Any, dict[tuple, SourceRow]] = {}
+    repeats: dict[Any, int] = {}
     for bench in root.get("benchmarks") or []:
         for j, state in enumerate(bench.get("states") or []):
             where = f"{name!r}: benchmark {bench.get('name')!r} state {state.get('name', j)!r}"
-            try:
-                row = _row(state, where, dtype, path.parent)
-            except SourceError as exc:
-                raise exc from None
-            rows.setdefault(state.get("device"), {}).setdefault((row.shape, row.dtype), row)
+            row = _row(state, where, dtype, path.parent)
+            got = rows.setdefault(state.get("device"), {})
+            if (row.shape, row.dtype) in got:
+                repeats[state.get("device")] = repeats.get(state.get("device"), 0) + 1
+                continue
+            got[(row.shape, row.dtype)] = row
     if not rows:
         raise SourceError(f"{name!r}: no benchmark states")
     out = []
@@ -148,7 +150,8 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
                 "timing_method": "cold isolated launches timed by CUDA events, L2 flushed before each, launch "
                                  "hidden behind a blocking kernel; median (or mean where flagged source_mean)",
                 "device_key": dname, "dtype_keys": {r.dtype: r.source_dtype for r in got.values()},
-                "notes": [], "unknown": list(UNKNOWN),
+                "notes": [f"{repeats[dev_id]} states repeat a shape and dtype (other axes differ); the first kept"]
+                if repeats.get(dev_id) else [], "unknown": list(UNKNOWN),
             },
         ))
     return out
