@@ -318,3 +318,24 @@ def test_published_files_are_what_make_published_writes(tmp_path) -> None:
         doc["run"].pop("argv")
     assert fresh == committed
     assert committed["import"]["source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+
+
+def test_figures_mark_published_series_hollow() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mfu_sweep.present.fig_mfu import plot_mfu
+    from mfu_sweep.present.fig_roofline import plot_roofline
+
+    xla = import_sources("xla-perf-table", [XLA]).sweeps
+    measured = load_sweeps([Path(__file__).parent / "golden" / "v1_sweep.json"])[0]
+    assert measured.device["backend"] != "imported"
+    for draw in (plot_mfu, plot_roofline):
+        ax = draw([xla["sm_90"], xla["sm_100_B200"]], dtype="bf16", show_fit=False)
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "sm_90 (published)" in legend and "sm_100_B200 (published)" in legend
+        faces = {line.get_markerfacecolor() for line in ax.get_lines() if line.get_marker() not in ("None", "")}
+        assert faces == {"white"}
+    m = plot_mfu([measured], dtype=measured.records[0].dtype, mode=measured.records[0].mode, show_fit=False)
+    assert not any("published" in t.get_text() for t in m.get_legend().get_texts())
+    assert "white" not in {line.get_markerfacecolor() for line in m.get_lines()}

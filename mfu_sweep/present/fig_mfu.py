@@ -22,12 +22,14 @@ from mfu_sweep.present.theme import (
     add_legend,
     check_metric,
     flop_axis,
+    is_published,
     metric_label,
     mode_style,
     new_ax,
     no_data_panel,
     peak_kind,
     percent_axis,
+    point_style,
     safe_text,
     series_name,
 )
@@ -93,7 +95,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
         top = max(top, float(np.max(y + yerr[1], initial=0.0)))
         style = mode_style(mode)
         ax.errorbar(x, y, yerr=yerr, color=colors[s.label], marker=style["marker"], linestyle="none",
-                    elinewidth=0.8, markersize=3.5, label=series_name(s.label, s.peak if mixed else None), zorder=3)
+                    elinewidth=0.8, markersize=3.5, zorder=3, **point_style(s.device),
+                    label=series_name(s.label, s.peak if mixed else None, published=is_published(s.device)))
         fit = (fits or {}).get(s.key) if show_fit else None
         if fit is not None:
             grid, yf, band = fit_curve(s, fit, metric)

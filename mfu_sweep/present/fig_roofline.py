@@ -16,11 +16,13 @@ from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
     SHARED_ROOF_COLOR,
     add_legend,
+    is_published,
     mode_style,
     new_ax,
     no_data_panel,
     peak_kind,
     plain_log_axis,
+    point_style,
     series_name,
 )
 from mfu_sweep.results import Sweep
@@ -93,7 +95,8 @@ def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: st
         x, y, yerr, k = metric_points(s, "tflops", x="intensity")
         interval_kinds |= k
         ax.errorbar(x, y, yerr=yerr, color=colors[s.label], marker=mode_style(mode)["marker"], linestyle="none",
-                    elinewidth=0.8, markersize=3.5, label=series_name(s.label), zorder=3)
+                    elinewidth=0.8, markersize=3.5, zorder=3, **point_style(s.device),
+                    label=series_name(s.label, published=is_published(s.device)))
     for color, p, w, kind in roofs:
         line = ":" if kind == "spec" else "--"
         ax.plot(grid, _roof(grid, p, w), color=color, linestyle=line, linewidth=1.0, zorder=2, gid=f"roof:{kind}")

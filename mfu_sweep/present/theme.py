@@ -4,7 +4,7 @@ panel and legend helpers."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,6 +13,7 @@ import matplotlib.ticker as mticker
 import seaborn as sns
 from matplotlib.axes import Axes
 
+from mfu_sweep.results import IMPORTED_BACKEND
 from mfu_sweep.specs import Peak
 
 METRICS = ("mfu", "tflops")
@@ -115,12 +116,23 @@ def metric_label(metric: str, kinds: Iterable[str] = ("vendor spec",)) -> str:
     return "MFU (% of peak; " + " / ".join(kinds) + ")"
 
 
-def series_name(label: str, peak: Peak | None = None, mode: str | None = None) -> str:
-    """Legend text of a series: the label, the mode when given, and a non-vendor peak flagged."""
+def series_name(label: str, peak: Peak | None = None, mode: str | None = None, published: bool = False) -> str:
+    """Legend text of a series: the label, the mode when given, a non-vendor peak flagged, "published"
+    for another team's imported measurement."""
     text = safe_text(label) if mode is None else f"{safe_text(label)} · {mode}"
     if peak is not None and peak_kind(peak) != "vendor spec":
         text += f" ({peak_kind(peak)} peak)"
-    return text
+    return text + (" (published)" if published else "")
+
+
+def is_published(device: Mapping[str, Any]) -> bool:
+    """Whether a series was imported from a published source (``device.backend == "imported"``)."""
+    return device.get("backend") == IMPORTED_BACKEND
+
+
+def point_style(device: Mapping[str, Any]) -> dict[str, Any]:
+    """Marker fill of a series' points: hollow for published (imported) data, filled for measured."""
+    return {"markerfacecolor": "white", "markeredgewidth": 0.9} if is_published(device) else {}
 
 
 def safe_text(text: str) -> str:
