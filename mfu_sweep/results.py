@@ -13,6 +13,10 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   ``single_value``; ``rounded_source`` where the source rounded). Files without
   the block load and validate as before.
 
+  Added within version 1 (optional; files without them load as before):
+  ``device.fingerprint`` (``<kind>-<12 hex>``, see ``mfu_sweep.fingerprint``)
+  and ``device.fingerprint_fields`` (what it was made of).
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.

@@ -1,55 +1,249 @@
-"""Estimated peak of the host CPU: cores x clock x FLOP/cycle of its widest unit.
+"""Estimated peak of the host CPU: physical cores x clock x FLOP/cycle of its microarchitecture.
 
 No vendor publishes a per-SKU GEMM peak for a VM's virtual CPUs, so the CPU
-peak is always *estimated* and labelled so. FLOP/cycle per core assumes two
-FMA pipes: AVX-512 FMA = 2 x 16 fp32 x 2 = 64, AVX2 FMA = 32, AVX = 16,
-SSE = 8; bf16 uses AMX (1024 FLOP/cycle) or AVX512_BF16 (128) where present,
-otherwise the CPU converts bf16/fp16/fp8 to fp32 and the fp32 rate applies.
-The clock is the highest of the cpufreq maximum and the ``cpu MHz`` lines:
-in VMs this is often the base clock while cores boost higher, so measured
-throughput can exceed the estimate; such records get the ``above_peak`` flag.
+peak is always *estimated* and labelled so. FLOP/cycle per physical core comes
+from ``cpu_uarch.toml`` beside this module: one cited row per microarchitecture
+(vendor, family, model range, SKU pattern), because the FMA width and pipe count
+differ where the ISA flags look alike (Zen 4 runs AVX-512 on two 256-bit pipes:
+32 fp32 FLOP/cycle; Zen 5 server parts: 64; a Xeon Silver has one 512-bit FMA
+unit, a Xeon Platinum two). A CPU no row matches falls back to the flag rule
+(AVX-512 64, AVX2+FMA 32, AVX 16, SSE 8; AMX 1024 / AVX512_BF16 128 for bf16)
+and the source string says so.
+
+Cores are *physical* cores: two SMT threads on one core share its FMA pipes,
+so the estimate counts ``min(threads used, physical cores usable)``, with cores
+taken from /proc/cpuinfo's ``physical id``/``core id`` (sysfs topology where
+/proc/cpuinfo has none). The clock is the highest of the cpufreq maximum and
+the ``cpu MHz`` lines: in VMs this is often the base clock while cores boost
+higher, so measured throughput can exceed the estimate; such records get the
+``above_peak`` flag. All parsing works on text, so tests need no such CPU.
 """
 
 from __future__ import annotations
 
 import os
 import platform
-from dataclasses import dataclass
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
-from mfu_sweep.specs import Peak
+from mfu_sweep.specs import Peak, SpecError
+
+UARCH_FILE = Path(__file__).with_name("cpu_uarch.toml")
+RATE_DTYPES = ("fp32", "bf16", "fp16")
+# Flags that decide a rate; "avx2" also needs "fma".
+FLAG_RULE_FP32 = (("avx512f", 64, "AVX-512 FMA"), ("avx2", 32, "AVX2 FMA"), ("avx", 16, "AVX"))
 
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """What the estimate is built from."""
+    """What /proc/cpuinfo says about the CPU (first processor entry) and its topology."""
 
     model: str
-    threads: int
-    clock_ghz: float | None
-    flags: frozenset[str]
+    vendor: str = ""
+    family: int | None = None
+    model_id: int | None = None
+    stepping: int | None = None
+    clock_ghz: float | None = None
+    flags: frozenset[str] = frozenset()
+    cores: Mapping[int, tuple[str, str]] = field(default_factory=dict)
+    """Logical CPU number -> (physical id, core id); empty where cpuinfo has no topology."""
+
+
+@dataclass(frozen=True)
+class Uarch:
+    """One row of ``cpu_uarch.toml``: FLOP/cycle per physical core by flag, with its citation."""
+
+    id: str
+    name: str
+    vendors: tuple[str, ...]
+    families: tuple[int, ...]
+    models: tuple[tuple[int, int], ...]
+    rates: Mapping[str, Mapping[str, int]]
+    source: str
+    verified: bool
+    name_match: str = ""
+    name_exclude: str = ""
+    notes: str = ""
+
+    def matches(self, info: CpuInfo) -> bool:
+        if info.vendor not in self.vendors or info.family not in self.families or info.model_id is None:
+            return False
+        if not any(lo <= info.model_id <= hi for lo, hi in self.models):
+            return False
+        if self.name_match and not re.search(self.name_match, info.model):
+            return False
+        return not (self.name_exclude and re.search(self.name_exclude, info.model))
+
+    def rate(self, dtype: str, flags: frozenset[str]) -> tuple[int, str] | None:
+        """Highest FLOP/cycle of ``dtype`` among the row's flags the CPU reports."""
+        have = [(r, f) for f, r in self.rates.get(dtype, {}).items() if _has_flag(flags, f)]
+        return max(have) if have else None
+
+
+def _has_flag(flags: frozenset[str], flag: str) -> bool:
+    return flag in flags and (flag != "avx2" or "fma" in flags)
+
+
+def _int(value: str) -> int | None:
+    try:
+        return int(value, 0) if value.startswith("0x") else int(value)
+    except ValueError:
+        return None
+
+
+def parse_cpuinfo(text: str) -> CpuInfo:
+    """Parse /proc/cpuinfo text: identity from the first processor, topology from all of them."""
+    first: dict[str, str] = {}
+    cores: dict[int, tuple[str, str]] = {}
+    mhz: float | None = None
+    for block in re.split(r"\n\s*\n", text):
+        entry = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in block.splitlines()) if k}
+        if not entry:
+            continue
+        first = first or entry
+        try:
+            mhz = max(mhz or 0.0, float(entry.get("cpu MHz", "")))
+        except ValueError:
+            pass
+        cpu = _int(entry.get("processor", ""))
+        if cpu is not None and "core id" in entry:
+            cores[cpu] = (entry.get("physical id", "0"), entry["core id"])
+    return CpuInfo(
+        model=first.get("model name") or platform.processor() or platform.machine(),
+        vendor=first.get("vendor_id", ""),
+        family=_int(first.get("cpu family", "")),
+        model_id=_int(first.get("model", "")),
+        stepping=_int(first.get("stepping", "")),
+        clock_ghz=mhz / 1000.0 if mhz else None,
+        flags=frozenset(first.get("flags", "").split()),
+        cores=cores,
+    )
+
+
+def load_cpuinfo(path: str = "/proc/cpuinfo") -> CpuInfo:
+    """This machine's :class:`CpuInfo` (an empty one where the file is unreadable)."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        text = ""
+    info = parse_cpuinfo(text)
+    if not info.cores and path == "/proc/cpuinfo":
+        info = CpuInfo(**{**info.__dict__, "cores": sysfs_cores()})
+    return info
 
 
 def read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str, float | None, frozenset[str]]:
     """Model name, highest reported MHz (as GHz) and feature flags of this CPU."""
-    model, mhz, flags = platform.processor() or platform.machine(), None, frozenset()
+    info = load_cpuinfo(path)
+    return info.model, info.clock_ghz, info.flags
+
+
+def sysfs_cores(root: str = "/sys/devices/system/cpu") -> dict[int, tuple[str, str]]:
+    """Logical CPU -> (package id, core id) from sysfs topology, for kernels whose cpuinfo lacks it."""
+    out: dict[int, tuple[str, str]] = {}
+    for topo in Path(root).glob("cpu[0-9]*/topology"):
+        try:
+            pkg = (topo / "physical_package_id").read_text().strip()
+            core = (topo / "core_id").read_text().strip()
+        except OSError:
+            continue
+        out[int(topo.parent.name[3:])] = (pkg, core)
+    return out
+
+
+def physical_cores(info: CpuInfo, cpus: Iterable[int]) -> tuple[int, int]:
+    """(physical cores, logical CPUs) among ``cpus``; SMT siblings count as one core.
+
+    A CPU without topology information counts as a core of its own.
+    """
+    cpus = list(cpus)
+    keys = {info.cores.get(c, ("cpu", str(c))) for c in cpus}
+    return len(keys), len(cpus)
+
+
+@cache
+def load_uarchs(path: str | None = None) -> tuple[Uarch, ...]:
+    """The rows of ``cpu_uarch.toml`` (or of ``path``), in file order."""
+    src = Path(path) if path else UARCH_FILE
     try:
-        text = Path(path).read_text()
-    except OSError:
-        return model, None, flags
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        key, value = key.strip(), value.strip()
-        if key == "model name":
-            model = value
-        elif key == "cpu MHz":
-            try:
-                mhz = max(mhz or 0.0, float(value))
-            except ValueError:
-                pass
-        elif key == "flags" and not flags:
-            flags = frozenset(value.split())
-    return model, (mhz / 1000.0 if mhz else None), flags
+        data = tomllib.loads(src.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SpecError(f"{src.name}: cannot read the CPU table ({exc})") from None
+    rows = []
+    for i, row in enumerate(data.get("uarch", [])):
+        try:
+            rows.append(Uarch(
+                id=row["id"], name=row["name"], vendors=tuple(row["vendor"]), families=tuple(row["family"]),
+                models=tuple((int(lo), int(hi)) for lo, hi in row["models"]),
+                rates={d: {str(f): int(r) for f, r in row.get(d, {}).items()} for d in RATE_DTYPES},
+                source=row["source"], verified=bool(row["verified"]), name_match=row.get("name_match", ""),
+                name_exclude=row.get("name_exclude", ""), notes=row.get("notes", ""),
+            ))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(f"{src.name}: uarch #{i + 1} is malformed ({exc!r})") from None
+    return tuple(rows)
+
+
+def find_uarch(info: CpuInfo, rows: Iterable[Uarch] | None = None) -> Uarch | None:
+    """The first row matching vendor, family, model and SKU pattern; None for an unknown part."""
+    return next((u for u in (load_uarchs() if rows is None else rows) if u.matches(info)), None)
+
+
+def fp32_flop_per_cycle(flags: frozenset[str]) -> tuple[int, str]:
+    """The fallback rule for CPUs the table does not know: widest unit, two FMA pipes."""
+    for flag, rate, unit in FLAG_RULE_FP32:
+        if _has_flag(flags, flag):
+            return rate, unit
+    return 8, "SSE"
+
+
+def half_flop_per_cycle(flags: frozenset[str], amx_flag: str, avx_flag: str) -> tuple[int, str] | None:
+    """The fallback rule for bf16/fp16: AMX 1024, AVX-512 BF16/FP16 128, else None (fp32 rate)."""
+    if amx_flag in flags:
+        return 1024, "AMX"
+    if avx_flag in flags:
+        return 128, avx_flag.upper()
+    return None
+
+
+@dataclass(frozen=True)
+class CpuRates:
+    """FLOP/cycle per physical core for each dtype, and which rule or row gave them."""
+
+    per_cycle: Mapping[str, int]
+    units: Mapping[str, str]
+    uarch: Uarch | None
+    rule: str
+
+
+def flop_per_cycle(info: CpuInfo, rows: Iterable[Uarch] | None = None) -> CpuRates:
+    """Per-dtype FLOP/cycle: from the matching table row, else from the flag rule."""
+    row = find_uarch(info, rows)
+    if row is None:
+        return _flag_rates(info)
+    fp32 = row.rate("fp32", info.flags) or fp32_flop_per_cycle(info.flags)
+    per, units = {"fp32": fp32[0]}, {"fp32": f"{fp32[1]}"}
+    for dtype in ("bf16", "fp16"):
+        unit = row.rate(dtype, info.flags)
+        per[dtype], units[dtype] = unit if unit else (fp32[0], f"no native {dtype} unit, fp32 rate")
+    check = "" if row.verified else ", unverified"
+    rule = f"row {row.id!r} of cpu_uarch.toml ({row.name}; {row.source}{check})"
+    return CpuRates(per_cycle=per, units=units, uarch=row, rule=rule)
+
+
+def _flag_rates(info: CpuInfo) -> CpuRates:
+    fp32, unit = fp32_flop_per_cycle(info.flags)
+    per, units = {"fp32": fp32}, {"fp32": unit}
+    for dtype, amx, avx in (("bf16", "amx_bf16", "avx512_bf16"), ("fp16", "amx_fp16", "avx512_fp16")):
+        found = half_flop_per_cycle(info.flags, amx, avx)
+        per[dtype], units[dtype] = found if found else (fp32, f"no native {dtype} unit, fp32 rate")
+    ident = f"{info.vendor or '?'} family {info.family} model {info.model_id}"
+    rule = f"no row of cpu_uarch.toml matches {ident}: fallback flag rule (two FMA pipes of the widest unit)"
+    return CpuRates(per_cycle=per, units=units, uarch=None, rule=rule)
 
 
 def max_freq_ghz() -> float | None:
@@ -63,49 +257,41 @@ def max_freq_ghz() -> float | None:
     return best
 
 
-def fp32_flop_per_cycle(flags: frozenset[str]) -> tuple[int, str]:
-    if "avx512f" in flags:
-        return 64, "AVX-512 FMA"
-    if "avx2" in flags and "fma" in flags:
-        return 32, "AVX2 FMA"
-    if "avx" in flags:
-        return 16, "AVX"
-    return 8, "SSE"
+def cores_used(info: CpuInfo, threads: int | None, cpus: Iterable[int] | None = None) -> tuple[int, int, int]:
+    """(cores counted, threads used, physical cores usable) for ``threads`` on ``cpus`` (default: affinity)."""
+    cpus = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+    phys, logical = physical_cores(info, cpus)
+    threads = threads or logical
+    return min(threads, phys), threads, phys
 
 
-def half_flop_per_cycle(flags: frozenset[str], amx_flag: str, avx_flag: str) -> tuple[int, str] | None:
-    if amx_flag in flags:
-        return 1024, "AMX"
-    if avx_flag in flags:
-        return 128, avx_flag.upper()
-    return None
+def estimate_cpu_peak(threads: int | None = None, cpuinfo: str = "/proc/cpuinfo",
+                      info: CpuInfo | None = None, cpus: Iterable[int] | None = None,
+                      clock_ghz: float | None = None) -> Peak:
+    """Estimate per-dtype peak TFLOP/s for ``threads`` threads (default: all usable CPUs).
 
-
-def estimate_cpu_peak(threads: int | None = None, cpuinfo: str = "/proc/cpuinfo") -> Peak:
-    """Estimate per-dtype peak TFLOP/s for ``threads`` cores (default: all usable)."""
-    model, mhz_clock, flags = read_cpuinfo(cpuinfo)
-    threads = threads or len(os.sched_getaffinity(0))
-    clocks = [c for c in (max_freq_ghz(), mhz_clock) if c]
+    ``info``, ``cpus`` and ``clock_ghz`` replace what this machine reports (for tests and imports).
+    """
+    info = info or load_cpuinfo(cpuinfo)
+    cores, threads, phys = cores_used(info, threads, cpus)
+    clocks = [c for c in ((clock_ghz,) if clock_ghz else (max_freq_ghz(), info.clock_ghz)) if c]
     clock = max(clocks) if clocks else 2.0
-    fp32_rate, fp32_unit = fp32_flop_per_cycle(flags)
-    per_ghz = threads * clock * 1e9 / 1e12
-    tflops = {"fp32": fp32_rate * per_ghz}
-    parts = [f"fp32: {threads} cores x {clock:.2f} GHz x {fp32_rate} FLOP/cycle ({fp32_unit})"]
-    for dtype, amx, avx in (("bf16", "amx_bf16", "avx512_bf16"), ("fp16", "amx_fp16", "avx512_fp16")):
-        unit = half_flop_per_cycle(flags, amx, avx)
-        rate, name = unit if unit else (fp32_rate, f"no native {dtype} unit, fp32 rate")
-        tflops[dtype] = rate * per_ghz
-        parts.append(f"{dtype}: {rate} FLOP/cycle ({name})")
+    rates = flop_per_cycle(info)
+    per_ghz = cores * clock * 1e9 / 1e12
+    tflops = {d: rates.per_cycle[d] * per_ghz for d in RATE_DTYPES}
     tflops["fp8"] = tflops["fp32"]
+    smt = f" ({threads} threads on {phys} physical cores usable)" if threads != cores else ""
+    parts = [f"fp32: {cores} cores{smt} x {clock:.2f} GHz x {rates.per_cycle['fp32']} FLOP/cycle "
+             f"({rates.units['fp32']})"]
+    parts += [f"{d}: {rates.per_cycle[d]} FLOP/cycle ({rates.units[d]})" for d in ("bf16", "fp16")]
     parts.append("fp8: no native unit, fp32 rate")
     if not clocks:
         parts.append("clock unknown, 2.0 GHz assumed")
+    notes = "Clock from cpufreq/cpuinfo; VMs often report the base clock, so cores may run faster than estimated."
+    if rates.uarch is not None and rates.uarch.notes:
+        notes += " " + rates.uarch.notes
     return Peak(
-        chip="cpu",
-        tflops=tflops,
-        memory_bandwidth_tbs=None,
-        source=f"estimated for {model}: " + "; ".join(parts),
-        estimated=True,
-        scope="chip",
-        notes="Clock from cpufreq/cpuinfo; VMs often report the base clock, so cores may run faster than estimated.",
+        chip="cpu", tflops=tflops, memory_bandwidth_tbs=None,
+        source=f"estimated for {info.model}: " + "; ".join(parts) + f"; per-core rate from {rates.rule}",
+        estimated=True, scope="chip", notes=notes,
     )
