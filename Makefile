@@ -1,5 +1,5 @@
 # Two entry points, both self-contained on a machine with only Python:
-#   make sweep  - create .venv, install, run the default CPU sweep, write JSON and plots
+#   make sweep  - create .venv, install, run the default CPU sweep, write out/sweeps/<machine>.json and out/plots/
 #   make test   - create the same .venv and run the whole test suite, then the XLA tests
 #                 (make test-xla: a second venv .venv-xla with torch 2.9.0 + torch-xla 2.9.0
 #                 on XLA's CPU device; ~4-5 min to build once, ~1 min to run; skip: XLA_TESTS=0)
@@ -30,10 +30,15 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# make sweep writes only under $(OUT) (gitignored): $(OUT)/sweeps/<machine>.json and $(OUT)/plots/.
+# The committed sweeps/ and plots/ are the project's reference run; `make plots` redraws plots/ from them.
+OUT ?= out
+MACHINE = $(shell $(BIN)/python -c "from mfu_sweep.specs.cpu import default_cpu_label; print(default_cpu_label())")
+
 sweep: $(STAMP)
-	$(BIN)/mfu-sweep sweep $(SWEEP_ARGS) --force
-	$(if $(strip $(SWEEP_ARGS_BF16)),$(BIN)/mfu-sweep sweep $(SWEEP_ARGS_BF16) --resume)
-	$(MAKE) plots
+	$(BIN)/mfu-sweep sweep $(SWEEP_ARGS) -o $(OUT)/sweeps/$(MACHINE).json --force
+	$(if $(strip $(SWEEP_ARGS_BF16)),$(BIN)/mfu-sweep sweep $(SWEEP_ARGS_BF16) -o $(OUT)/sweeps/$(MACHINE).json --resume)
+	$(BIN)/mfu-sweep plot $(OUT)/sweeps/*.json -o $(OUT)/plots/
 
 plots: $(STAMP)
 	$(BIN)/mfu-sweep plot sweeps/*.json -o plots/

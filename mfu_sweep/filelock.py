@@ -29,8 +29,12 @@ from pathlib import Path
 from typing import Any
 
 
-class LockError(RuntimeError):
-    """Another writer holds the lock; the message names it."""
+class LockError(ValueError):
+    """Another writer holds the lock; the message names it.
+
+    A ValueError, like the other errors a user's command line can cause, so the CLI's
+    one-line error handling reports it without a traceback.
+    """
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from cpuinfo_texts import (
 )
 
 from mfu_sweep.specs.cpu import (
+    citations,
     estimate_cpu_peak,
     find_uarch,
     flop_per_cycle,
@@ -98,3 +99,4 @@ def test_every_row_is_cited_and_plausible() -> None:
         for dtype, rates in row.rates.items():
             assert all(r in (16, 32, 64, 128, 1024) for r in rates.values()), (row.id, dtype)
         assert row.rates["fp32"], row.id
+        assert citations(row), f"{row.id}: its source names no entry of [sources]"

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mfu_sweep.fingerprint import describe as describe_fingerprint
+from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
 from mfu_sweep.shards import shard_plan
 from mfu_sweep.specs import Peak
@@ -154,7 +156,8 @@ def check_labels(sweeps: Iterable[Sweep]) -> None:
     """Refuse a label that names two different devices; the message says how to fix it.
 
     Sweeps under one label must agree on device name, backend and host; hosts
-    count as one when they ran pieces of one sharded sweep (see :func:`linked_hosts`).
+    count as one when they ran pieces of one sharded sweep (see :func:`linked_hosts`);
+    and sweeps that carry a fingerprint must agree on it (:func:`check_fingerprints`).
     """
     by_label: dict[str, list[Sweep]] = {}
     for sw in sweeps:
@@ -167,6 +170,32 @@ def check_labels(sweeps: Iterable[Sweep]) -> None:
                     f"device.label {label!r} names two devices: {describe_device(head)} and {describe_device(sw)}; "
                     f"relabel one (mfu-sweep merge --relabel FILE:{label}=NEW ...)"
                 )
+        check_fingerprints(label, group)
+
+
+def check_fingerprints(label: str, group: Iterable[Sweep]) -> None:
+    """Refuse one label over two ``device.fingerprint`` values (two kinds of machine).
+
+    Sweeps without a fingerprint (written before fingerprints) are left out; the
+    pieces of one sharded run count once, by their first piece, so a run sharded
+    over several hosts stays one device.
+    """
+    seen_plans: set[tuple[int, str]] = set()
+    first: Sweep | None = None
+    for sw in group:
+        fp, plan = fingerprint_of(sw.device), shard_plan(sw)
+        if fp is None or (plan is not None and plan in seen_plans):
+            continue
+        if plan is not None:
+            seen_plans.add(plan)
+        if first is None:
+            first = sw
+        elif fingerprint_of(first.device) != fp:
+            raise SeriesError(
+                f"device.label {label!r} covers two devices: {describe_fingerprint(first.device)} in "
+                f"{first.source or '<data>'} and {describe_fingerprint(sw.device)} in {sw.source or '<data>'}; "
+                f"relabel one (mfu-sweep merge --relabel FILE:{label}=NEW ...)"
+            )
 
 
 def sweep_order(sweep: Sweep) -> tuple[str, str, str]:

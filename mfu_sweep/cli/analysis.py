@@ -64,13 +64,17 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
         mfu-sweep merge a.json b.json --relabel b.json:cpu=cpu-laptop -o ab.json
     """
     from mfu_sweep.analysis.merge import Relabel, merge_files
+    from mfu_sweep.filelock import output_lock
     from mfu_sweep.results import write_json_atomic
 
     rules = [Relabel.parse(r) for r in relabels]
-    if Path(output).exists() and not force:
-        raise click.ClickException(f"{output} exists; use --force to overwrite")
-    result = merge_files(files, rules)
-    write_json_atomic(output, result.to_json())
+    with output_lock(output) as lock:
+        if lock.note:
+            click.echo(f"note: {lock.note}", err=True)
+        if Path(output).exists() and not force:
+            raise click.ClickException(f"{output} exists; use --force to overwrite")
+        result = merge_files(files, rules)
+        write_json_atomic(output, result.to_json())
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"merged {len(result.sweeps)} sweep(s) from {len(files)} file(s) "

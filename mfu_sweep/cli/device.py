@@ -83,6 +83,12 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     from mfu_sweep.measure.timing import TimingConfig
     from mfu_sweep.results import write_json_atomic
 
+    if into:  # fail before measuring when another writer (a sweep) holds the file
+        from mfu_sweep.filelock import output_lock
+
+        with output_lock(into) as lock:
+            if lock.note:
+                click.echo(f"note: {lock.note}", err=True)
     backend = resolve_device(device)
     timing = TimingConfig(**{**vars(CEILING_TIMING), "budget_s": budget_s})
     block = measure_ceilings(backend, dtypes or None, sizes or None, timing, spec_file, chip)

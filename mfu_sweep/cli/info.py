@@ -39,6 +39,7 @@ def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> No
         peaks = ", ".join(f"{k} {v:.4g}" for k, v in p["tflops"].items())
         click.echo(f"peak ({kind}, TFLOP/s): {peaks or 'none'}")
         click.echo(f"source:  {p['source']}")
+        _detect_identity(d)
         return
     if as_json:
         click.echo(json.dumps([c.to_json() for c in chips.values()], indent=1))
@@ -74,3 +75,19 @@ def validate(files: tuple[str, ...]) -> None:
     if bad:
         raise click.ClickException(f"{bad} of {len(files)} files invalid")
 
+
+def _detect_identity(d: dict) -> None:
+    """The CPU table row with its FLOP/cycle and citations, and the device fingerprint."""
+    if d["backend"] == "cpu":
+        from mfu_sweep.specs.cpu import citations, flop_per_cycle, load_cpuinfo
+
+        rates = flop_per_cycle(load_cpuinfo())
+        per = ", ".join(f"{k} {v}" for k, v in rates.per_cycle.items())
+        click.echo(f"FLOP/cycle per physical core: {per}; from {rates.rule}")
+        for cite in citations(rates.uarch) if rates.uarch else ():
+            click.echo(f"  cited: {cite}")
+    if d.get("fingerprint"):
+        from mfu_sweep.fingerprint import describe
+        from mfu_sweep.measure.sweep import default_label
+
+        click.echo(f"fingerprint: {describe(d)}; default label {default_label(d)}")

@@ -142,7 +142,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     bar = _Progress(quiet)
     try:
         with device_options_env(timer, soak, threads):
-            result = run_sweep(plan, progress=bar.update, on_start=bar.start)
+            result = run_sweep(plan, progress=bar.update, on_start=bar.start,
+                               notify=lambda note: click.echo(f"note: {note}", err=True))
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:
@@ -197,12 +198,12 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
     could hold it (Neuron cores and TPUs belong to one process).
     """
     from mfu_sweep.measure.backends import auto_backend
-    from mfu_sweep.specs.cpu import read_cpuinfo
+    from mfu_sweep.specs.cpu import default_cpu_label
 
     if label is None:
         picked = auto_backend() if plan.device == "auto" else plan.device
         if picked.startswith("cpu"):
-            label = default_label({"name": read_cpuinfo()[0], "chip": "cpu", "backend": "cpu"})
+            label = default_cpu_label()
         else:
             label = picked.replace(":", "-")
     return replace(plan, output=Path("sweeps") / f"{label}{suffix}.json", label=plan.label)

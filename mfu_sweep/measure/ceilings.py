@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from mfu_sweep import __version__
+from mfu_sweep.filelock import output_lock
 from mfu_sweep.measure.backends.base import TorchBackend
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig, measure
@@ -119,7 +120,14 @@ def add_to_result(path: str | Path, block: dict[str, Any], force: bool = False) 
     """Store ``block`` under ``ceilings`` in the sweep file ``path``, atomically.
 
     Refuses merged files, and a device other than the sweep's unless ``force``.
+    Holds the file's one-writer lock (``mfu_sweep.filelock``) from read to write, so a
+    sweep still writing the file is not overwritten: that raises ``LockError``.
     """
+    with output_lock(path):
+        _add_to_result(path, block, force)
+
+
+def _add_to_result(path: str | Path, block: dict[str, Any], force: bool) -> None:
     data = read_json(path)
     parse_document(data, str(path))
     if data.get("kind") == "merged":

@@ -22,6 +22,7 @@ from typing import Any
 
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.filelock import LockError, OutputLock
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
 from mfu_sweep.results import (
@@ -127,9 +128,16 @@ def git_sha() -> str | None:
 
 
 def default_label(device: dict[str, Any]) -> str:
-    """``<chip or name>-<backend>``, slugified, e.g. ``h100-sxm-cuda``."""
+    """``<chip or name>-<backend>``, slugified, e.g. ``h100-sxm-cuda``.
+
+    A CPU's label adds its microarchitecture (``device.uarch``, e.g. ``amd-epyc-zen5-cpu``), since
+    CPU model names ("AMD EPYC" in a VM) do not tell machine kinds apart; it equals
+    ``specs.cpu.default_cpu_label``.
+    """
     chip = device.get("chip")
     base = device.get("name") if chip in (None, "cpu") else chip
+    if chip == "cpu" and device.get("uarch"):
+        base = f"{base} {device['uarch']}"
     slug = re.sub(r"[^a-z0-9]+", "-", str(base or "device").lower()).strip("-")
     return f"{slug}-{device.get('backend', 'unknown')}"
 
@@ -200,7 +208,9 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
         if isinstance(exc, ResultError):
             raise SweepError(f"cannot resume: {exc}") from None
         raise SweepError(f"cannot resume {str(plan.output)!r}: it is a merged file") from None
-    for key in ("backend", "name"):
+    for key in ("backend", "name", "fingerprint"):
+        if key == "fingerprint" and not (old.device.get(key) and fresh.device.get(key)):
+            continue  # a file written before fingerprints
         if old.device.get(key) != fresh.device.get(key):
             raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
                              f"differs from this device's {fresh.device.get(key)!r}")
@@ -235,13 +245,32 @@ ProgressFn = Callable[[Task, Record | None], None]
 
 
 def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
-              on_start: Callable[[Sweep, int], None] | None = None) -> Sweep:
+              on_start: Callable[[Sweep, int], None] | None = None,
+              notify: Callable[[str], None] | None = None) -> Sweep:
     """Run every task of ``plan`` not already in the output file; return the final sweep.
 
     ``progress(task, None)`` is called before a task and ``progress(task, record)``
     after it. Ctrl-C or any exception leaves the file with every finished record.
+    The output's one-writer lock (``mfu_sweep.filelock``) is held for the whole run:
+    a second sweep to the same file fails at once with a :class:`SweepError` naming
+    the holder; ``notify`` hears about a stale lock taken over.
     """
     _check_output(plan)
+    try:
+        lock = OutputLock(plan.output).acquire()
+    except LockError as exc:
+        raise SweepError(str(exc)) from None
+    try:
+        if lock.note and notify:
+            notify(lock.note)
+        _check_output(plan)  # again under the lock: another writer may have finished meanwhile
+        return _run_locked(plan, progress, on_start)
+    finally:
+        lock.release()
+
+
+def _run_locked(plan: SweepPlan, progress: ProgressFn | None,
+                on_start: Callable[[Sweep, int], None] | None) -> Sweep:
     runner = _make_runner(plan)
     try:
         sweep = _header(plan, runner.hello)

@@ -166,13 +166,25 @@ def physical_cores(info: CpuInfo, cpus: Iterable[int]) -> tuple[int, int]:
 
 
 @cache
+def _table(path: str | None = None) -> dict:
+    src = Path(path) if path else UARCH_FILE
+    try:
+        return tomllib.loads(src.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SpecError(f"{src.name}: cannot read the CPU table ({exc})") from None
+
+
+def citations(row: Uarch, path: str | None = None) -> list[str]:
+    """Full titles and URLs of the sources a row's ``source`` names (by their short names)."""
+    sources = _table(path).get("sources", {})
+    return [text for key, text in sources.items() if re.search(rf"(?<![\w-]){re.escape(key)}(?![\w-])", row.source)]
+
+
+@cache
 def load_uarchs(path: str | None = None) -> tuple[Uarch, ...]:
     """The rows of ``cpu_uarch.toml`` (or of ``path``), in file order."""
     src = Path(path) if path else UARCH_FILE
-    try:
-        data = tomllib.loads(src.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise SpecError(f"{src.name}: cannot read the CPU table ({exc})") from None
+    data = _table(path)
     rows = []
     for i, row in enumerate(data.get("uarch", [])):
         try:
@@ -295,3 +307,21 @@ def estimate_cpu_peak(threads: int | None = None, cpuinfo: str = "/proc/cpuinfo"
         source=f"estimated for {info.model}: " + "; ".join(parts) + f"; per-core rate from {rates.rule}",
         estimated=True, scope="chip", notes=notes,
     )
+
+
+def machine_tag(info: CpuInfo) -> str:
+    """Short name of the CPU's kind for labels: its table row (``zen5``) or ``f<family>m<model>``."""
+    row = find_uarch(info)
+    if row is not None:
+        return row.id
+    return f"f{info.family}m{info.model_id}" if info.family is not None and info.model_id is not None else ""
+
+
+def label_slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def default_cpu_label(info: CpuInfo | None = None) -> str:
+    """The default ``device.label`` of a CPU sweep: model name, microarchitecture, ``-cpu`` (``amd-epyc-zen5-cpu``)."""
+    info = info or load_cpuinfo()
+    return f"{label_slug(f'{info.model} {machine_tag(info)}') or 'cpu'}-cpu"

@@ -9,10 +9,11 @@ from pathlib import Path
 import torch
 
 from mfu_sweep.errors import BackendError
+from mfu_sweep.fingerprint import cpu_fingerprint, read_meminfo_gib
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.measure.task import THREADS_ENV, check_threads
 from mfu_sweep.specs import ChipSpec, Peak
-from mfu_sweep.specs.cpu import estimate_cpu_peak, read_cpuinfo
+from mfu_sweep.specs.cpu import estimate_cpu_peak, load_cpuinfo, machine_tag
 
 MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
 
@@ -55,12 +56,15 @@ class CpuBackend(TorchBackend):
             torch.set_num_threads(threads)
 
     def describe(self) -> DeviceInfo:
-        model, clock, flags = read_cpuinfo()
-        units = sorted(flags & MATMUL_FLAGS)
+        info = load_cpuinfo()
+        threads = torch.get_num_threads()
+        fp = cpu_fingerprint(info, threads=threads, memory_gib=read_meminfo_gib())
         return DeviceInfo(
-            backend="cpu", name=model, index=0, count=1, chip="cpu",
-            details={"threads": torch.get_num_threads(), "cores_usable": len(os.sched_getaffinity(0)),
-                     "reported_clock_ghz": clock, "isa": units, "llc_bytes": last_level_cache_bytes()},
+            backend="cpu", name=info.model, index=0, count=1, chip="cpu",
+            details={"threads": threads, "cores_usable": len(os.sched_getaffinity(0)),
+                     "physical_cores_usable": fp.fields["physical_cores"], "uarch": machine_tag(info),
+                     "reported_clock_ghz": info.clock_ghz, "isa": sorted(info.flags & MATMUL_FLAGS),
+                     "llc_bytes": last_level_cache_bytes(), **fp.device_fields()},
         )
 
     def peak(self, chips: Mapping[str, ChipSpec], forced: str | None = None) -> Peak:

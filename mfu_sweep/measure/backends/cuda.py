@@ -30,6 +30,7 @@ import torch
 
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
+from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields, gpu_fields
 from mfu_sweep.measure.backends.base import DeviceInfo, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.measure.backends.generic import event_flush_timer
 from mfu_sweep.measure.task import TIMER_ENV
@@ -452,8 +453,20 @@ class CudaBackend(TorchBackend):
         }
         if self._nvml_device is not None:
             details.update(self._nvml_device.static())
+        details.update(self._fingerprint(details).device_fields())
         return DeviceInfo(backend="cuda", name=torch.cuda.get_device_name(self.device), index=self.index,
                           count=torch.cuda.device_count(), chip=self._chip_id(), details=details)
+
+    def _fingerprint(self, d: Mapping[str, Any]) -> Fingerprint:
+        """From torch.cuda.get_device_properties and, on NVIDIA with nvidia-ml-py, NVML's maximum clocks and driver."""
+        max_sm = d.get("max_sm_clock_mhz") or (d["sm_clock_max_khz"] // 1000 if d.get("sm_clock_max_khz") else None)
+        max_mem = d.get("max_mem_clock_mhz") or (d["memory_clock_khz"] // 1000 if d.get("memory_clock_khz") else None)
+        fields = gpu_fields(
+            torch.cuda.get_device_name(self.device), uuid=d.get("uuid"), sm_count=d.get("sm_count"),
+            memory_bytes=d.get("memory_bytes"), max_sm_clock_mhz=max_sm, max_mem_clock_mhz=max_mem,
+            compute_capability=self.arch if self.is_hip else d.get("compute_capability"),
+            driver=d.get("driver_version"), runtime=d.get("hip_version") or d.get("cuda_version"))
+        return fingerprint_from_fields("rocm" if self.is_hip else "cuda", fields)
 
     def _chip_id(self) -> str | None:
         chip = find_chip(torch.cuda.get_device_name(self.device))

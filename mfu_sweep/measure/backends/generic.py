@@ -17,6 +17,7 @@ import torch
 
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
+from mfu_sweep.fingerprint import fingerprint_from_fields
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.measure.timing import BlockTimer, host_block_timer, host_flush_timer
 from mfu_sweep.shapes import Shape
@@ -135,10 +136,13 @@ class AcceleratorBackend(TorchBackend):
         except (RuntimeError, TypeError):
             name = self.device.type
         chip = find_chip(str(name))
+        count = torch.accelerator.device_count()
+        fp = fingerprint_from_fields("generic", {"name": str(name), "device_type": self.device.type, "count": count})
         return DeviceInfo(backend="accelerator", name=str(name), index=self.index,
-                          count=torch.accelerator.device_count(), chip=chip.id if chip else None,
+                          count=count, chip=chip.id if chip else None,
                           details={"device_type": self.device.type,
-                                   "timer": "accelerator-events" if self.events_ok else "host-sync"})
+                                   "timer": "accelerator-events" if self.events_ok else "host-sync",
+                                   **fp.device_fields()})
 
     def sync(self) -> None:
         torch.accelerator.synchronize(self.device)

@@ -44,6 +44,7 @@ import torch
 
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
+from mfu_sweep.fingerprint import fingerprint_from_fields, neuron_fields
 from mfu_sweep.measure.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, get_chip, load_chips
@@ -275,13 +276,15 @@ class NeuronBackend(TorchBackend):
         lnc, lnc_source = self.lnc
         peak = neuron_peak(self.family, lnc, load_chips())
         name = f"AWS {self.family or 'Neuron'} logical NeuronCore (LNC={lnc})"
+        fp = fingerprint_from_fields("neuron", neuron_fields(
+            instance_type(), self.family, self.count, lnc, runtime=package_version("torch-neuronx")))
         return DeviceInfo(
             backend="neuron", name=name, index=self.index, count=self.count, chip=peak.chip if peak else None,
             details={"instance_type": instance_type(), "family": self.family, "lnc": lnc, "lnc_source": lnc_source,
                      "peak_scope": "core (one logical NeuronCore)", "device_files": len(device_nodes()),
                      "torch_neuronx": package_version("torch-neuronx"), "neuronx_cc": package_version("neuronx-cc"),
                      "runtime_family": getattr(self.properties, "name", None), "platform_target": platform_target(),
-                     "memory_bytes": self.memory_bytes(), "timer": "host-sync"},
+                     "memory_bytes": self.memory_bytes(), "timer": "host-sync", **fp.device_fields()},
         )
 
     def environment(self) -> dict[str, Any]:

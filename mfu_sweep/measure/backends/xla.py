@@ -35,8 +35,15 @@ import torch
 
 from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
+from mfu_sweep.fingerprint import fingerprint_from_fields, host_cpu_fingerprint, xla_fields
 from mfu_sweep.measure.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
-from mfu_sweep.measure.backends.neuron import CC_FLAGS_ENV, device_nodes, neuron_cc_flags, package_version
+from mfu_sweep.measure.backends.neuron import (
+    CC_FLAGS_ENV,
+    device_nodes,
+    instance_type,
+    neuron_cc_flags,
+    package_version,
+)
 from mfu_sweep.measure.timing import BlockTimer
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, find_chip
@@ -182,8 +189,14 @@ class XlaBackend(TorchBackend):
         if self.on_neuron:
             details.update({"neuronx_cc": package_version("neuronx-cc"),
                             "torch_neuronx": package_version("torch-neuronx")})
-        return DeviceInfo(backend="xla", name=name, index=self.index,
-                          count=int(self._runtime().addressable_device_count()), chip=spec, details=details)
+        count = int(self._runtime().addressable_device_count())
+        fields = xla_fields(self.kind, os.environ.get("PJRT_DEVICE"), count, runtime=details["torch_xla"])
+        if self.on_cpu:  # XLA's CPU client: the host CPU is the device
+            fields["cpu"] = host_cpu_fingerprint().id
+        elif self.on_neuron:
+            fields["instance_type"] = instance_type()
+        details.update(fingerprint_from_fields("xla", fields).device_fields())
+        return DeviceInfo(backend="xla", name=name, index=self.index, count=count, chip=spec, details=details)
 
     def _runtime(self) -> Any:
         import torch_xla.runtime as xr
