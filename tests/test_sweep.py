@@ -133,6 +133,9 @@ def test_resume_from_other_device_or_version(tmp_path: Path) -> None:
 
 
 def test_resume_keeps_one_way_of_measuring(tmp_path: Path) -> None:
+    import torch
+
+    threads = torch.get_num_threads()
     out = tmp_path / "r.json"
     assert cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)).exit_code == 0
     msg = _bad("sweep", *FAST, "--isolate", "none", "--shape", "96x96x96", "--cache", "flush", "-o", str(out),
@@ -142,6 +145,9 @@ def test_resume_keeps_one_way_of_measuring(tmp_path: Path) -> None:
                "--resume")
     assert "settings.threads=None" in msg
     assert len(records(out)) == 1
+    # --isolate none ran the refused --threads 1 attempt in this process, which set torch's global thread
+    # count; a real CLI run is a fresh process. Undo it, or the resume (rightly) sees another fingerprint.
+    torch.set_num_threads(threads)
     res = cli("sweep", *FAST, "--isolate", "none", "--shape", "96x96x96", "-o", str(out), "--resume")
     assert res.exit_code == 0 and len(records(out)) == 2
 

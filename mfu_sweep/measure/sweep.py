@@ -208,9 +208,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
         if isinstance(exc, ResultError):
             raise SweepError(f"cannot resume: {exc}") from None
         raise SweepError(f"cannot resume {str(plan.output)!r}: it is a merged file") from None
-    for key in ("backend", "name", "fingerprint"):
-        if key == "fingerprint" and not (old.device.get(key) and fresh.device.get(key)):
-            continue  # a file written before fingerprints
+    for key in ("backend", "name"):
         if old.device.get(key) != fresh.device.get(key):
             raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
                              f"differs from this device's {fresh.device.get(key)!r}")
@@ -219,6 +217,10 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
         if was != now:
             raise SweepError(f"cannot resume {str(plan.output)!r}: its settings.{key}={was!r} differs from this "
                              f"run's {now!r}; one file holds one way of measuring")
+    was, now = old.device.get("fingerprint"), fresh.device.get("fingerprint")
+    if was and now and was != now:  # a file written before fingerprints has none
+        raise SweepError(f"cannot resume {str(plan.output)!r}: its device.fingerprint={was!r} differs from this "
+                         f"device's {now!r}; one file holds one kind of machine")
     run = dict(old.run)
     run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
     run["resumed_argv"] = [*run.get("resumed_argv", []), list(plan.argv)]
