@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # torch==2.13.0 has a CPU-only wheel; override for a CUDA machine: make sweep TORCH_SPEC=torch
 TORCH_SPEC ?= torch==2.13.0
 # fp32 over the default CPU range (to 20 GFLOP); bf16 to 2 GFLOP, because CPUs without a native
-# bf16 unit (AVX2-only, like the AMD EPYC VMs we run on) manage only ~1-2 GFLOP/s in bf16.
+# bf16 unit (AVX2-only, like the EPYC the reference sweeps/ come from) manage only ~1-2 GFLOP/s in bf16.
 SWEEP_ARGS ?= --device cpu --dtype fp32
 SWEEP_ARGS_BF16 ?= --device cpu --dtype bf16 --max-flop 2e9
 STAMP := $(VENV)/.installed

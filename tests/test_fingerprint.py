@@ -113,3 +113,10 @@ def test_schema_refuses_malformed_fingerprint(bad) -> None:
     data["device"]["fingerprint"] = bad
     with pytest.raises(ResultError, match="device/fingerprint"):
         parse_document(data, "bad")
+
+
+def test_recorded_fields_reproduce_the_id() -> None:
+    fp = cpu_fingerprint(parse_cpuinfo(ZEN5), threads=1, cpus=[0, 1], memory_gib=24)
+    recorded = json.loads(json.dumps(fp.device_fields()))  # as read back from a result file
+    again = fingerprint_from_fields(recorded["fingerprint_fields"]["kind"], recorded["fingerprint_fields"])
+    assert again.id == recorded["fingerprint"] == fp.id
