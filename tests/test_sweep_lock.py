@@ -118,3 +118,21 @@ def test_ceilings_into_fails_before_measuring_when_locked(tmp_path: Path) -> Non
         holder.stdin.close()
         holder.wait()
     assert target.read_text() == before
+
+
+def test_import_output_takes_the_lock(tmp_path: Path) -> None:
+    p100 = Path(__file__).parent / "data" / "import" / "DeepBench_NV_P100.xlsx"
+    out = tmp_path / "imported"
+    out.mkdir()
+    target = out / "NV_P100.json"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(target)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        res = CliRunner().invoke(main, ["import", "deepbench", str(p100), "-o", str(out)])
+        assert res.exit_code != 0 and f"pid {holder.pid}" in res.output and not target.exists()
+    finally:
+        holder.stdin.close()
+        holder.wait()
+    assert CliRunner().invoke(main, ["import", "deepbench", str(p100), "-o", str(out)]).exit_code == 0
+    assert target.exists() and not lock_path(target).exists()

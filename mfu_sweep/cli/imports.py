@@ -2,16 +2,19 @@
 
 Registered on the main group by :mod:`mfu_sweep.cli`. All reading
 and checking happens in :mod:`mfu_sweep.importers`; this module parses options,
-refuses to overwrite, writes atomically and prints.
+refuses to overwrite, holds each output's one-writer lock (``mfu_sweep.filelock``), writes
+atomically and prints.
 """
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 
 import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv
+from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
 from mfu_sweep.results import save_sweep, summary_line
@@ -53,12 +56,17 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
     )
     out = Path(output_dir)
     targets = {label: out / f"{label}.json" for label in result.sweeps}
-    existing = [str(p) for p in targets.values() if p.exists()]
-    if existing and not force:
-        raise SourceError(f"output {existing[0]!r} exists; pass --force to overwrite")
-    for w in result.warnings:
-        click.echo(f"warning: {w}", err=True)
-    for label, sweep in result.sweeps.items():
-        save_sweep(targets[label], sweep)
-        click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
-                   f"{summary_line(sweep.records)}")
+    with ExitStack() as held:  # every output's one-writer lock, before any is checked or written
+        for target in targets.values():
+            note = held.enter_context(output_lock(target)).note
+            if note:
+                click.echo(f"note: {note}", err=True)
+        existing = [str(p) for p in targets.values() if p.exists()]
+        if existing and not force:
+            raise SourceError(f"output {existing[0]!r} exists; pass --force to overwrite")
+        for w in result.warnings:
+            click.echo(f"warning: {w}", err=True)
+        for label, sweep in result.sweeps.items():
+            save_sweep(targets[label], sweep)
+            click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
+                       f"{summary_line(sweep.records)}")
