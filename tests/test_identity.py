@@ -96,6 +96,7 @@ def test_cli_commands_give_one_line_error(tmp_path: Path, command: list[str]) ->
     assert len(errors) == 1 and res.output.rstrip().endswith(errors[0]), res.output  # one line, no traceback
     assert FP4.id in errors[0] and FP5.id in errors[0] and "--relabel" in errors[0]
     assert not (tmp_path / "m.json").exists()
+    assert not Path("figs").exists() and not Path("rep").exists()  # nothing written, no folder made
 
 
 def test_schema_rejects_nothing_new_for_old_merged_files(tmp_path: Path) -> None:

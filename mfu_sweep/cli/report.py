@@ -55,10 +55,14 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...]) -> list[Any]:
+    """The selected sweeps, their labels checked (one device per label) before anything is created."""
+    from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.present.select import filter_sweeps
     from mfu_sweep.results import load_sweeps
 
-    return filter_sweeps(load_sweeps(files), dtypes, modes)
+    sweeps = filter_sweeps(load_sweeps(files), dtypes, modes)
+    check_labels(sweeps)
+    return sweeps
 
 
 def _wrote(paths: list[Path]) -> None:
