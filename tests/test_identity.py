@@ -142,3 +142,11 @@ def test_resume_refuses_another_kind_of_machine(tmp_path: Path) -> None:
         _resume_from(plan, fresh)
     (old_style,) = parse_document(_doc(None, seed=1), "old")
     assert _resume_from(plan, old_style).device["fingerprint"] == FP4.id  # one side without: as before
+
+
+def test_specs_detect_prints_rate_citation_and_fingerprint() -> None:
+    res = CliRunner().invoke(main, ["specs", "--detect", "--device", "cpu"])
+    assert res.exit_code == 0, res.output
+    assert "FLOP/cycle per physical core: fp32 " in res.output
+    assert "cpu_uarch.toml" in res.output  # the row used, or the fallback rule for an unknown part
+    assert "fingerprint: cpu-" in res.output and f"default label {default_cpu_label()}" in res.output

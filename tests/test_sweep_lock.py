@@ -15,7 +15,8 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.filelock import Holder, lock_path
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.fingerprint import fingerprint_from_fields
+from mfu_sweep.results import load_sweeps, validate_file
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
 FAST = ["sweep", "--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", *SHAPES]
@@ -59,6 +60,11 @@ def test_second_sweep_on_the_same_file_fails_and_the_first_is_unharmed(tmp_path:
     (sweep,) = load_sweeps([out])
     assert sorted(r.shape.m for r in sweep.records) == [64, 96, 128] and all(r.ok for r in sweep.records)
     assert sweep.run["finished_at"] and "wrote" in stdout
+    # a real sweep records this machine's fingerprint and its fields
+    assert sweep.device["fingerprint"].startswith("cpu-") and validate_file(out) == []
+    fields = sweep.device["fingerprint_fields"]
+    assert fields["kind"] == "cpu" and fields["threads"] >= 1 and fields["physical_cores"] >= 1
+    assert fingerprint_from_fields("cpu", fields).id == sweep.device["fingerprint"]
     assert not lock_path(out).exists()
 
 
