@@ -96,7 +96,7 @@ def check_memory(shape: Shape, dtype: DType) -> None:
 
 def _parse_dim(text: str, spec: str) -> int:
     token = text.strip()
-    if not token.isdigit():
+    if not (token.isascii() and token.isdigit()):  # '¹' and other Unicode digits pass isdigit()
         raise ShapeError(f"shape {spec!r}: dimension {token!r} is not a positive integer")
     return int(token)
 

@@ -1,8 +1,8 @@
 """The folder tree is the architecture: this test reads the import graph and enforces its rules.
 
 Stages, bottom to top: the ground (top-level modules and ``specs/``) -> ``measure/`` and
-``importers/`` (both make results) -> ``analysis/`` -> ``present/`` -> ``cli/``. Every import statement counts, also the ones
-inside functions (a lazy import is still a dependency).
+``importers/`` (both make results) -> ``analysis/`` -> ``present/`` -> ``cli/``. Every import
+statement counts, also the ones inside functions (a lazy import is still a dependency).
 """
 
 from __future__ import annotations

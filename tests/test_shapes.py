@@ -139,3 +139,9 @@ def test_unique_in_order_keeps_first_appearance_and_does_not_sort() -> None:
     big, small, mid = Shape(1, 512, 512, 512), Shape(1, 64, 64, 64), Shape(2, 128, 128, 128)
     assert unique_in_order([big, small, big, mid, small]) == [big, small, mid]
     assert unique_in_order(iter([])) == []
+
+
+@pytest.mark.parametrize("spec", ["¹x2x3", "2x٣x4", "１x2x3"])
+def test_unicode_digits_are_one_line_errors(spec: str) -> None:
+    with pytest.raises(ShapeError, match="is not a positive integer"):
+        parse_shape(spec)
