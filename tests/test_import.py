@@ -339,3 +339,16 @@ def test_figures_mark_published_series_hollow() -> None:
     m = plot_mfu([measured], dtype=measured.records[0].dtype, mode=measured.records[0].mode, show_fit=False)
     assert not any("published" in t.get_text() for t in m.get_legend().get_texts())
     assert "white" not in {line.get_markerfacecolor() for line in m.get_lines()}
+
+
+def test_imported_devices_carry_the_sources_identity() -> None:
+    """Issue 15: an imported sweep's fingerprint names the source's device; two chips never share one."""
+    from mfu_sweep.fingerprint import fingerprint_from_fields
+
+    root = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    devices = [json.loads(p.read_text())["device"] for p in sorted(root.glob("*.json"))]
+    assert devices and all(d["fingerprint"].startswith("imported-") for d in devices)
+    assert len({d["fingerprint"] for d in devices}) == len(devices)
+    for d in devices:  # the id is reproducible from the recorded fields
+        fields = {k: v for k, v in d["fingerprint_fields"].items() if k != "kind"}
+        assert fingerprint_from_fields("imported", fields).id == d["fingerprint"]

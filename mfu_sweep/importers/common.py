@@ -24,6 +24,7 @@ from typing import Any
 
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.fingerprint import fingerprint_from_fields
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, SpecError, find_chip
@@ -186,12 +187,23 @@ def build_sweep(dev: SourceDevice, fmt: str, label: str, chip: ChipSpec | None, 
              "git_sha": None},
         environment={k: v for k, v in dev.details.items() if k in ("software",)},
         device={"backend": IMPORTED_BACKEND, "name": dev.name, "chip": chip.id if chip else None, "index": 0,
-                "count": 1, "label": label, "source_key": dev.key},
+                "count": 1, "label": label, "source_key": dev.key, **source_identity(dev, fmt).device_fields()},
         peak=peak,
         records=records,
         settings={"imported": True, "timing": {"method": prov.get("timing_method")}},
         extra={"import": {"format": fmt, **prov}},
     )
+
+
+def source_identity(dev: SourceDevice, fmt: str) -> Any:
+    """The fingerprint of an imported device: the source's own identity of it (format, repository, key, name).
+
+    The source's commit and file hash are provenance, not identity: a newer table of the same chip
+    stays the same device, so it cannot share a label with another chip's table.
+    """
+    prov = dev.provenance
+    return fingerprint_from_fields("imported", {"format": fmt, "repository": prov.get("repository"),
+                                                "source_key": dev.key, "name": dev.name})
 
 
 def dedupe(rows: Iterable[SourceRow], order_key: Any = None) -> tuple[list[SourceRow], int]:
