@@ -1,0 +1,435 @@
+"""Per-shape lead evidence that survives run-to-run variation (numpy/scipy only).
+
+The question at every shape is whether series ``a`` is faster than ``b`` by
+more than what varies *between runs*. Timings of one run (one pass of a sweep)
+share what changes from run to run: clocks and thermals, a busy neighbour for a
+few seconds, allocator and cache placement, a kernel choice after autotuning.
+Those move all samples of a shape together, and in a sweep done in FLOP order
+a slow phase covers several consecutive shapes. A bootstrap of the samples of
+one run knows only the noise *within* the run, so it calls such shifts leads
+(kept here as :func:`within_run_evidence`, for benchmarks and tests only).
+
+Two methods take the run, or the shape, as the unit of evidence:
+
+``runs`` (both series measured every shape in R >= 2 passes)
+    The value of a shape is the mean over passes of the log median per pass.
+    The run-to-run variance of one pass is estimated per shape from its passes
+    and, because R is usually small (2-5), pooled over the shapes nearest in
+    log FLOPs until the pooled variance has ``POOL_DF`` degrees of freedom
+    (:func:`pooled_run_variance`). The log ratio gets a Welch t-test and a
+    t interval with Satterthwaite degrees of freedom. Passes run in a shuffled
+    order turn a slow phase of the machine into run-to-run variance at random
+    shapes, which this variance measures; and Holm's correction is valid under
+    any dependence between shapes.
+
+``shapes`` (one value per shape: R = 1, old files without a pass index,
+published tables with one number per shape, grids with many shapes per FLOP
+count)
+    Run-to-run variation was not measured, so the scatter of *shapes* is the
+    noise: the log ratio is smoothed along log10 FLOPs with a robust local
+    linear smoother (Gaussian kernel whose width at each shape is the distance
+    to its ``NEIGHBOURS``-th nearest FLOP count, at least ``MIN_BANDWIDTH``
+    decades; two bisquare robustness passes, as in LOWESS, so one outlying
+    shape cannot make a lead). The variance of the smooth comes from the
+    residual scatter of the shapes around it, corrected for the degrees of
+    freedom the smoother uses, and from their autocorrelation in sweep (FLOP)
+    order up to ``HAC_LAGS`` neighbours (Bartlett weights, as in a
+    Newey-West long-run variance), so a slow drift spread over a few
+    consecutive shapes widens the interval instead of making a lead. A shape's
+    estimate is the smooth at its FLOP count, i.e. the local trend of the log
+    ratio, not its own single value; a lead narrower than the kernel is
+    smeared, which is the price of having no repeated runs.
+
+    Why a smooth and not a sign test over windows: a sign test in windows of w
+    shapes cannot reach p < alpha / n for small w (w = 7 gives p >= 1/64),
+    so with Holm over 40 shapes it never calls anything; the smooth uses the
+    size of the differences, and its variance is estimated from the same
+    shapes, so it needs no sample-level noise model at all (imported records
+    with a single value per shape work).
+
+Both methods then apply Holm's step-down correction over all points of the
+pair (family-wise error ``alpha``) and the run rule: a lead must hold at
+``min_run`` consecutive distinct FLOP counts (:func:`apply_min_run`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+METHODS = ("runs", "shapes")
+POOL_DF = 8  # degrees of freedom the pooled run-to-run variance aims for
+NEIGHBOURS = 4  # the kernel at a shape reaches its 4th nearest FLOP count
+MIN_BANDWIDTH = 0.1  # decades of FLOPs, Gaussian sd
+HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated
+ROBUST_PASSES = 2
+MIN_SHAPES = 5  # fewer points than this: the shape scatter cannot be estimated
+NOT_MEASURED = "run-to-run variation not measured"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Per-point lead evidence for a pair of series, a over b, on the log scale.
+
+    ``estimate`` is the log ratio a/b measured at each point (mean over passes)
+    and ``low``/``high`` its ``1 - alpha`` interval, against the run-to-run
+    variance (``runs``) or the scatter of shapes (``shapes``). ``trend`` is the
+    local smooth of the log ratio along FLOPs that the lead test uses; ``p`` is
+    its two-sided p-value of "no difference", ``p_adjusted`` Holm-adjusted over
+    the points, ``verdict`` +1 (a leads), -1 (b leads) or 0 (ambiguous) after
+    Holm and the run rule. ``runs_measured`` False means run-to-run variation
+    was not measured and the verdict rests on the scatter of shapes.
+    """
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    trend: np.ndarray
+    p: np.ndarray
+    p_adjusted: np.ndarray
+    verdict: np.ndarray
+    method: str
+    runs_measured: bool
+    notes: tuple[str, ...] = ()
+
+
+# -- multiple comparisons and the run rule --------------------------------------
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm step-down adjusted p-values (family-wise error control under any dependence)."""
+    p = np.asarray(p_values, dtype=float)
+    m = len(p)
+    order = np.argsort(p, kind="stable")
+    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    out = np.empty(m)
+    out[order] = adj
+    return out
+
+
+def runs_of(values: np.ndarray) -> list[tuple[int, int]]:
+    """[start, stop) index ranges of equal consecutive values."""
+    runs, start = [], 0
+    for i in range(1, len(values) + 1):
+        if i == len(values) or values[i] != values[start]:
+            runs.append((start, i))
+            start = i
+    return runs
+
+
+def apply_min_run(verdict: np.ndarray, min_run: int, flops: Sequence[float] | None = None) -> np.ndarray:
+    """Demote leads that do not span ``min_run`` consecutive FLOP counts to ambiguous.
+
+    Runs count distinct FLOP counts, not points, so the outcome does not
+    depend on how shapes of equal FLOPs are ordered: a FLOP count supports a
+    leader when any of its points has that leader significant, and a point's
+    lead stands when its FLOP count sits in a run of at least ``min_run``
+    consecutive FLOP counts supporting the same leader. Without ``flops``
+    every point is its own FLOP count.
+    """
+    flops = np.arange(len(verdict), dtype=float) if flops is None else np.asarray(flops, dtype=float)
+    positions, where = np.unique(flops, return_inverse=True)
+    out = verdict.copy()
+    for sign in (1, -1):
+        supports = np.zeros(len(positions), dtype=bool)
+        supports[where[verdict == sign]] = True
+        kept = np.zeros(len(positions), dtype=bool)
+        for start, stop in runs_of(supports.astype(int)):
+            if supports[start] and stop - start >= min_run:
+                kept[start:stop] = True
+        out[(verdict == sign) & ~kept[where]] = 0
+    return out
+
+
+def _decide(estimate: np.ndarray, p: np.ndarray, flops: np.ndarray, alpha: float,
+            min_run: int) -> tuple[np.ndarray, np.ndarray]:
+    adj = holm(p)
+    verdict = np.where(adj < alpha, np.sign(estimate), 0).astype(int)
+    return adj, apply_min_run(verdict, min_run, flops)
+
+
+# -- the smoother shared by both methods ----------------------------------------
+
+
+def _bandwidths(x: np.ndarray, neighbours: int, min_bandwidth: float) -> np.ndarray:
+    """Kernel width at each point: distance to its ``neighbours``-th nearest other FLOP count."""
+    levels = np.unique(x)
+    dist = np.sort(np.abs(x[:, None] - levels[None, :]), axis=1)
+    return np.maximum(dist[:, min(neighbours, len(levels) - 1)], min_bandwidth)
+
+
+def smoother_matrix(x: np.ndarray, h: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Rows of a local linear smoother, ``smooth = S @ y``: Gaussian kernel of width ``h[i]`` times ``weights``.
+
+    Where all the weight sits on one FLOP count the row falls back to the local mean.
+    """
+    u = (x[None, :] - x[:, None]) / h[:, None]
+    k = np.exp(-0.5 * u**2) * weights[None, :]
+    s0, s1, s2 = k.sum(1), (k * u).sum(1), (k * u**2).sum(1)
+    det = s0 * s2 - s1**2
+    flat = det <= 1e-9 * s0 * s2 + 1e-300
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lin = k * (s2[:, None] - s1[:, None] * u) / det[:, None]
+    return np.where(flat[:, None], k / s0[:, None], lin)
+
+
+def _t_test(est: np.ndarray, se: np.ndarray, df: np.ndarray | float) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = 2 * student_t.sf(np.abs(est) / se, df)
+    return np.where(np.isfinite(p), p, 1.0)
+
+
+# -- runs: the pass is the unit --------------------------------------------------
+
+
+def pooled_run_variance(log_flops: np.ndarray, var: np.ndarray, n_runs: np.ndarray,
+                        pool_df: int = POOL_DF) -> tuple[np.ndarray, np.ndarray]:
+    """Run-to-run variance of one pass at each shape, pooled over the shapes nearest in log FLOPs.
+
+    Each shape's variance (``R - 1`` degrees of freedom) is pooled with those
+    of the nearest shapes, nearest first, until ``pool_df`` degrees of freedom
+    are reached (shapes at the same distance come in together). Returns the
+    pooled variance and its degrees of freedom; shapes measured once add nothing.
+    """
+    x = np.asarray(log_flops, dtype=float)
+    df = np.where(np.isfinite(var), n_runs - 1, 0.0)
+    v = np.where(df > 0, var, 0.0)
+    dist = np.abs(x[:, None] - x[None, :])
+    order = np.argsort(dist, axis=1, kind="stable")
+    cum = np.cumsum(df[order], axis=1)
+    k = np.minimum((cum < pool_df).sum(axis=1), len(x) - 1)
+    radius = np.take_along_axis(dist, order, axis=1)[np.arange(len(x)), k]
+    inside = dist <= radius[:, None] * (1 + 1e-12) + 1e-15
+    pooled_df = inside @ df
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pooled = (inside @ (df * v)) / pooled_df
+    return np.where(pooled_df > 0, pooled, np.nan), pooled_df
+
+
+@dataclass(frozen=True)
+class RunSide:
+    """One series at the points: mean over passes, pooled variance of one pass and its df, passes per point,
+    and the variance (with df) of the mean over passes that is common to all shapes (a pass-level offset)."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    df: np.ndarray
+    n_runs: np.ndarray
+    common: float
+    common_df: float
+
+
+def _pass_offsets(values: np.ndarray, mean: np.ndarray) -> tuple[float, float]:
+    """Variance of the mean over passes shared by all shapes: a pass that was slow everywhere."""
+    dev = values - mean[None, :]
+    offsets = np.array([np.nanmean(row) for row in dev if np.isfinite(row).sum() >= 2])
+    if len(offsets) < 2:
+        return 0.0, 1.0
+    return float(np.var(offsets, ddof=1)) / len(offsets), float(len(offsets) - 1)
+
+
+def run_side(log_flops: np.ndarray, values: np.ndarray, pool_df: int = POOL_DF) -> RunSide:
+    """:class:`RunSide` of one series from its log values per (pass, point); NaN where a pass lacks a point."""
+    v = np.atleast_2d(np.asarray(values, dtype=float))
+    n = np.isfinite(v).sum(axis=0).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(v, axis=0) / n
+        var = np.nansum((v - mean) ** 2, axis=0) / (n - 1)
+    var = np.where(n >= 2, var, np.nan)
+    pooled, df = pooled_run_variance(log_flops, var, n, pool_df)
+    common, common_df = _pass_offsets(v, mean)
+    return RunSide(mean=mean, var=pooled, df=df, n_runs=n, common=common, common_df=common_df)
+
+
+def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float = 0.05, min_run: int = 2,
+                  neighbours: int = NEIGHBOURS, min_bandwidth: float = MIN_BANDWIDTH) -> Evidence:
+    """Test the local trend of the log ratio against the run-to-run variance of both sides.
+
+    At a point, the mean log ratio over passes has variance
+    ``v = var_a / R_a + var_b / R_b`` (t interval, Satterthwaite df). The lead
+    test smooths the log ratio along FLOPs with inverse-variance weights (a
+    shape with an outlying pass counts less); its variance is ``sum S_ij^2 v_j``
+    (shapes are independent given shuffled passes) plus the variance of a
+    pass-level offset common to all shapes (``RunSide.common``).
+    """
+    x = np.asarray(log_flops, dtype=float) / np.log(10)
+    d = a.mean - b.mean
+    va, vb = a.var / a.n_runs, b.var / b.n_runs
+    v = va + vb
+    ok = np.isfinite(v) & (v > 0)
+    if ok.sum() < 2 or len(np.unique(x[ok])) < 2:
+        return _uncalled(d, "runs", "too few points with a run-to-run variance")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        df_point = np.where(ok, v**2 / (va**2 / a.df + vb**2 / b.df), 1.0)
+    half = np.where(ok, student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v), np.inf)
+    s = np.zeros((len(d), len(d)))
+    s[np.ix_(ok, ok)] = smoother_matrix(x[ok], _bandwidths(x[ok], neighbours, min_bandwidth), 1.0 / v[ok])
+    trend = np.where(ok, s @ np.where(ok, d, 0.0), d)
+    parts = s**2 * np.where(ok, v, 0.0)[None, :]
+    common = a.common + b.common
+    var = parts.sum(axis=1) + common
+    df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1)
+                             + a.common**2 / a.common_df + b.common**2 / b.common_df, 1e-300)
+    p = np.where(ok, _t_test(trend, np.sqrt(var), df), 1.0)
+    adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
+    notes = () if ok.all() else (f"{int((~ok).sum())} point(s) without a run-to-run variance are never called",)
+    return Evidence(d, d - half, d + half, trend, p, adj, verdict, "runs", True, notes)
+
+
+# -- shapes: the shape is the unit -----------------------------------------------
+
+
+def _bisquare(resid: np.ndarray) -> np.ndarray:
+    scale = 6.0 * np.median(np.abs(resid))
+    if scale <= 0:
+        return np.ones_like(resid)
+    return np.clip(1 - (resid / scale) ** 2, 0, None) ** 2
+
+
+def _robust_smoother(x: np.ndarray, d: np.ndarray, h: np.ndarray) -> np.ndarray:
+    s = smoother_matrix(x, h, np.ones_like(d))
+    for _ in range(ROBUST_PASSES):
+        s = smoother_matrix(x, h, np.maximum(_bisquare(d - s @ d), 1e-3))
+    return s
+
+
+def _local_scale(x: np.ndarray, h: np.ndarray, resid: np.ndarray,
+                 dof_ratio: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sd of the shape noise at each point (kernel-weighted residual variance, kernel twice as wide) and its df.
+
+    The df is the kernel's effective number of residuals, ``(sum k)^2 / sum k^2``,
+    times the smoother's share of residual degrees of freedom.
+    """
+    k = np.exp(-0.5 * ((x[None, :] - x[:, None]) / (2 * h[:, None])) ** 2)
+    sd = np.sqrt((k @ resid**2) / k.sum(axis=1) / dof_ratio)
+    return sd, np.maximum(k.sum(axis=1) ** 2 / (k**2).sum(axis=1) * dof_ratio, 1.0)
+
+
+def _autocorrelation(z: np.ndarray, lags: int) -> np.ndarray:
+    """Bartlett-tapered autocorrelation of standardized residuals in FLOP order, clipped to [0, 0.95]."""
+    n = len(z)
+    rho = np.zeros(n)
+    rho[0] = 1.0
+    c0 = float(np.mean(z * z)) or 1.0
+    for k in range(1, min(lags, n - 1) + 1):
+        r = float(np.mean(z[:-k] * z[k:])) / c0
+        rho[k] = min(max(r, 0.0), 0.95) * (1 - k / (lags + 1))
+    return rho
+
+
+def shapes_evidence(log_flops: np.ndarray, log_ratio: np.ndarray, *, alpha: float = 0.05, min_run: int = 2,
+                    neighbours: int = NEIGHBOURS, min_bandwidth: float = MIN_BANDWIDTH,
+                    lags: int = HAC_LAGS) -> Evidence:
+    """Robust local-linear smooth of the log ratio along log10 FLOPs, tested against the shape scatter.
+
+    The noise of one shape is the residual scatter around the smooth (local,
+    corrected for the smoother's degrees of freedom ``n - 2 tr S + tr S S'``),
+    correlated between neighbours in FLOP order (which is the sweep order of
+    a file without passes). A point's interval is its own value plus or minus
+    that noise; the lead test uses the smooth and its variance ``S C S'``.
+    """
+    x = np.asarray(log_flops, dtype=float) / np.log(10)
+    d = np.asarray(log_ratio, dtype=float)
+    n = len(d)
+    if len(np.unique(x)) < 3 or n < MIN_SHAPES:
+        return _uncalled(d, "shapes", f"{n} point(s): too few shapes to estimate their scatter")
+    h = _bandwidths(x, neighbours, min_bandwidth)
+    s = _robust_smoother(x, d, h)
+    trend = s @ d
+    resid = d - trend
+    dof = max(n - 2 * np.trace(s) + np.sum(s * s), 1.0)
+    sd, df = _local_scale(x, h, resid, dof / n)
+    sd = np.maximum(sd, 1e-12)
+    rho = _autocorrelation(resid / sd, lags)
+    cov = sd[:, None] * sd[None, :] * rho[np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])]
+    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", s, cov, s), 1e-300))
+    q = student_t.ppf(1 - alpha / 2, dof)  # the shape's own interval: sd from all residuals' df
+    p = _t_test(trend, se, df)  # the test: local df, so a noisy stretch is not over-trusted
+    adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
+    return Evidence(d, d - q * sd, d + q * sd, trend, p, adj, verdict, "shapes", False, (NOT_MEASURED,))
+
+
+def _uncalled(d: np.ndarray, method: str, why: str) -> Evidence:
+    inf, ones = np.full(len(d), np.inf), np.ones(len(d))
+    notes = (why, NOT_MEASURED) if method == "shapes" else (why,)
+    return Evidence(d.copy(), -inf, inf, d.copy(), ones, ones, np.zeros(len(d), dtype=int), method,
+                    method == "runs", notes)
+
+
+# -- choosing the method -----------------------------------------------------------
+
+
+def n_passes(values: np.ndarray) -> int:
+    """Passes (rows) of a (pass, point) array that measured at least one point."""
+    return int(np.isfinite(np.atleast_2d(values)).any(axis=1).sum())
+
+
+def choose_method(values_a: np.ndarray, values_b: np.ndarray) -> str:
+    """``"runs"`` when both series were measured in at least two passes, else ``"shapes"``."""
+    return "runs" if min(n_passes(values_a), n_passes(values_b)) >= 2 else "shapes"
+
+
+def lead_evidence(log_flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, *,
+                  alpha: float = 0.05, min_run: int = 2, method: str = "auto") -> Evidence:
+    """Per-point evidence that a leads b, from the log values of both series per (pass, point).
+
+    Parameters
+    ----------
+    log_flops:
+        Natural log of the FLOP count of each point, sorted ascending (the
+        sweep order of files without passes).
+    values_a, values_b:
+        Log metric (log speed; higher is better) of a and of b, shape
+        ``(passes, points)`` with NaN where a pass lacks a point; one row when
+        a series was measured once or has no pass index.
+    alpha, min_run:
+        Family-wise error of the lead calls (Holm) and interval level
+        ``1 - alpha``; fewest consecutive FLOP counts that make a lead.
+    method:
+        ``"runs"``, ``"shapes"`` or ``"auto"`` (:func:`choose_method`).
+        ``"shapes"`` on several passes uses their mean per point.
+    """
+    if method not in (*METHODS, "auto"):
+        raise ValueError(f"method={method!r} must be one of runs, shapes, auto")
+    x = np.asarray(log_flops, dtype=float)
+    va, vb = np.atleast_2d(np.asarray(values_a, float)), np.atleast_2d(np.asarray(values_b, float))
+    if va.shape[1] != len(x) or vb.shape[1] != len(x):
+        raise ValueError("values_a and values_b need one column per point of log_flops")
+    chosen = choose_method(va, vb) if method == "auto" else method
+    if chosen == "runs":
+        return runs_evidence(x, run_side(x, va), run_side(x, vb), alpha=alpha, min_run=min_run)
+    with np.errstate(invalid="ignore"):
+        d = np.nanmean(va, axis=0) - np.nanmean(vb, axis=0)
+    return shapes_evidence(x, d, alpha=alpha, min_run=min_run)
+
+
+# -- the old method, for benchmarks and tests only ----------------------------------
+
+
+def within_run_evidence(log_flops: Sequence[float], samples_a: np.ndarray, samples_b: np.ndarray, *,
+                        alpha: float = 0.05, min_run: int = 2, n_boot: int = 400, seed: int = 0) -> Evidence:
+    """The pre-issue-12 test: bootstrap the median of one run's samples, normal test on its standard error.
+
+    ``samples_a``/``samples_b`` are (points, samples) arrays of seconds. Kept
+    to show, in tests and ``benchmarks/false_leads.py``, that it calls
+    run-to-run shifts leads; :func:`lead_evidence` replaces it.
+    """
+    rng = np.random.default_rng(seed)
+
+    def boot(s: np.ndarray) -> np.ndarray:
+        idx = rng.integers(0, s.shape[1], (n_boot, s.shape[1]))
+        return np.log(np.median(s[:, idx], axis=2))  # (points, n_boot)
+
+    a, b = np.asarray(samples_a, float), np.asarray(samples_b, float)
+    est = np.log(np.median(b, axis=1)) - np.log(np.median(a, axis=1))  # time b / time a = speed a / speed b
+    draws = boot(b) - boot(a)
+    se = np.std(draws, axis=1, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(se > 0, 2 * norm.sf(np.abs(est) / se), np.where(est == 0, 1.0, 0.0))
+    lo, hi = np.quantile(draws, [alpha / 2, 1 - alpha / 2], axis=1)
+    adj, verdict = _decide(est, p, np.exp(np.asarray(log_flops, float)), alpha, min_run)
+    return Evidence(est, lo, hi, est, p, adj, verdict, "within-run bootstrap", False, (NOT_MEASURED,))
