@@ -1,6 +1,6 @@
 """False leads: how often a chip "leads" an identical one, and the power and coverage of each method.
 
-Run:  .venv/bin/python benchmarks/false_leads.py [--seeds 200] [--fit-seeds 12] [--real]
+Run:  .venv/bin/python benchmarks/false_leads.py [--seeds 100] [--fit-seeds 8] [--real]
 
 SYNTHETIC part (the default; every number comes from tests/synthetic.py, nothing
 is measured): two identical chips, 48 square shapes from 1 MFLOP to 10 TFLOP, 20
@@ -233,8 +233,8 @@ def real(argv: list[str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=200, help="synthetic pairs per row (default 200)")
-    parser.add_argument("--fit-seeds", type=int, default=12, help="synthetic pairs per fit row (default 12)")
+    parser.add_argument("--seeds", type=int, default=100, help="synthetic pairs per row (default 100)")
+    parser.add_argument("--fit-seeds", type=int, default=8, help="synthetic pairs per fit row (default 8)")
     parser.add_argument("--fit-n-boot", type=int, default=60, help="bootstrap refits per fit (default 60)")
     parser.add_argument("--real", action="store_true", help="run the real part (this CPU) instead")
     args, rest = parser.parse_known_args()

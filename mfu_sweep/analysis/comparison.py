@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from mfu_sweep.analysis.evidence import NOT_MEASURED
+
 METRICS = ("mfu", "tflops")
-MIN_SAMPLES = 3
 FIT_GRID = 256
 LN_TERA = 12 * math.log(10)
 SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
@@ -26,8 +27,13 @@ class ComparePoint:
 
     ``method`` is ``"matched"`` when both series measured the shape, else
     ``"interp"`` and ``interpolated`` names the series read off its
-    log-log interpolation. ``ratio_low``/``ratio_high`` are the per-point
-    interval at ``1 - alpha``; ``p_adjusted`` is Holm-adjusted over the pair.
+    log-log interpolation. ``ratio`` is the measured ratio (geometric mean over
+    passes) and ``ratio_low``/``ratio_high`` its interval at ``1 - alpha``
+    against run-to-run variation (``runs``) or the scatter of shapes
+    (``shapes``); ``verdict_method`` names which. ``trend_ratio`` is the local
+    trend of the ratio along FLOPs that the lead test uses, ``p_value`` that
+    test's p-value and ``p_adjusted`` Holm-adjusted over the pair
+    (:mod:`mfu_sweep.analysis.evidence`).
     """
 
     flops: float
@@ -42,9 +48,12 @@ class ComparePoint:
     leader: str | None
     method: str
     interpolated: str | None = None
+    verdict_method: str = "shapes"
+    trend_ratio: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        # an uncalled point's interval is unbounded: null in JSON, which has no infinity
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -52,7 +61,8 @@ class Segment:
     """A FLOP range with one verdict; ``leader`` None means ambiguous.
 
     ``ratio`` is the median ratio a/b of its points, ``diff`` the median of
-    ``a - b`` in metric units (MFU as a fraction, or TFLOP/s).
+    ``a - b`` in metric units (MFU as a fraction, or TFLOP/s); ``method`` the
+    evidence behind the verdict (``runs`` or ``shapes``).
     """
 
     start_flops: float
@@ -61,6 +71,7 @@ class Segment:
     ratio: float
     diff: float
     n_points: int
+    method: str = "shapes"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -68,7 +79,11 @@ class Segment:
 
 @dataclass(frozen=True)
 class Crossover:
-    """Where the leader changes from ``from_label`` to ``to_label``, with an interval."""
+    """Where the leader changes from ``from_label`` to ``to_label``, with an interval.
+
+    ``method`` is the evidence it rests on: ``runs`` or ``shapes`` (the data
+    verdicts) or ``fit`` (the fitted rooflines).
+    """
 
     flops: float
     low_flops: float
@@ -143,11 +158,27 @@ class Comparison:
     n_boot: int = 2000
     seed: int = 0
     min_run: int = 2
+    method: str = "shapes"
+    passes: tuple[int, int] = (1, 1)
+
+    @property
+    def runs_measured(self) -> bool:
+        """Whether the verdicts rest on measured run-to-run variation (method ``runs``)."""
+        return self.method == "runs"
+
+    def evidence_note(self) -> str:
+        """What the verdicts rest on, e.g. "method runs, 3 and 3 passes" or
+        "method shapes; run-to-run variation not measured"."""
+        if self.runs_measured:
+            return f"method runs, {self.passes[0]} and {self.passes[1]} passes"
+        return f"method shapes; {NOT_MEASURED}"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "dtype": self.dtype, "mode": self.mode, "metric": self.metric,
             "alpha": self.alpha, "n_boot": self.n_boot, "seed": self.seed, "min_run": self.min_run,
+            "method": self.method, "runs_measured": self.runs_measured,
+            "passes": {"a": self.passes[0], "b": self.passes[1]}, "evidence": self.evidence_note(),
             "summary": self._summary_json(),
             "segments": [s.to_json() for s in self.segments],
             "crossovers": [c.to_json() for c in self.crossovers],
@@ -162,7 +193,7 @@ class Comparison:
             return head + "no shapes in a common FLOP range."
         n = len(self.segments)
         parts = [_segment_phrase(s, i, n, self.a, self.b, self.metric) for i, s in enumerate(self.segments)]
-        return head + ", ".join(parts) + "."
+        return head + ", ".join(parts) + f" [{self.evidence_note()}]."
 
     def lead_summary(self) -> LeadSummary | None:
         """Shares of the shared FLOP range per verdict and the longest lead; None without points."""
@@ -181,7 +212,8 @@ class Comparison:
         """One line, however fragmented the segments, from :meth:`lead_summary`.
 
         E.g. "A leads over 85% of the shared FLOP range (log scale, 1 GFLOP to 1 TFLOP), B over 5%,
-        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (MFU +6.2 points, x1.10)."
+        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (MFU +6.2 points, x1.10)
+        [method runs, 3 and 3 passes]."
         """
         s = self.lead_summary()
         if s is None:
@@ -190,10 +222,11 @@ class Comparison:
         where = f"log scale, {lo} to {hi}" if s.low_flops < s.high_flops else f"all at {lo}, shares by shape"
         text = (f"{self.a} leads over {_share(s.share_a)} of the shared FLOP range ({where}), "
                 f"{self.b} over {_share(s.share_b)}, ambiguous over {_share(s.share_ambiguous)}; ")
+        tail = f" [{self.evidence_note()}]."
         if s.longest is None:
-            return text + "no lead anywhere."
+            return text + "no lead anywhere" + tail
         return (text + f"longest lead: {s.longest.leader} {_span(s.longest)} "
-                f"({_effect(s.longest, self.a, self.metric)}).")
+                f"({_effect(s.longest, self.a, self.metric)})" + tail)
 
     def _summary_json(self) -> dict[str, Any]:
         s = self.lead_summary()

@@ -63,7 +63,9 @@ from scipy.stats import t as student_t
 
 METHODS = ("runs", "shapes")
 POOL_DF = 8  # degrees of freedom the pooled run-to-run variance aims for
-NEIGHBOURS = 4  # the kernel at a shape reaches its 4th nearest FLOP count
+NEIGHBOURS = 4  # shapes: the kernel at a shape reaches its 4th nearest FLOP count
+SCALE_WIDTH = 4.0  # the noise scale is taken over a kernel this many times wider than the smooth
+ICI_GAMMA = 2.0  # intervals of +- 2 standard errors decide how far a smooth may reach
 MIN_BANDWIDTH = 0.1  # decades of FLOPs, Gaussian sd
 HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated
 ROBUST_PASSES = 2
@@ -246,38 +248,68 @@ def run_side(log_flops: np.ndarray, values: np.ndarray, pool_df: int = POOL_DF) 
 
 
 def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float = 0.05, min_run: int = 2,
-                  neighbours: int = NEIGHBOURS, min_bandwidth: float = MIN_BANDWIDTH) -> Evidence:
+                  neighbours: int = NEIGHBOURS, min_bandwidth: float = MIN_BANDWIDTH,
+                  extra_var: np.ndarray | None = None) -> Evidence:
     """Test the local trend of the log ratio against the run-to-run variance of both sides.
 
     At a point, the mean log ratio over passes has variance
     ``v = var_a / R_a + var_b / R_b`` (t interval, Satterthwaite df). The lead
-    test smooths the log ratio along FLOPs with inverse-variance weights (a
-    shape with an outlying pass counts less); its variance is ``sum S_ij^2 v_j``
-    (shapes are independent given shuffled passes) plus the variance of a
-    pass-level offset common to all shapes (``RunSide.common``).
+    test uses that point alone or a local-linear smooth along FLOPs with
+    inverse-variance weights (a shape with an outlying pass counts less), of
+    variance ``sum S_ij^2 v_j`` (shapes are independent given shuffled passes)
+    plus that of a pass-level offset common to all shapes (``RunSide.common``);
+    the width is chosen per point by :func:`ici` among kernels reaching the
+    1st .. ``neighbours``-th nearest FLOP count.
     """
     x = np.asarray(log_flops, dtype=float) / np.log(10)
     d = a.mean - b.mean
     va, vb = a.var / a.n_runs, b.var / b.n_runs
-    v = va + vb
+    v = va + vb + (0.0 if extra_var is None else np.asarray(extra_var, dtype=float))
     ok = np.isfinite(v) & (v > 0)
     if ok.sum() < 2 or len(np.unique(x[ok])) < 2:
         return _uncalled(d, "runs", "too few points with a run-to-run variance")
     with np.errstate(invalid="ignore", divide="ignore"):
         df_point = np.where(ok, v**2 / (va**2 / a.df + vb**2 / b.df), 1.0)
     half = np.where(ok, student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v), np.inf)
-    s = np.zeros((len(d), len(d)))
-    s[np.ix_(ok, ok)] = smoother_matrix(x[ok], _bandwidths(x[ok], neighbours, min_bandwidth), 1.0 / v[ok])
-    trend = np.where(ok, s @ np.where(ok, d, 0.0), d)
-    parts = s**2 * np.where(ok, v, 0.0)[None, :]
     common = a.common + b.common
-    var = parts.sum(axis=1) + common
-    df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1)
-                             + a.common**2 / a.common_df + b.common**2 / b.common_df, 1e-300)
-    p = np.where(ok, _t_test(trend, np.sqrt(var), df), 1.0)
+    common_df2 = a.common**2 / a.common_df + b.common**2 / b.common_df
+    levels = [(np.where(ok, d, 0.0), np.where(ok, v, np.inf), df_point)]
+    for k in range(1, neighbours + 1):
+        s = np.zeros((len(d), len(d)))
+        s[np.ix_(ok, ok)] = smoother_matrix(x[ok], _bandwidths(x[ok], k, min_bandwidth), 1.0 / v[ok])
+        parts = s**2 * np.where(ok, v, 0.0)[None, :]
+        var = parts.sum(axis=1) + common
+        df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1) + common_df2, 1e-300)
+        levels.append((s @ np.where(ok, d, 0.0), var, df))
+    trend, se, df = _pick(levels)
+    p = np.where(ok, _t_test(trend, se, df), 1.0)
+    trend = np.where(ok, trend, d)
     adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
     notes = () if ok.all() else (f"{int((~ok).sum())} point(s) without a run-to-run variance are never called",)
     return Evidence(d, d - half, d + half, trend, p, adj, verdict, "runs", True, notes)
+
+
+def ici(est: np.ndarray, se: np.ndarray, gamma: float = ICI_GAMMA) -> np.ndarray:
+    """Intersection of confidence intervals: per point (column), the widest level (row) whose interval
+    ``est +- gamma * se`` still meets those of all narrower levels (Goldenshluger-Nemirovski, Katkovnik).
+
+    Rows go from no smoothing to the widest kernel. Where the log ratio is
+    flat, wide kernels agree with narrow ones and lend power; at a step or a
+    bend they stop agreeing, so the smooth never drags a verdict across it.
+    """
+    lo = np.maximum.accumulate(est - gamma * se, axis=0)
+    hi = np.minimum.accumulate(est + gamma * se, axis=0)
+    return np.logical_and.accumulate(lo <= hi, axis=0).sum(axis=0) - 1
+
+
+def _pick(levels: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple[np.ndarray, ...]:
+    """Estimate, standard error and df at the level :func:`ici` picks for each point."""
+    est, var, df = (np.stack([np.broadcast_to(np.asarray(lv[i], float), levels[0][0].shape) for lv in levels])
+                    for i in range(3))
+    se = np.sqrt(var)
+    k = ici(est, np.where(np.isfinite(se), se, 1e300))
+    cols = np.arange(est.shape[1])
+    return est[k, cols], se[k, cols], df[k, cols]
 
 
 # -- shapes: the shape is the unit -----------------------------------------------
@@ -304,7 +336,7 @@ def _local_scale(x: np.ndarray, h: np.ndarray, resid: np.ndarray,
     The df is the kernel's effective number of residuals, ``(sum k)^2 / sum k^2``,
     times the smoother's share of residual degrees of freedom.
     """
-    k = np.exp(-0.5 * ((x[None, :] - x[:, None]) / (2 * h[:, None])) ** 2)
+    k = np.exp(-0.5 * ((x[None, :] - x[:, None]) / (SCALE_WIDTH * h[:, None])) ** 2)
     sd = np.sqrt((k @ resid**2) / k.sum(axis=1) / dof_ratio)
     return sd, np.maximum(k.sum(axis=1) ** 2 / (k**2).sum(axis=1) * dof_ratio, 1.0)
 
@@ -339,14 +371,17 @@ def shapes_evidence(log_flops: np.ndarray, log_ratio: np.ndarray, *, alpha: floa
         return _uncalled(d, "shapes", f"{n} point(s): too few shapes to estimate their scatter")
     h = _bandwidths(x, neighbours, min_bandwidth)
     s = _robust_smoother(x, d, h)
-    trend = s @ d
-    resid = d - trend
+    resid = d - s @ d
     dof = max(n - 2 * np.trace(s) + np.sum(s * s), 1.0)
     sd, df = _local_scale(x, h, resid, dof / n)
     sd = np.maximum(sd, 1e-12)
     rho = _autocorrelation(resid / sd, lags)
     cov = sd[:, None] * sd[None, :] * rho[np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])]
-    se = np.sqrt(np.maximum(np.einsum("ij,jk,ik->i", s, cov, s), 1e-300))
+    levels = [(d, sd**2, df)]
+    for k in range(2, neighbours + 1):
+        sk = _robust_smoother(x, d, _bandwidths(x, k, min_bandwidth))
+        levels.append((sk @ d, np.maximum(np.einsum("ij,jk,ik->i", sk, cov, sk), 1e-300), df))
+    trend, se, df = _pick(levels)
     q = student_t.ppf(1 - alpha / 2, dof)  # the shape's own interval: sd from all residuals' df
     p = _t_test(trend, se, df)  # the test: local df, so a noisy stretch is not over-trusted
     adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
@@ -374,7 +409,8 @@ def choose_method(values_a: np.ndarray, values_b: np.ndarray) -> str:
 
 
 def lead_evidence(log_flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, *,
-                  alpha: float = 0.05, min_run: int = 2, method: str = "auto") -> Evidence:
+                  alpha: float = 0.05, min_run: int = 2, method: str = "auto",
+                  extra_var: np.ndarray | None = None) -> Evidence:
     """Per-point evidence that a leads b, from the log values of both series per (pass, point).
 
     Parameters
@@ -392,6 +428,10 @@ def lead_evidence(log_flops: Sequence[float], values_a: np.ndarray, values_b: np
     method:
         ``"runs"``, ``"shapes"`` or ``"auto"`` (:func:`choose_method`).
         ``"shapes"`` on several passes uses their mean per point.
+    extra_var:
+        Variance to add to the log ratio of each point under ``runs`` (e.g. the
+        error of reading a value off an interpolated curve); under ``shapes``
+        the scatter of shapes already contains it.
     """
     if method not in (*METHODS, "auto"):
         raise ValueError(f"method={method!r} must be one of runs, shapes, auto")
@@ -401,7 +441,8 @@ def lead_evidence(log_flops: Sequence[float], values_a: np.ndarray, values_b: np
         raise ValueError("values_a and values_b need one column per point of log_flops")
     chosen = choose_method(va, vb) if method == "auto" else method
     if chosen == "runs":
-        return runs_evidence(x, run_side(x, va), run_side(x, vb), alpha=alpha, min_run=min_run)
+        return runs_evidence(x, run_side(x, va), run_side(x, vb), alpha=alpha, min_run=min_run,
+                             extra_var=extra_var)
     with np.errstate(invalid="ignore"):
         d = np.nanmean(va, axis=0) - np.nanmean(vb, axis=0)
     return shapes_evidence(x, d, alpha=alpha, min_run=min_run)

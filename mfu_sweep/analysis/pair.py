@@ -10,22 +10,23 @@ import numpy as np
 from mfu_sweep.analysis.comparison import (
     FIT_GRID,
     METRICS,
-    MIN_SAMPLES,
     CompareError,
     Comparison,
     Crossover,
     format_flops,
 )
+from mfu_sweep.analysis.evidence import NOT_MEASURED
 from mfu_sweep.analysis.fit import RooflineFit, fit_series, why_unfittable
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts import (
-    bootstrap_curve,
+    PassCurve,
     bytes_along,
     compare_points,
     crossing_point,
     data_crossovers,
     lead_runs,
-    point_verdicts,
+    pass_curve,
+    point_evidence,
     raw_points,
     tile_segments,
 )
@@ -116,8 +117,12 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         Series from :func:`mfu_sweep.analysis.series.group_series`; ratios are a/b.
     metric:
         ``"mfu"`` (needs a peak for both) or ``"tflops"``.
-    seed, n_boot:
-        Seed and size of the bootstrap of the per-shape medians.
+    seed:
+        Seed of the fits' bootstrap.
+    n_boot:
+        Kept so existing callers and ``--n-boot`` keep working; since issue 12
+        the data verdicts no longer bootstrap samples (see
+        :mod:`mfu_sweep.analysis.evidence`), so it only has to be >= 2.
     alpha:
         Family-wise error rate of the per-pair leader calls, and interval level ``1 - alpha``.
     min_run:
@@ -134,26 +139,36 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
     check_pair(a, b, metric)
     if n_boot < 2 or min_run < 1 or not 0 < alpha < 1:
         raise CompareError(f"need n_boot >= 2, min_run >= 1 and 0 < alpha < 1 (got {n_boot}, {min_run}, {alpha})")
-    ca, cb = bootstrap_curve(a, metric, seed, n_boot), bootstrap_curve(b, metric, seed, n_boot)
+    ca, cb = pass_curve(a, metric), pass_curve(b, metric)
     raw = raw_points(ca, cb)
-    notes = _peak_notes(a, b, metric)
+    notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb)
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha, n_boot=n_boot,
-                  seed=seed, min_run=min_run)
+                  seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)))
     if not raw:
         return Comparison(points=(), segments=(), crossovers=(),
                           notes=(*notes, "the two series share no FLOP range"), **common)
-    p, adj, verdict = point_verdicts(raw, alpha, min_run)
-    data = data_crossovers(raw, verdict, a.label, b.label)
+    ev = point_evidence(raw, alpha, min_run)
+    data = data_crossovers(raw, ev, a.label, b.label)
     fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
               if fa is not None and fb is not None else [])
     if fa is not None and fb is not None:
         notes += _agreement(data, fitted)
-    untestable = sum(not r.testable for r in raw)
-    if untestable:
-        notes.append(f"{untestable} point(s) with fewer than {MIN_SAMPLES} samples are never called")
+    notes += [n for n in ev.notes if n != NOT_MEASURED]
     return Comparison(
-        points=tuple(compare_points(raw, p, adj, verdict, a.label, b.label, alpha)),
-        segments=tuple(tile_segments(raw, verdict, data, a.label, b.label)),
-        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), **common,
+        points=tuple(compare_points(raw, ev, a.label, b.label)),
+        segments=tuple(tile_segments(raw, ev, data, a.label, b.label)),
+        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), method=ev.method, **common,
     )
+
+
+def _pass_notes(ca: PassCurve, cb: PassCurve) -> list[str]:
+    """Say which series had no pass index (old files: one run) or a single pass."""
+    out = []
+    for c in (ca, cb):
+        if not c.pass_indexed:
+            out.append(f"{c.label}: no pass index in its records (old files, imported data), "
+                       f"analysed as one run (R = 1)")
+        elif len(c.passes) == 1:
+            out.append(f"{c.label}: measured in one pass (R = 1)")
+    return out

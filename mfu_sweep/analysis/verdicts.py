@@ -1,108 +1,138 @@
-"""The per-point statistics of a comparison: bootstrapped medians, p-values, Holm, the run rule,
-segments and data crossovers."""
+"""The per-point statistics of a comparison: per-pass values of each series, their lead evidence
+(:mod:`mfu_sweep.analysis.evidence`: methods ``runs`` and ``shapes``), segments and data crossovers."""
 
 from __future__ import annotations
 
 import math
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy.interpolate import PchipInterpolator
-from scipy.stats import norm
 
-from mfu_sweep.analysis.comparison import LN_TERA, MIN_SAMPLES, ComparePoint, Crossover, Segment
+from mfu_sweep.analysis.comparison import LN_TERA, ComparePoint, Crossover, Segment
+from mfu_sweep.analysis.evidence import Evidence, holm, lead_evidence, runs_of
+from mfu_sweep.analysis.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.analysis.series import Series
+from mfu_sweep.results import Record
+
+__all__ = ["Evidence", "holm", "_apply_min_run"]
 
 
 @dataclass(frozen=True)
-class _Curve:
-    """One series prepared for comparison: log median time per shape and per FLOP count."""
+class PassCurve:
+    """One series prepared for comparison: log median time per (pass, shape) and per (pass, FLOP count).
+
+    ``passes`` are the pass indices of the records (0 for records without one);
+    ``pass_indexed`` says whether any record carried a pass index.
+    """
 
     label: str
     log_peak: float
-    shapes: Mapping[str, tuple[float, float, np.ndarray, int]]  # shape -> (flops, log t, draws, n samples)
+    passes: tuple[int, ...]
+    pass_indexed: bool
+    shapes: Mapping[str, tuple[float, np.ndarray]]  # shape -> (flops, log median time per pass, NaN if absent)
     log_f: np.ndarray  # distinct FLOP counts (log), sorted
-    log_t: np.ndarray  # log median time at each, averaged over shapes with equal FLOPs
-    draws: np.ndarray  # (n_boot, len(log_f)) bootstrap draws of log_t
-    seed: int = 0
+    log_t: np.ndarray  # (passes, FLOP counts): averaged over shapes of equal FLOPs, NaN where a pass lacks all
 
 
-def _rng(seed: int, label: str, shape: str) -> np.random.Generator:
-    """A stream per (seed, series, shape), so results do not depend on input order."""
-    return np.random.default_rng([seed, zlib.crc32(f"{label}|{shape}".encode())])
+def pass_of(record: Record) -> int | None:
+    """The pass (``sweep --repeats``) a record comes from, or None for files without a pass index."""
+    value = getattr(record, "pass_index", None)
+    if value is None:
+        value = record.extra.get("pass_index")
+    return None if value is None else int(value)
 
 
-def _boot_log_median(samples: Sequence[float], rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    s = np.asarray(samples, dtype=float)
-    return np.log(np.median(s[rng.integers(0, len(s), (n_boot, len(s)))], axis=1))
-
-
-def bootstrap_curve(series: Series, metric: str, seed: int, n_boot: int) -> _Curve:
-    pooled: dict[str, tuple[float, list[float]]] = {}
+def _per_pass(series: Series) -> tuple[dict[str, tuple[float, dict[int, list[float]]]], bool]:
+    per: dict[str, tuple[float, dict[int, list[float]]]] = {}
+    indexed = False
     for rec in series.records:
-        pooled.setdefault(str(rec.shape), (rec.flops, []))[1].extend(rec.samples_s)
-    shapes = {}
-    for name, (flops, samples) in pooled.items():
-        draws = _boot_log_median(samples, _rng(seed, series.label, name), n_boot)
-        shapes[name] = (flops, float(np.log(np.median(samples))), draws, len(samples))
-    by_f: dict[float, list[str]] = {}
-    for name, (flops, *_rest) in shapes.items():
-        by_f.setdefault(flops, []).append(name)
+        key = pass_of(rec)
+        indexed |= key is not None
+        per.setdefault(str(rec.shape), (rec.flops, {}))[1].setdefault(key or 0, []).extend(rec.samples_s)
+    return per, indexed
+
+
+def pass_curve(series: Series, metric: str) -> PassCurve:
+    """Log median time of every shape in every pass of ``series`` (samples of one pass and shape pooled)."""
+    per, indexed = _per_pass(series)
+    passes = tuple(sorted({k for _, runs in per.values() for k in runs}))
+    shapes = {name: (flops, np.array([math.log(float(np.median(runs[p]))) if p in runs else math.nan
+                                      for p in passes]))
+              for name, (flops, runs) in per.items()}
+    by_f: dict[float, list[np.ndarray]] = {}
+    for flops, values in shapes.values():
+        by_f.setdefault(flops, []).append(values)
     fs = sorted(by_f)
+    with np.errstate(invalid="ignore"):
+        log_t = np.stack([np.nanmean(np.stack(by_f[f]), axis=0) if np.isfinite(by_f[f]).any() else
+                          np.full(len(passes), math.nan) for f in fs], axis=1)
     log_peak = math.log(series.peak_tflops) if metric == "mfu" else 0.0
-    return _Curve(
-        label=series.label, log_peak=log_peak, shapes=shapes, log_f=np.log(fs),
-        log_t=np.array([np.mean([shapes[n][1] for n in by_f[f]]) for f in fs]),
-        draws=np.stack([np.mean([shapes[n][2] for n in by_f[f]], axis=0) for f in fs], axis=1), seed=seed,
-    )
+    return PassCurve(label=series.label, log_peak=log_peak, passes=passes, pass_indexed=indexed, shapes=shapes,
+                     log_f=np.log(fs), log_t=log_t)
 
 
-def _at(curve: _Curve, shape: str, flops: float) -> tuple[float, np.ndarray, int, str] | None:
-    """Log time (estimate, draws) of ``curve`` at a shape: measured, interpolated, or None outside its range.
+def _interp_row(log_f: np.ndarray, row: np.ndarray, x: float) -> tuple[float, float]:
+    """PCHIP value of one pass's curve at ``x`` and its gap to straight-line interpolation; NaN outside."""
+    ok = np.isfinite(row)
+    xs, ys = log_f[ok], row[ok]
+    if len(xs) == 0 or not xs[0] <= x <= xs[-1]:
+        return math.nan, 0.0
+    if len(xs) == 1:
+        return float(ys[0]), 0.0
+    value = float(PchipInterpolator(xs, ys)(x))
+    return value, abs(value - float(np.interp(x, xs, ys)))
 
-    Interpolation is a monotone cubic (PCHIP) in (log FLOPs, log time); its
-    difference from straight-line interpolation is added to the draws as
-    extra normal noise, so a point read off a sparse curve is not over-trusted.
+
+def _at(curve: PassCurve, shape: str, flops: float) -> tuple[np.ndarray, float, str] | None:
+    """Log time per pass of ``curve`` at a shape (measured or interpolated), the squared interpolation gap,
+    and ``"matched"``/``"interp"``; None outside the FLOP range the curve measured.
+
+    Interpolation is a monotone cubic (PCHIP) in (log FLOPs, log time), pass by
+    pass; its largest difference from straight-line interpolation is returned
+    as a variance, so a point read off a sparse curve is not over-trusted.
     """
     if shape in curve.shapes:
-        _, lt, draws, n = curve.shapes[shape]
-        return lt, draws, n, "matched"
+        return curve.shapes[shape][1], 0.0, "matched"
     x = math.log(flops)
     if not curve.log_f[0] <= x <= curve.log_f[-1]:
         return None
-    if len(curve.log_f) == 1:
-        return float(curve.log_t[0]), curve.draws[:, 0], MIN_SAMPLES, "interp"
-    lt = float(PchipInterpolator(curve.log_f, curve.log_t)(x))
-    draws = PchipInterpolator(curve.log_f, curve.draws, axis=1)(x)
-    bias = abs(lt - float(np.interp(x, curve.log_f, curve.log_t)))
-    draws = draws + bias * _rng(curve.seed, curve.label, f"interp|{shape}").standard_normal(len(draws))
-    return lt, draws, MIN_SAMPLES, "interp"
+    values, gaps = zip(*(_interp_row(curve.log_f, row, x) for row in curve.log_t), strict=True)
+    if not np.isfinite(values).any():
+        return None
+    return np.array(values), max(gaps) ** 2, "interp"
 
 
-def _log_metric(log_f: float, log_t: Any, curve: _Curve) -> Any:
+def _log_metric(log_f: float, log_t: Any, curve: PassCurve) -> Any:
     """Log of TFLOP/s, or of MFU when the curve carries a peak."""
     return log_f - log_t - LN_TERA - curve.log_peak
 
 
-# -- points and their verdicts -----------------------------------------------
+# -- points and their evidence -------------------------------------------------
 
 
 @dataclass(frozen=True)
 class _Raw:
     flops: float
     shape: str
-    log_a: float
-    log_b: float
-    draws: np.ndarray  # bootstrap draws of log(a/b)
-    testable: bool
+    values_a: np.ndarray  # log metric of a per pass (NaN where a pass lacks the shape)
+    values_b: np.ndarray
+    extra_var: float  # interpolation uncertainty of the log ratio
     method: str
     interpolated: str | None
 
+    @property
+    def log_a(self) -> float:
+        return float(np.nanmean(self.values_a))
 
-def raw_points(ca: _Curve, cb: _Curve) -> list[_Raw]:
+    @property
+    def log_b(self) -> float:
+        return float(np.nanmean(self.values_b))
+
+
+def raw_points(ca: PassCurve, cb: PassCurve) -> list[_Raw]:
     names = {**{n: v[0] for n, v in ca.shapes.items()}, **{n: v[0] for n, v in cb.shapes.items()}}
     out = []
     for name, flops in sorted(names.items(), key=lambda kv: (kv[1], kv[0])):
@@ -110,77 +140,21 @@ def raw_points(ca: _Curve, cb: _Curve) -> list[_Raw]:
         if at_a is None or at_b is None:
             continue
         lf = math.log(flops)
-        la, lb = _log_metric(lf, at_a[0], ca), _log_metric(lf, at_b[0], cb)
-        draws = _log_metric(lf, at_a[1], ca) - _log_metric(lf, at_b[1], cb)
-        interp = ca.label if at_a[3] == "interp" else cb.label if at_b[3] == "interp" else None
-        out.append(_Raw(flops, name, la, lb, draws, min(at_a[2], at_b[2]) >= MIN_SAMPLES,
-                        "interp" if interp else "matched", interp))
+        interp = ca.label if at_a[2] == "interp" else cb.label if at_b[2] == "interp" else None
+        out.append(_Raw(flops, name, _log_metric(lf, at_a[0], ca), _log_metric(lf, at_b[0], cb),
+                        at_a[1] + at_b[1], "interp" if interp else "matched", interp))
     return out
 
 
-def _p_value(est: float, draws: np.ndarray, testable: bool) -> float:
-    if not testable:
-        return 1.0
-    se = float(np.std(draws, ddof=1))
-    if se == 0.0:
-        return 1.0 if est == 0.0 else 0.0
-    return float(2 * norm.sf(abs(est) / se))
-
-
-def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm step-down adjusted p-values (family-wise error control)."""
-    p = np.asarray(p_values, dtype=float)
-    m = len(p)
-    order = np.argsort(p, kind="stable")
-    adj = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
-    out = np.empty(m)
-    out[order] = adj
-    return out
-
-
-def _apply_min_run(verdict: np.ndarray, min_run: int, flops: Sequence[float] | None = None) -> np.ndarray:
-    """Demote leads that do not span ``min_run`` consecutive FLOP counts to ambiguous.
-
-    Runs count distinct FLOP counts, not points, so the outcome does not
-    depend on how shapes of equal FLOPs (a grid's ``256x512x256`` and
-    ``512x256x256``) happen to be ordered: a FLOP count supports a leader when
-    any of its points has that leader significant, and a point's lead stands
-    when its FLOP count sits in a run of at least ``min_run`` consecutive FLOP
-    counts supporting the same leader. Two shapes of one FLOP count are one
-    place on the axis, never a run by themselves. Without ``flops`` every
-    point is its own FLOP count.
-    """
-    flops = np.arange(len(verdict), dtype=float) if flops is None else np.asarray(flops, dtype=float)
-    positions, where = np.unique(flops, return_inverse=True)
-    out = verdict.copy()
-    for sign in (1, -1):
-        supports = np.zeros(len(positions), dtype=bool)
-        supports[where[verdict == sign]] = True
-        kept = np.zeros(len(positions), dtype=bool)
-        for start, stop in _runs(supports.astype(int)):
-            if supports[start] and stop - start >= min_run:
-                kept[start:stop] = True
-        out[(verdict == sign) & ~kept[where]] = 0
-    return out
+def point_evidence(raw: Sequence[_Raw], alpha: float, min_run: int) -> Evidence:
+    """Lead evidence at every point (:func:`mfu_sweep.analysis.evidence.lead_evidence`)."""
+    return lead_evidence(np.log([r.flops for r in raw]), np.column_stack([r.values_a for r in raw]),
+                         np.column_stack([r.values_b for r in raw]), alpha=alpha, min_run=min_run,
+                         extra_var=np.array([r.extra_var for r in raw]))
 
 
 def _runs(values: np.ndarray) -> list[tuple[int, int]]:
-    """[start, stop) index ranges of equal consecutive values."""
-    runs, start = [], 0
-    for i in range(1, len(values) + 1):
-        if i == len(values) or values[i] != values[start]:
-            runs.append((start, i))
-            start = i
-    return runs
-
-
-def point_verdicts(raw: Sequence[_Raw], alpha: float, min_run: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per point: p-value, Holm-adjusted p-value, and verdict +1 (a leads), -1 (b leads) or 0."""
-    est = np.array([r.log_a - r.log_b for r in raw])
-    p = np.array([_p_value(e, r.draws, r.testable) for e, r in zip(est, raw, strict=True)])
-    adj = holm(p)
-    verdict = np.where(adj < alpha, np.sign(est), 0).astype(int)
-    return p, adj, _apply_min_run(verdict, min_run, [r.flops for r in raw])
+    return runs_of(values)
 
 
 # -- crossings along log FLOPs -------------------------------------------------
@@ -207,21 +181,23 @@ def lead_runs(verdict: np.ndarray) -> list[tuple[int, int, int]]:
     return [(s, e - 1, int(verdict[s])) for s, e in _runs(verdict) if verdict[s] != 0]
 
 
-def data_crossovers(raw: Sequence[_Raw], verdict: np.ndarray, a: str, b: str) -> list[Crossover]:
+def data_crossovers(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[Crossover]:
+    """Changes of leader, placed where the measured log ratio crosses zero between the two leads
+    (the smooth would move the crossing where the ratio curve is skewed); method runs or shapes."""
     log_f = np.log([r.flops for r in raw])
-    est = np.array([r.log_a - r.log_b for r in raw])
     names = {1: a, -1: b}
     out = []
-    leads = lead_runs(verdict)
+    leads = lead_runs(ev.verdict)
     for (_, i, s0), (j, _, s1) in zip(leads, leads[1:], strict=False):
         if s0 != s1:
-            x = crossing_point(log_f[i:j + 1], est[i:j + 1])
-            out.append(Crossover(math.exp(x), raw[i].flops, raw[j].flops, names[s0], names[s1], "data"))
+            x = crossing_point(log_f[i:j + 1], ev.estimate[i:j + 1])
+            out.append(Crossover(math.exp(x), raw[i].flops, raw[j].flops, names[s0], names[s1], ev.method))
     return out
 
 
-def tile_segments(raw: Sequence[_Raw], verdict: np.ndarray, crossovers: Sequence[Crossover],
-              a: str, b: str) -> list[Segment]:
+def tile_segments(raw: Sequence[_Raw], ev: Evidence, crossovers: Sequence[Crossover],
+                  a: str, b: str) -> list[Segment]:
+    verdict = ev.verdict
     runs = _runs(verdict)
     flops = [r.flops for r in raw]
     bounds = [flops[0]]
@@ -238,21 +214,21 @@ def tile_segments(raw: Sequence[_Raw], verdict: np.ndarray, crossovers: Sequence
             start_flops=bounds[k], end_flops=bounds[k + 1], leader=names[int(verdict[start])],
             ratio=float(np.exp(np.median([p.log_a - p.log_b for p in pts]))),
             diff=float(np.median([math.exp(p.log_a) - math.exp(p.log_b) for p in pts])), n_points=stop - start,
+            method=ev.method,
         ))
     return segs
 
 
-def compare_points(raw: Sequence[_Raw], p: np.ndarray, adj: np.ndarray, verdict: np.ndarray, a: str, b: str,
-            alpha: float) -> list[ComparePoint]:
+def compare_points(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[ComparePoint]:
     names = {1: a, -1: b, 0: None}
     out = []
-    for r, pv, pa, v in zip(raw, p, adj, verdict, strict=True):
-        lo, hi = np.quantile(r.draws, [alpha / 2, 1 - alpha / 2])
+    for k, r in enumerate(raw):
         out.append(ComparePoint(
             flops=r.flops, shape=r.shape, a_value=math.exp(r.log_a), b_value=math.exp(r.log_b),
-            ratio=math.exp(r.log_a - r.log_b), ratio_low=math.exp(lo), ratio_high=math.exp(hi),
-            p_value=float(pv), p_adjusted=float(pa), leader=names[int(v)], method=r.method,
-            interpolated=r.interpolated,
+            ratio=math.exp(ev.estimate[k]), ratio_low=math.exp(ev.low[k]), ratio_high=math.exp(ev.high[k]),
+            p_value=float(ev.p[k]), p_adjusted=float(ev.p_adjusted[k]), leader=names[int(ev.verdict[k])],
+            method=r.method, interpolated=r.interpolated, verdict_method=ev.method,
+            trend_ratio=math.exp(ev.trend[k]),
         ))
     return out
 
