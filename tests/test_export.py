@@ -88,7 +88,7 @@ def test_crossovers_markdown_and_csv() -> None:
     assert lines[0].startswith("| A | B |") and lines[1].startswith("| :--- |")
     assert "chip-a -> chip-b" in md and "GFLOP" in md
     rows = list(csv.DictReader(io.StringIO(export_table(sweeps, "crossovers", "csv", use_fit=False, n_boot=300))))
-    assert [(r["from"], r["to"], r["method"]) for r in rows] == [("chip-a", "chip-b", "data")]
+    assert [(r["from"], r["to"], r["method"]) for r in rows] == [("chip-a", "chip-b", "shapes")]
     assert float(rows[0]["low_flops"]) <= float(rows[0]["flops"]) <= float(rows[0]["high_flops"])
 
 

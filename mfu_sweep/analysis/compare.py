@@ -4,15 +4,20 @@ For a pair of series with the same dtype and mode, every shape either series
 measured becomes a *point*: the ratio a/b of the metric (MFU, or TFLOP/s with
 ``metric="tflops"``) at that shape. Shapes both measured are matched exactly;
 a shape only one measured is compared against the other series interpolated
-linearly in (log FLOPs, log time) between its neighbouring measurements
+in (log FLOPs, log time) between its neighbouring measurements, pass by pass
 (``method="interp"``), never extrapolated.
 
-Statistics, per pair:
+Statistics, per pair (:mod:`mfu_sweep.analysis.evidence`):
 
-* every median comes with a seeded bootstrap of its raw ``samples_s``; the
-  ratio's interval is the percentile interval of the bootstrapped ratio, and
-  its p-value (H0: ratio = 1) a normal test on the bootstrap standard error of
-  the log ratio;
+* the unit of evidence is the run or the shape, never the sample: with both
+  series swept in R >= 2 passes (``sweep --repeats``) a point's log ratio is
+  tested against the run-to-run variance of its shape, pooled along FLOPs
+  (method ``runs``); otherwise (R = 1, files without a pass index, one value
+  per shape) against the scatter of shapes around a local trend along FLOPs
+  (method ``shapes``), and the output says "run-to-run variation not
+  measured". The interval of a point's ratio is the matching t interval; the
+  lead test uses a local-linear smooth of the log ratio whose width is chosen
+  per point by intersecting confidence intervals;
 * a point has a *leader* only if its p-value survives Holm's step-down
   correction over all points of the pair (family-wise error ``alpha``) **and**
   it sits in a run of at least ``min_run`` (default 2) consecutive FLOP
@@ -21,7 +26,8 @@ Statistics, per pair:
   (leader None);
 * segments are the maximal runs of points with one verdict, tiled along FLOPs;
   a crossover is a change of leader (possibly across an ambiguous gap), placed
-  where the log ratio crosses zero and bracketed by the bootstrap;
+  where the measured log ratio crosses zero and bracketed by the last and first
+  points of the two leads; segments and crossovers name their method;
 * the *summary* (:class:`LeadSummary`) condenses the same per-point verdicts
   into the share of the shared FLOP range, on a log10 scale, where each series
   leads and where neither does, plus the longest lead: readable however many

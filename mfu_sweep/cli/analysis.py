@@ -174,7 +174,7 @@ def _print_comparison(c: Any) -> None:
     wv = max(len(c.a), len(c.b)) + len(name) + 1
     wl = max(len(c.a), len(c.b), len("ambiguous"))
     click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader = Holm-corrected p < {c.alpha:g} "
-               f"in runs of >= {c.min_run} FLOP counts")
+               f"in runs of >= {c.min_run} FLOP counts; {c.evidence_note()}")
     click.echo(f"summary: {c.summary()}")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
                f"{'a/b':>6}  {'95% CI':<17} {'p(Holm)':>8}  {'leader':<{wl}} method")
@@ -203,7 +203,7 @@ def _print_comparison(c: Any) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
 @click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
-              help="Bootstrap resamples of each median.")
+              help="Ignored since verdicts stopped bootstrapping samples (issue 12); kept for scripts.")
 @click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
               help="Consecutive FLOP counts with a significant lead needed for a lead (equal-FLOP shapes are one).")
 @click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
@@ -217,10 +217,13 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). A series leads
-    at a shape only when its ratio is significant after Holm's correction over
-    the pair's shapes, in a run of at least --min-run FLOP counts; otherwise the
-    shape is ambiguous. Crossovers come from the data ("data") and from the
-    fitted rooflines ("fit"), each with an interval. Each pair opens with a
+    at a shape only when the local trend of the ratio is significant against
+    run-to-run variation (method "runs", sweeps made with --repeats 2 or more)
+    or, without passes, against the scatter of shapes ("shapes": run-to-run
+    variation not measured), after Holm's correction over the pair's shapes,
+    in a run of at least --min-run FLOP counts; otherwise the shape is
+    ambiguous. Crossovers come from those verdicts ("runs" or "shapes") and
+    from the fitted rooflines ("fit"), each with an interval. Each pair opens with a
     summary: the share of the shared FLOP range (log scale) where each series
     leads or neither does, and the longest lead. For a torchrun replicate
     run (labels <label>.r0, .r1 ...) it first prints the spread across the

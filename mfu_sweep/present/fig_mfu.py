@@ -187,8 +187,10 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
                        linewidth=0.9, zorder=1, gid=f"crossover:{x.method}")
     proxies: list[Any] = []
     if spans:
+        unmeasured = any(not c.runs_measured for c in comps)
         proxies.append(Patch(facecolor=ANNOTATION_GREY, linewidth=0,
-                             label="top strip: leading device (blank: ambiguous)"))
+                             label="top strip: leading device (blank: ambiguous)"
+                                   + ("; run-to-run variation not measured" if unmeasured else "")))
     for m in sorted(methods):
         proxies.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(m, ":"),
                               label=f"crossover ({m}) ± interval"))

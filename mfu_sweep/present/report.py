@@ -339,7 +339,7 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
 
 
 def crossover_text(x: Any) -> str:
-    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (data)"``."""
+    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (shapes)"``."""
     return (f"{x.from_label} → {x.to_label} at {format_flops(x.flops)} "
             f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}] ({x.method})")
 
@@ -391,9 +391,11 @@ def _method_blocks(analysis: Analysis) -> list[Block]:
         "from the raw samples); where a record has none, the interquartile range of its samples is shown.",
         "The roofline fit is t = t0 + roof(F/P, B/W), fitted on log median time with a robust loss; intervals "
         f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}).",
-        f"Comparisons call a leader only where the Holm-corrected bootstrap test (alpha {st.get('alpha', '?')}, "
-        f"{st.get('compare_n_boot', '?')} resamples) is significant over a run of shapes; elsewhere the verdict is "
-        "ambiguous.",
+        f"Comparisons call a leader only where the Holm-corrected test (alpha {st.get('alpha', '?')}) of the "
+        "local trend of the ratio is significant over a run of FLOP counts; elsewhere the verdict is ambiguous. "
+        "The test is against run-to-run variation when both devices were swept in several passes (method runs), "
+        "else against the scatter of shapes around the trend (method shapes: run-to-run variation not measured, "
+        "so a slow drift of the machine during a sweep can pass for a lead); each verdict names its method.",
         "Each comparison's short summary gives the share of the FLOP range both devices cover, on a log scale, "
         "where each leads or neither does: every shape stands for the stretch halfway to its neighbouring FLOP "
         "counts, split equally among shapes of equal FLOPs, with the verdicts above; and the longest lead.",
