@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, roofline_time, write_sweep
 
 from mfu_sweep.analysis.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.analysis.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.verdicts import _apply_min_run
 from mfu_sweep.cli import main
 from mfu_sweep.results import parse_document
 
@@ -453,3 +453,38 @@ def test_min_run_counts_flop_counts_not_points() -> None:
     assert _apply_min_run(np.array([1, -1, 1, 0, -1, 0]), 2, flops).tolist() == [1, -1, 1, 0, -1, 0]
     # without FLOPs every point is its own place (the old rule on distinct FLOPs)
     assert _apply_min_run(np.array([1, 1, -1, 0, -1, -1]), 2).tolist() == [1, 1, 0, 0, -1, -1]
+
+
+# -- issue 12: passes, old files and one value per shape -----------------------------------
+
+
+def test_one_sample_per_shape_gets_data_based_verdicts_and_says_what_was_not_measured(tmp_path: Path) -> None:
+    """SYNTHETIC imported-like records (one sample each, no pass index) still get verdicts, via `shapes`."""
+    base = {"W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS, "n_samples": 1, "noise": 0.02, "peak_tflops": 1000}
+    docs = make_sweep_doc("A", P_tflops=800, seed=1, **base), make_sweep_doc("B", P_tflops=500, seed=2, **base)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False)
+    assert (c.method, c.runs_measured, c.passes) == ("shapes", False, (1, 1))
+    assert [s.leader for s in c.segments if s.leader] == ["A"] and c.lead_summary().share_a > 0.3
+    assert any("A: no pass index" in n for n in c.notes) and any("B: no pass index" in n for n in c.notes)
+    assert "run-to-run variation not measured" in c.sentence() and "run-to-run variation not measured" in c.summary()
+    assert {x.method for x in c.segments} == {"shapes"}
+    paths = [str(write_sweep(tmp_path, d)) for d in docs]
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--json", "--metric", "tflops"])
+    got = json.loads(res.output)["comparisons"][0]
+    assert (got["method"], got["runs_measured"], got["passes"]) == ("shapes", False, {"a": 1, "b": 1})
+    assert got["evidence"] == "method shapes; run-to-run variation not measured"
+
+
+def test_pass_index_makes_runs_the_method_and_is_read_from_the_records() -> None:
+    from mfu_sweep.analysis.verdicts import pass_curve, pass_of
+
+    doc = make_sweep_doc("A", P_tflops=600, W_tbs=2.0, t0_s=8e-6, flops=FLOPS[::4], seed=1, **PASSES)
+    [sweep] = parse_document(doc)
+    assert sorted({pass_of(r) for r in sweep.records}) == [0, 1, 2]
+    [series] = group_series([sweep]).values()
+    curve = pass_curve(series, "tflops")
+    assert curve.passes == (0, 1, 2) and curve.pass_indexed and curve.log_t.shape == (3, len(FLOPS[::4]))
+    old = make_sweep_doc("A", P_tflops=600, W_tbs=2.0, t0_s=8e-6, flops=FLOPS[::4], seed=1)
+    [series_old] = group_series(parse_document(old)).values()
+    assert pass_curve(series_old, "tflops").passes == (0,) and not pass_curve(series_old, "tflops").pass_indexed
+    assert all(pass_of(r) is None for r in series_old.records)

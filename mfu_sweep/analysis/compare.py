@@ -57,10 +57,10 @@ from mfu_sweep.analysis.comparison import (
     metric_name,
     point_weights,
 )
+from mfu_sweep.analysis.evidence import holm
 from mfu_sweep.analysis.fit import RooflineFit, fit_series
 from mfu_sweep.analysis.pair import check_pair, compare_series
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.analysis.verdicts import holm
 from mfu_sweep.results import Sweep
 
 # The public names of comparing, in one place for notebooks and the other stages.

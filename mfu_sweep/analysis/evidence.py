@@ -9,43 +9,49 @@ a slow phase covers several consecutive shapes. A bootstrap of the samples of
 one run knows only the noise *within* the run, so it calls such shifts leads
 (kept here as :func:`within_run_evidence`, for benchmarks and tests only).
 
-Two methods take the run, or the shape, as the unit of evidence:
+Two methods take the run, or the shape, as the unit of evidence. Both give
+every point (a) its own log ratio with a t interval against the noise that
+matters, and (b) a lead test on the *local trend* of the log ratio along log10
+FLOPs: the point alone or a local-linear smooth (Gaussian kernel reaching the
+k-th nearest FLOP count, k = 1 (``runs``) or 2 (``shapes``) .. ``NEIGHBOURS``;
+at least ``MIN_BANDWIDTH`` decades), chosen per point by the
+intersection-of-confidence-intervals rule
+(:func:`ici`): a wider kernel is used only while its interval still meets
+those of all narrower ones, so flat stretches borrow strength from their
+neighbours and steps and bends are not smoothed across (a plain smooth, tried
+first, called the wrong chip near a steep crossover).
 
-``runs`` (both series measured every shape in R >= 2 passes)
-    The value of a shape is the mean over passes of the log median per pass.
-    The run-to-run variance of one pass is estimated per shape from its passes
-    and, because R is usually small (2-5), pooled over the shapes nearest in
-    log FLOPs until the pooled variance has ``POOL_DF`` degrees of freedom
-    (:func:`pooled_run_variance`). The log ratio gets a Welch t-test and a
-    t interval with Satterthwaite degrees of freedom. Passes run in a shuffled
-    order turn a slow phase of the machine into run-to-run variance at random
-    shapes, which this variance measures; and Holm's correction is valid under
-    any dependence between shapes.
+``runs`` (both series measured in R >= 2 passes)
+    A point's value is the mean over passes of the per-pass log median. The
+    run-to-run variance of one pass is estimated per shape from its passes and,
+    because R is small (2-5), pooled over the shapes nearest in log FLOPs until
+    ``POOL_DF`` degrees of freedom (:func:`pooled_run_variance`); intervals are
+    Welch/Satterthwaite t intervals. The smooth weights shapes by inverse
+    variance (an outlying pass makes its shape count less) and its variance is
+    ``sum S_ij^2 v_j`` plus the variance of a pass-level offset shared by all
+    shapes (a pass that was slow everywhere), estimated from the passes.
+    Passes in shuffled order (``sweep --repeats``) turn a slow phase of the
+    machine into run-to-run variance at random shapes, which this measures.
 
-``shapes`` (one value per shape: R = 1, old files without a pass index,
-published tables with one number per shape, grids with many shapes per FLOP
-count)
+``shapes`` (one value per shape: R = 1, files without a pass index, published
+tables, grids with many shapes per FLOP count)
     Run-to-run variation was not measured, so the scatter of *shapes* is the
-    noise: the log ratio is smoothed along log10 FLOPs with a robust local
-    linear smoother (Gaussian kernel whose width at each shape is the distance
-    to its ``NEIGHBOURS``-th nearest FLOP count, at least ``MIN_BANDWIDTH``
-    decades; two bisquare robustness passes, as in LOWESS, so one outlying
-    shape cannot make a lead). The variance of the smooth comes from the
-    residual scatter of the shapes around it, corrected for the degrees of
-    freedom the smoother uses, and from their autocorrelation in sweep (FLOP)
-    order up to ``HAC_LAGS`` neighbours (Bartlett weights, as in a
-    Newey-West long-run variance), so a slow drift spread over a few
-    consecutive shapes widens the interval instead of making a lead. A shape's
-    estimate is the smooth at its FLOP count, i.e. the local trend of the log
-    ratio, not its own single value; a lead narrower than the kernel is
-    smeared, which is the price of having no repeated runs.
+    noise: its local sd comes from the residuals around a robust (LOWESS-style
+    bisquare) smooth, corrected for the smoother's degrees of freedom, over a
+    kernel ``SCALE_WIDTH`` times wider, with the t-test taking that kernel's
+    effective number of residuals as its degrees of freedom; correlation of
+    neighbours in FLOP (= sweep) order up to ``HAC_LAGS`` shapes enters the
+    variance of the smooth (Bartlett weights, as in Newey-West). An outlying
+    shape inflates the local sd instead of making a lead. What this cannot do:
+    a slow drift of the machine lasting as long as a lead, or an offset of the
+    whole sweep, is indistinguishable from a lead without repeated passes; the
+    output says "run-to-run variation not measured" for that reason.
 
     Why a smooth and not a sign test over windows: a sign test in windows of w
-    shapes cannot reach p < alpha / n for small w (w = 7 gives p >= 1/64),
-    so with Holm over 40 shapes it never calls anything; the smooth uses the
-    size of the differences, and its variance is estimated from the same
-    shapes, so it needs no sample-level noise model at all (imported records
-    with a single value per shape work).
+    shapes cannot reach p < alpha / n for small w (w = 7 gives p >= 1/64), so
+    with Holm over 40 shapes it never calls anything; the smooth uses the size
+    of the differences, and its variance comes from the same shapes, so it
+    needs no sample-level noise model (records with a single value work).
 
 Both methods then apply Holm's step-down correction over all points of the
 pair (family-wise error ``alpha``) and the run rule: a lead must hold at

@@ -12,12 +12,9 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from mfu_sweep.analysis.comparison import LN_TERA, ComparePoint, Crossover, Segment
-from mfu_sweep.analysis.evidence import Evidence, holm, lead_evidence, runs_of
-from mfu_sweep.analysis.evidence import apply_min_run as _apply_min_run
+from mfu_sweep.analysis.evidence import Evidence, lead_evidence, runs_of
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.results import Record
-
-__all__ = ["Evidence", "holm", "_apply_min_run"]
 
 
 @dataclass(frozen=True)
@@ -153,10 +150,6 @@ def point_evidence(raw: Sequence[_Raw], alpha: float, min_run: int) -> Evidence:
                          extra_var=np.array([r.extra_var for r in raw]))
 
 
-def _runs(values: np.ndarray) -> list[tuple[int, int]]:
-    return runs_of(values)
-
-
 # -- crossings along log FLOPs -------------------------------------------------
 
 
@@ -178,7 +171,7 @@ def crossing_point(log_f: np.ndarray, values: np.ndarray) -> float:
 
 def lead_runs(verdict: np.ndarray) -> list[tuple[int, int, int]]:
     """(first index, last index, sign) of the runs with a leader."""
-    return [(s, e - 1, int(verdict[s])) for s, e in _runs(verdict) if verdict[s] != 0]
+    return [(s, e - 1, int(verdict[s])) for s, e in runs_of(verdict) if verdict[s] != 0]
 
 
 def data_crossovers(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[Crossover]:
@@ -198,7 +191,7 @@ def data_crossovers(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[C
 def tile_segments(raw: Sequence[_Raw], ev: Evidence, crossovers: Sequence[Crossover],
                   a: str, b: str) -> list[Segment]:
     verdict = ev.verdict
-    runs = _runs(verdict)
+    runs = runs_of(verdict)
     flops = [r.flops for r in raw]
     bounds = [flops[0]]
     for (_, stop), (start, _) in zip(runs, runs[1:], strict=False):
