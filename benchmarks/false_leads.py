@@ -216,19 +216,21 @@ def fit_table(seeds: int, n_boot: int) -> None:
 
 # == REAL PART: owned by the `repeats` branch ====================================================
 # Two sweeps of this machine's CPU with the default settings, N times; how many pairs show any lead.
-# Its code lives in benchmarks/false_leads_real.py (function `main(argv)`), written by the `repeats`
-# branch, so that the synthetic and real halves of this benchmark never edit the same file.
+# Its code lives in benchmarks/false_leads_real.py (its own `main()`, reading sys.argv), written by the
+# `repeats` branch, so that the synthetic and real halves of this benchmark never edit the same file.
 
 
 def real(argv: list[str]) -> None:
     here = Path(__file__).resolve().parent
-    if not (here / "false_leads_real.py").exists():
+    script = here / "false_leads_real.py"
+    if not script.exists():
         raise SystemExit("false_leads.py --real: the real part is not implemented in this branch "
                          "(benchmarks/false_leads_real.py comes with the `repeats` branch of issue 12)")
     sys.path.insert(0, str(here))
     from false_leads_real import main as real_main  # type: ignore[import-not-found]
 
-    real_main(argv)
+    sys.argv = [str(script), *argv]
+    real_main()
 
 
 def main() -> None:

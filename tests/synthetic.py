@@ -11,8 +11,8 @@ run-to-run noise that real machines have (issue 12): per-shape shifts that
 move all samples of a shape in one pass together, a slow drift across
 consecutive shapes in sweep order, and outlying passes at a shape.
 ``make_sweep_doc(..., noise_model=..., repeats=R)`` writes R passes, each in
-its own seeded shuffled order (or FLOP order), every record with its
-``pass_index``; :func:`log_noise` gives the same noise as arrays, vectorised
+its own seeded shuffled order (or FLOP order), every record with its pass
+(JSON key ``pass``, ``Record.pass_index``); :func:`log_noise` gives the same noise as arrays, vectorised
 over seeds, for false-lead and coverage tests. The ``log_ratio_*`` functions
 are planted true differences (log of a's speed over b's) along log10 FLOPs.
 
@@ -188,7 +188,7 @@ def _record(shape: Shape, family: str, dtype: str, mode: str, status: str, true_
     dt = get_dtype(dtype)
     base = Record(shape=shape, dtype=dtype, mode=mode, flops=shape.flops, bytes=shape.bytes(dt),
                   intensity=shape.intensity(dt), status=status, family=family, timer="synthetic",
-                  extra={} if pass_index is None else {"pass_index": pass_index})
+                  extra={} if pass_index is None else {"pass": pass_index})
     if status not in ("ok", "mismatch"):
         return replace(base, error=f"SYNTHETIC {status}")
     if log_mult is None:
@@ -256,7 +256,7 @@ def make_sweep_doc(
     noise_model, repeats, shuffle:
         With a :class:`NoiseModel` (which then replaces ``noise``), ``repeats``
         passes over the shapes, each in its own seeded shuffled order (or FLOP
-        order without ``shuffle``); every record carries ``pass_index``.
+        order without ``shuffle``); every record carries its pass.
 
     Returns
     -------

@@ -36,9 +36,9 @@ class PassCurve:
 
 def pass_of(record: Record) -> int | None:
     """The pass (``sweep --repeats``) a record comes from, or None for files without a pass index."""
-    value = getattr(record, "pass_index", None)
+    value = getattr(record, "pass_index", None)  # Record.pass_index, JSON "pass" (sweep --repeats)
     if value is None:
-        value = record.extra.get("pass_index")
+        value = record.extra.get("pass")
     return None if value is None else int(value)
 
 
