@@ -60,9 +60,10 @@ class ComparePoint:
 class Segment:
     """A FLOP range with one verdict; ``leader`` None means ambiguous.
 
-    ``ratio`` is the median ratio a/b of its points, ``diff`` the median of
-    ``a - b`` in metric units (MFU as a fraction, or TFLOP/s); ``method`` the
-    evidence behind the verdict (``runs`` or ``shapes``).
+    ``ratio`` is the median over its points of the local trend of a/b that the
+    verdicts rest on (``ComparePoint.trend_ratio``), ``diff`` the median of the
+    matching ``a - b`` in metric units (MFU as a fraction, or TFLOP/s);
+    ``method`` the evidence behind the verdict (``runs`` or ``shapes``).
     """
 
     start_flops: float

@@ -201,13 +201,15 @@ def tile_segments(raw: Sequence[_Raw], ev: Evidence, crossovers: Sequence[Crosso
     bounds.append(flops[-1])
     names = {1: a, -1: b, 0: None}
     segs = []
+    # the effect is read off the local trend the verdicts rest on, so a lead never shows a negative effect
+    trend = np.exp(ev.trend)
     for k, (start, stop) in enumerate(runs):
-        pts = raw[start:stop]
+        pts, tr = raw[start:stop], trend[start:stop]
         segs.append(Segment(
             start_flops=bounds[k], end_flops=bounds[k + 1], leader=names[int(verdict[start])],
-            ratio=float(np.exp(np.median([p.log_a - p.log_b for p in pts]))),
-            diff=float(np.median([math.exp(p.log_a) - math.exp(p.log_b) for p in pts])), n_points=stop - start,
-            method=ev.method,
+            ratio=float(np.median(tr)),
+            diff=float(np.median([math.exp(p.log_b) * (t - 1) for p, t in zip(pts, tr, strict=True)])),
+            n_points=stop - start, method=ev.method,
         ))
     return segs
 
