@@ -96,6 +96,8 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     # crossover verdicts and their intervals, as the analysis returns them
     for c in analysis.comparisons:
         assert c.sentence() in md
+        assert c.method == "shapes" and "[method shapes; run-to-run variation not measured]" in c.sentence()
+    assert "method runs" in md and "method shapes" in md  # "How to read" explains both
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
     assert crossing, "the synthetic pair must cross"
     from mfu_sweep.analysis.compare import format_flops
