@@ -59,7 +59,7 @@ from synthetic import (  # noqa: E402  (SYNTHETIC data lives in tests/)
 from mfu_sweep.analysis.evidence import Evidence, lead_evidence, within_run_evidence  # noqa: E402
 
 ALPHA = 0.05
-LAYOUTS = (("R=1, FLOP order", 1, False), ("R=3, shuffled", 3, True))
+LAYOUTS = (("R=1, FLOP order", 1, False), ("R=3, FLOP order", 3, False), ("R=3, shuffled", 3, True))
 Method = Callable[[SyntheticPairs, int], Evidence]
 
 

@@ -344,7 +344,10 @@ class SyntheticPairs:
 def synthetic_pairs(model: NoiseModel, *, seeds: int, truth: np.ndarray | None = None, n_shapes: int = 48,
                     lo: float = 6.0, hi: float = 13.0, repeats: int = 1, n_samples: int = 20, shuffle: bool = True,
                     seed: int = 0) -> SyntheticPairs:
-    """SYNTHETIC pairs of chips, ``n_shapes`` log-spaced from 10**lo to 10**hi FLOP; identical without ``truth``."""
+    """SYNTHETIC pairs of chips, ``n_shapes`` log-spaced from 10**lo to 10**hi FLOP.
+
+    Without ``truth`` the two are identical: the same machine measured twice, independently.
+    """
     x = np.linspace(lo, hi, n_shapes)
     t = np.zeros(n_shapes) if truth is None else np.asarray(truth, dtype=float)
     rng = np.random.default_rng(seed)

@@ -73,7 +73,8 @@ NEIGHBOURS = 4  # shapes: the kernel at a shape reaches its 4th nearest FLOP cou
 SCALE_WIDTH = 4.0  # the noise scale is taken over a kernel this many times wider than the smooth
 ICI_GAMMA = 2.0  # intervals of +- 2 standard errors decide how far a smooth may reach
 MIN_BANDWIDTH = 0.1  # decades of FLOPs, Gaussian sd
-HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated
+HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated (shapes)
+RUN_LAGS = 8  # the same for the deviations of one pass (runs), which measure it directly
 ROBUST_PASSES = 2
 MIN_SHAPES = 5  # fewer points than this: the shape scatter cannot be estimated
 NOT_MEASURED = "run-to-run variation not measured"
@@ -221,7 +222,8 @@ def pooled_run_variance(log_flops: np.ndarray, var: np.ndarray, n_runs: np.ndarr
 @dataclass(frozen=True)
 class RunSide:
     """One series at the points: mean over passes, pooled variance of one pass and its df, passes per point,
-    and the variance (with df) of the mean over passes that is common to all shapes (a pass-level offset)."""
+    the variance (with df) of the mean over passes that is common to all shapes (a pass-level offset), and
+    the autocorrelation by lag of one pass's deviations along FLOPs (``rho[k]``; 0 beyond ``HAC_LAGS``)."""
 
     mean: np.ndarray
     var: np.ndarray
@@ -229,6 +231,7 @@ class RunSide:
     n_runs: np.ndarray
     common: float
     common_df: float
+    rho: np.ndarray
 
 
 def _pass_offsets(values: np.ndarray, mean: np.ndarray) -> tuple[float, float]:
@@ -250,7 +253,31 @@ def run_side(log_flops: np.ndarray, values: np.ndarray, pool_df: int = POOL_DF) 
     var = np.where(n >= 2, var, np.nan)
     pooled, df = pooled_run_variance(log_flops, var, n, pool_df)
     common, common_df = _pass_offsets(v, mean)
-    return RunSide(mean=mean, var=pooled, df=df, n_runs=n, common=common, common_df=common_df)
+    return RunSide(mean=mean, var=pooled, df=df, n_runs=n, common=common, common_df=common_df,
+                   rho=_pass_autocorrelation(v, mean, pooled, RUN_LAGS))
+
+
+def _pass_autocorrelation(values: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                          lags: int = HAC_LAGS) -> np.ndarray:
+    """Autocorrelation along FLOPs of the deviations of each pass from the mean (pass offsets removed).
+
+    Near zero when passes are shuffled; positive when passes ran in FLOP order
+    through a slow drift of the machine, which then widens the smooth's variance.
+    """
+    dev = values - mean[None, :]
+    with np.errstate(invalid="ignore"):
+        dev = dev - np.nanmean(dev, axis=1, keepdims=True)
+        z = dev / np.sqrt(var)[None, :]
+    n = values.shape[1]
+    rho = np.zeros(n)
+    rho[0] = 1.0
+    c0 = np.nanmean(z * z)
+    if not np.isfinite(c0) or c0 <= 0:
+        return rho
+    for k in range(1, min(lags, n - 1) + 1):
+        r = np.nanmean(z[:, :-k] * z[:, k:]) / c0
+        rho[k] = min(max(float(r), 0.0), 0.95) * (1 - k / (lags + 1)) if np.isfinite(r) else 0.0
+    return rho
 
 
 def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float = 0.05, min_run: int = 2,
@@ -279,12 +306,14 @@ def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float
     half = np.where(ok, student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v), np.inf)
     common = a.common + b.common
     common_df2 = a.common**2 / a.common_df + b.common**2 / b.common_df
+    cov = (_run_covariance(np.where(ok, va, 0.0), np.where(ok, vb, 0.0), a.rho, b.rho)
+           + np.diag(np.where(ok, v - va - vb, 0.0)))  # interpolation error: independent per point
     levels = [(np.where(ok, d, 0.0), np.where(ok, v, np.inf), df_point)]
     for k in range(1, neighbours + 1):
         s = np.zeros((len(d), len(d)))
         s[np.ix_(ok, ok)] = smoother_matrix(x[ok], _bandwidths(x[ok], k, min_bandwidth), 1.0 / v[ok])
         parts = s**2 * np.where(ok, v, 0.0)[None, :]
-        var = parts.sum(axis=1) + common
+        var = np.einsum("ij,jk,ik->i", s, cov, s) + common
         df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1) + common_df2, 1e-300)
         levels.append((s @ np.where(ok, d, 0.0), var, df))
     trend, se, df = _pick(levels)
@@ -293,6 +322,13 @@ def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float
     adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
     notes = () if ok.all() else (f"{int((~ok).sum())} point(s) without a run-to-run variance are never called",)
     return Evidence(d, d - half, d + half, trend, p, adj, verdict, "runs", True, notes)
+
+
+def _run_covariance(va: np.ndarray, vb: np.ndarray, rho_a: np.ndarray, rho_b: np.ndarray) -> np.ndarray:
+    """Covariance of the mean log ratio between points: each side's variance times its autocorrelation by lag."""
+    lag = np.abs(np.arange(len(va))[:, None] - np.arange(len(va))[None, :])
+    sa, sb = np.sqrt(va), np.sqrt(vb)
+    return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_b[lag]
 
 
 def ici(est: np.ndarray, se: np.ndarray, gamma: float = ICI_GAMMA) -> np.ndarray:
