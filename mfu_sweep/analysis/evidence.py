@@ -29,9 +29,11 @@ first, called the wrong chip near a steep crossover).
     Welch/Satterthwaite t intervals. The smooth weights shapes by inverse
     variance (an outlying pass makes its shape count less) and its variance is
     ``sum S_ij^2 v_j`` plus the variance of a pass-level offset shared by all
-    shapes (a pass that was slow everywhere), estimated from the passes.
-    Passes in shuffled order (``sweep --repeats``) turn a slow phase of the
-    machine into run-to-run variance at random shapes, which this measures.
+    shapes (a pass that was slow everywhere), estimated from the passes, and
+    with the autocorrelation along FLOPs of each pass's deviations (up to
+    ``RUN_LAGS`` shapes), which is what passes swept in FLOP order through a
+    slow drift show. Passes in shuffled order (``sweep --repeats``) turn such a
+    drift into run-to-run variance at random shapes, which this measures best.
 
 ``shapes`` (one value per shape: R = 1, files without a pass index, published
 tables, grids with many shapes per FLOP count)
@@ -289,7 +291,8 @@ def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float
     ``v = var_a / R_a + var_b / R_b`` (t interval, Satterthwaite df). The lead
     test uses that point alone or a local-linear smooth along FLOPs with
     inverse-variance weights (a shape with an outlying pass counts less), of
-    variance ``sum S_ij^2 v_j`` (shapes are independent given shuffled passes)
+    variance ``S C S'`` (``C``: the points' variances with each side's
+    autocorrelation along FLOPs, ``RunSide.rho``; diagonal for shuffled passes)
     plus that of a pass-level offset common to all shapes (``RunSide.common``);
     the width is chosen per point by :func:`ici` among kernels reaching the
     1st .. ``neighbours``-th nearest FLOP count.
@@ -304,24 +307,30 @@ def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float
     with np.errstate(invalid="ignore", divide="ignore"):
         df_point = np.where(ok, v**2 / (va**2 / a.df + vb**2 / b.df), 1.0)
     half = np.where(ok, student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v), np.inf)
-    common = a.common + b.common
-    common_df2 = a.common**2 / a.common_df + b.common**2 / b.common_df
     cov = (_run_covariance(np.where(ok, va, 0.0), np.where(ok, vb, 0.0), a.rho, b.rho)
            + np.diag(np.where(ok, v - va - vb, 0.0)))  # interpolation error: independent per point
     levels = [(np.where(ok, d, 0.0), np.where(ok, v, np.inf), df_point)]
-    for k in range(1, neighbours + 1):
-        s = np.zeros((len(d), len(d)))
-        s[np.ix_(ok, ok)] = smoother_matrix(x[ok], _bandwidths(x[ok], k, min_bandwidth), 1.0 / v[ok])
-        parts = s**2 * np.where(ok, v, 0.0)[None, :]
-        var = np.einsum("ij,jk,ik->i", s, cov, s) + common
-        df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1) + common_df2, 1e-300)
-        levels.append((s @ np.where(ok, d, 0.0), var, df))
+    levels += [_run_level(np.where(ok, d, 0.0), v, ok, cov, df_point, (a, b), smoother_matrix(
+        x[ok], _bandwidths(x[ok], k, min_bandwidth), 1.0 / v[ok])) for k in range(1, neighbours + 1)]
     trend, se, df = _pick(levels)
     p = np.where(ok, _t_test(trend, se, df), 1.0)
     trend = np.where(ok, trend, d)
     adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
     notes = () if ok.all() else (f"{int((~ok).sum())} point(s) without a run-to-run variance are never called",)
     return Evidence(d, d - half, d + half, trend, p, adj, verdict, "runs", True, notes)
+
+
+def _run_level(d: np.ndarray, v: np.ndarray, ok: np.ndarray, cov: np.ndarray,
+               df_point: np.ndarray, sides: tuple[RunSide, RunSide],
+               smoother: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Smooth of ``d`` over the points ``ok``, its variance (with the pass offsets) and Satterthwaite df."""
+    s = np.zeros((len(d), len(d)))
+    s[np.ix_(ok, ok)] = smoother
+    parts = s**2 * np.where(ok, v, 0.0)[None, :]
+    var = np.einsum("ij,jk,ik->i", s, cov, s) + sum(side.common for side in sides)
+    common_df2 = sum(side.common**2 / side.common_df for side in sides)
+    df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1) + common_df2, 1e-300)
+    return s @ d, var, df
 
 
 def _run_covariance(va: np.ndarray, vb: np.ndarray, rho_a: np.ndarray, rho_b: np.ndarray) -> np.ndarray:
