@@ -38,10 +38,11 @@ first, called the wrong chip near a steep crossover).
 ``shapes`` (one value per shape: R = 1, files without a pass index, published
 tables, grids with many shapes per FLOP count)
     Run-to-run variation was not measured, so the scatter of *shapes* is the
-    noise: its local sd comes from the residuals around a robust (LOWESS-style
-    bisquare) smooth, corrected for the smoother's degrees of freedom, over a
-    kernel ``SCALE_WIDTH`` times wider, with the t-test taking that kernel's
-    effective number of residuals as its degrees of freedom; correlation of
+    noise: its local sd comes from :func:`pseudo_residuals` (each shape's
+    distance to the line through its neighbours, so a steep real trend is not
+    taken for scatter) over a kernel ``SCALE_WIDTH`` times wider than the
+    smooth, with the t-test taking that kernel's effective number of shapes as
+    its degrees of freedom; the smooth is robust (LOWESS-style bisquare); correlation of
     neighbours in FLOP (= sweep) order up to ``HAC_LAGS`` shapes enters the
     variance of the smooth (Bartlett weights, as in Newey-West). An outlying
     shape inflates the local sd instead of making a lead. What this cannot do:
