@@ -32,6 +32,7 @@ CACHE_SIZES=${CACHE_SIZES:-256,1024,4096,8192}
 LABEL=${LABEL:-}                        # empty: the default label (chip-backend)
 DEADLINE=${DEADLINE:-480}               # seconds for the whole script
 SOAK=${SOAK:-10}                        # seconds of large-GEMM warm-up before the first sweep
+SELFTEST_TOL=${SELFTEST_TOL:-0.2}       # selftest --rel-tol: tool vs torch Timer / do_bench
 OUT=${OUT:-/tmp/gpu-check}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
@@ -70,7 +71,7 @@ step() {  # step NAME CAP CMD...: run under min(CAP, time left); SIGINT first, s
 
 step environment 30 bash -c "nvidia-smi -L 2>/dev/null; $PY -c 'import sys, torch; \
 print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.is_available())'"
-step selftest 120 bash -o pipefail -c "$MS selftest --device $DEVICE 2>&1 | tee $OUT/selftest.txt"
+step selftest 120 bash -o pipefail -c "$MS selftest --device $DEVICE --rel-tol $SELFTEST_TOL 2>&1 | tee $OUT/selftest.txt"
 step sweep-bf16 150 $MS sweep "${COMMON[@]}" --dtype bf16 --soak "$SOAK" --force
 step ceilings 60 $MS ceilings --device "$DEVICE" --into "$OUT/sweep.json"
 # shellcheck disable=SC2086  # DTYPES_MORE is a list of options

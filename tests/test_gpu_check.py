@@ -2,7 +2,10 @@
 
 It is what a session with a GPU runs once, with minutes of device time and no
 chance to debug: every step must work before it gets there. On the CPU the
-same steps run on a tiny range.
+same steps run on a tiny range. The selftest's timer agreement is not what this
+test is about (on a shared 2-core VM two timers of a 256^3 GEMM can differ 5x):
+``SELFTEST_TOL=10`` keeps its rows and loosens its verdict; ``benchmarks/fidelity.py``
+measures the agreement.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
 def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
     env = {**os.environ, "DEVICE": "cpu", "DTYPES_MORE": "--dtype fp16", "MAX_FLOP": "5e6", "CACHE_SIZES": "64",
-           "SOAK": "1", "DEADLINE": "400", "OUT": str(tmp_path), "PYTHON": sys.executable}
+           "SOAK": "1", "DEADLINE": "400", "SELFTEST_TOL": "10", "OUT": str(tmp_path), "PYTHON": sys.executable}
     done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=500)
     log = done.stdout + done.stderr
     assert done.returncode == 0, log[-3000:]
     assert "=== done after" in log and "skipped" not in log
+    assert "vs torch Timer" in (tmp_path / "selftest.txt").read_text()
     for name in ("sweep.json", "selftest.txt", "cache_policy.txt", "log.txt"):
         assert (tmp_path / name).stat().st_size > 0, name
     sweep_file = tmp_path / "sweep.json"
