@@ -16,6 +16,10 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   Added within version 1 (optional; files without them load as before):
   ``device.fingerprint`` (``<kind>-<12 hex>``, see ``mfu_sweep.fingerprint``)
   and ``device.fingerprint_fields`` (what it was made of).
+* 1, added — ``sweep --repeats R``: records carry ``pass`` (0-based index of the
+  pass over the shapes that measured them) and ``settings`` carries ``repeats``
+  (R) and ``order_seeds`` (the seed of each pass's shuffled order). Files
+  without them are one pass: a record without ``pass`` is pass 0.
 
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
@@ -76,12 +80,23 @@ class Record:
     timer: str = "host"
     flags: tuple[str, ...] = ()
     first_call_ratio: float | None = None
+    pass_index: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[Shape, str, str]:
-        """What identifies a record within one sweep."""
+        """What was measured: shape, dtype and mode (several passes of a sweep share it)."""
         return (self.shape, self.dtype, self.mode)
+
+    @property
+    def run_pass(self) -> int:
+        """The pass that measured this record; 0 for files written before ``--repeats`` (one pass)."""
+        return 0 if self.pass_index is None else self.pass_index
+
+    @property
+    def slot(self) -> tuple[int, Shape, str, str]:
+        """What identifies a record within one sweep: pass, shape, dtype and mode."""
+        return (self.run_pass, *self.key)
 
     @property
     def ok(self) -> bool:
@@ -113,17 +128,36 @@ class Record:
             "timer": self.timer,
             "flags": list(self.flags),
         }
+        if self.pass_index is not None:
+            data[PASS_FIELD] = self.pass_index
         data.update(self.extra)
         return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
-        known = set(cls.__dataclass_fields__) - {"extra", "shape"}
+        known = set(cls.__dataclass_fields__) - {"extra", "shape", "pass_index"}
         kwargs = {k: data[k] for k in known if k in data}
         kwargs["samples_s"] = tuple(float(s) for s in data.get("samples_s") or ())
         kwargs["flags"] = tuple(data.get("flags") or ())
-        extra = {k: v for k, v in data.items() if k not in known and k != "shape"}
+        kwargs["pass_index"] = _pass_of(data.get(PASS_FIELD))
+        extra = {k: v for k, v in data.items() if k not in known and k not in ("shape", PASS_FIELD)}
         return cls(shape=Shape.from_json(data.get("shape")), extra=extra, **kwargs)
+
+
+PASS_FIELD = "pass"  # JSON name of Record.pass_index (``pass`` is a Python keyword)
+
+
+def _pass_of(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"pass={value!r} must be a non-negative integer")
+    return value
+
+
+def sweep_repeats(settings: Mapping[str, Any]) -> int:
+    """How many passes a sweep made over its shapes (``settings.repeats``; 1 for older files)."""
+    return int(settings.get("repeats") or 1)
 
 
 def summarize_samples(samples: Sequence[float]) -> tuple[float, float]:
@@ -203,11 +237,19 @@ IMPORTED_BACKEND = "imported"
 
 def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
     records = []
+    settings = data.get("settings") or {}
+    repeats = sweep_repeats(settings)
+    seeds = settings.get("order_seeds")
+    if seeds is not None and len(seeds) != repeats:
+        raise ResultError(f"{source}: settings.order_seeds has {len(seeds)} seeds for settings.repeats={repeats}")
     for i, raw in enumerate(data.get("records") or []):
         try:
             records.append(Record.from_json(raw))
         except (ShapeError, TypeError, ValueError) as exc:
             raise ResultError(f"{source}: records[{i}]: {exc}") from None
+        if records[-1].run_pass >= repeats:
+            raise ResultError(f"{source}: records[{i}]: pass={records[-1].run_pass} is not below "
+                              f"settings.repeats={repeats}")
     return Sweep(
         tool=data["tool"], run=data["run"], environment=data.get("environment") or {},
         device=data["device"], peak=Peak.from_json(data["peak"]), records=tuple(records),

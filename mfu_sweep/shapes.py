@@ -19,6 +19,11 @@ from mfu_sweep.dtypes import DType
 # far beyond any single accelerator's memory, so almost surely a typo.
 MAX_OPERAND_BYTES = 4 * 2**40
 MAX_DIM = 2**24
+# The square family on a device that reports its memory keeps a shape only when one measurement's
+# working set (see ``working_bytes``) fits in this fraction of it (the rest: runtime, allocator slack).
+DEVICE_MEMORY_FRACTION = 0.5
+# Sizes below 4*align round to align/2, below 2*align to align/4, ..., never below this multiple.
+MIN_SMALL_ALIGN = 16
 
 
 class ShapeError(ValueError):
@@ -86,6 +91,23 @@ def int_field(data: dict, name: str, default: int | None = None) -> int:
     return value
 
 
+def working_bytes(shape: Shape, dtype: DType) -> float:
+    """Device memory one measurement of ``shape`` needs at least.
+
+    One operand set (A, B, C), the float32 staging copy of the largest operand
+    (inputs are drawn in float32 and converted on the device) and the float64
+    copy of one batch entry of B for the numerical check.
+    """
+    largest = max(shape.m * shape.k, shape.k * shape.n, shape.m * shape.n)
+    return shape.bytes(dtype) + 4.0 * largest + 8.0 * shape.k * shape.n
+
+
+def fits_device(shape: Shape, dtype: DType, memory_bytes: float | None,
+                fraction: float = DEVICE_MEMORY_FRACTION) -> bool:
+    """Whether ``working_bytes`` stays within ``fraction`` of the device's memory (True when unknown)."""
+    return memory_bytes is None or working_bytes(shape, dtype) <= fraction * memory_bytes
+
+
 def check_memory(shape: Shape, dtype: DType) -> None:
     """Reject shapes whose operands need an absurd amount of memory."""
     need = shape.bytes(dtype)
@@ -125,10 +147,25 @@ def _round_to(value: float, align: int) -> int:
     return max(align, int(round(value / align)) * align)
 
 
+def size_align(value: float, align: int) -> int:
+    """The multiple a square size near ``value`` is rounded to.
+
+    ``align`` itself from ``4*align`` up; below, the multiple halves (while even)
+    down to ``MIN_SMALL_ALIGN``: a multiple of 64 under s = 256 moves the FLOP
+    count by up to +-75% and leaves one shape between 1 and 10 MFLOP (64^3 and
+    128^3 are a factor 8 apart), so the small end could not resolve a decade.
+    """
+    a = align
+    while a // 2 >= MIN_SMALL_ALIGN and a % 2 == 0 and value < 4 * a:
+        a //= 2
+    return a
+
+
 def square_family(min_flop: float, max_flop: float, points: int, align: int = 64) -> list[Shape]:
     """Square shapes ``s x s x s`` log-spaced in FLOPs over ``[min_flop, max_flop]``.
 
-    Sizes are rounded to a multiple of ``align``; duplicates after rounding are
+    Sizes are rounded to a multiple of ``align`` (of a smaller power of two
+    below ``4*align``, see :func:`size_align`); duplicates after rounding are
     dropped, so fewer than ``points`` shapes may come back at small sizes.
     """
     if not (math.isfinite(min_flop) and min_flop > 0):
@@ -144,8 +181,20 @@ def square_family(min_flop: float, max_flop: float, points: int, align: int = 64
     else:
         step = (math.log(max_flop) - math.log(min_flop)) / (points - 1)
         targets = [math.exp(math.log(min_flop) + i * step) for i in range(points)]
-    sizes = sorted({_round_to((t / 2.0) ** (1 / 3), align) for t in targets})
+    sides = [(t / 2.0) ** (1 / 3) for t in targets]
+    sizes = sorted({_round_to(v, size_align(v, align)) for v in sides})
     return [Shape(1, s, s, s) for s in sizes]
+
+
+def points_for_range(min_flop: float, max_flop: float, per_decade: float = 4.0) -> int:
+    """Points for ``square_family`` so that the range holds ``per_decade`` sizes per decade of FLOPs.
+
+    Four per decade put three or more distinct FLOP counts in every one-decade
+    window of the range, so a lead one decade wide meets ``compare``'s run rule
+    (two consecutive FLOP counts) wherever it lies.
+    """
+    decades = math.log10(max_flop / min_flop)
+    return max(2, math.ceil(per_decade * decades - 1e-9) + 1)
 
 
 def grid_family(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int]) -> list[Shape]:

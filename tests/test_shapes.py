@@ -11,10 +11,14 @@ from mfu_sweep.shapes import (
     Shape,
     ShapeError,
     check_memory,
+    fits_device,
     parse_shape,
+    points_for_range,
     read_shape_csv,
+    size_align,
     square_family,
     unique_in_order,
+    working_bytes,
 )
 
 
@@ -62,7 +66,8 @@ def test_parse_shape_rejects_and_names_value(text: str, fragment: str) -> None:
 def test_square_family_log_spaced_and_aligned() -> None:
     shapes = square_family(1e6, 2e12, 16, align=64)
     sizes = [s.m for s in shapes]
-    assert all(s % 64 == 0 for s in sizes)
+    assert all(s % 64 == 0 for s in sizes if s >= 256)
+    assert all(s % 16 == 0 for s in sizes) and any(s % 64 for s in sizes)  # finer multiples only when small
     assert sizes == sorted(sizes) and len(set(sizes)) == len(sizes)
     assert shapes[0].flops <= 2e6 and shapes[-1].flops > 1e12
     ratios = [b.flops / a.flops for a, b in zip(shapes[6:], shapes[7:])]
@@ -145,3 +150,40 @@ def test_unique_in_order_keeps_first_appearance_and_does_not_sort() -> None:
 def test_unicode_digits_are_one_line_errors(spec: str) -> None:
     with pytest.raises(ShapeError, match="is not a positive integer"):
         parse_shape(spec)
+
+
+def test_size_align_halves_only_below_four_multiples() -> None:
+    assert [size_align(v, 64) for v in (80, 127, 128, 255, 256, 9000)] == [16, 16, 32, 32, 64, 64]
+    assert size_align(10, 64) == 16 and size_align(100, 1) == 1 and size_align(50, 48) == 24
+
+
+def _decade_windows(flops: list[float], lo: float, hi: float) -> list[int]:
+    """Distinct FLOP counts in [a, 10a] for a stepped finely from lo to hi/10."""
+    counts = []
+    a = lo
+    while a * 10 <= hi * (1 + 1e-9):
+        counts.append(len({f for f in flops if a <= f <= 10 * a}))
+        a *= 10 ** 0.01
+    return counts
+
+
+@pytest.mark.parametrize("lo,hi", [(1e6, 1e13), (1e6, 2e10), (1e7, 1e9)])
+def test_four_per_decade_resolve_every_decade(lo: float, hi: float) -> None:
+    points = points_for_range(lo, hi)
+    flops = [s.flops for s in square_family(lo, hi, points, align=64)]
+    counts = _decade_windows(flops, lo, hi)
+    assert counts and min(counts) >= 3, min(counts)  # the run rule needs 2; one to spare
+    assert lo / 1.45 <= flops[0] and flops[-1] <= hi * 1.45  # rounding moves a size by at most 1/8
+
+
+def test_points_for_range() -> None:
+    assert points_for_range(1e6, 1e13) == 29 and points_for_range(1e6, 1e6) == 2
+    assert points_for_range(1e6, 1e7, per_decade=2) == 3
+
+
+def test_working_bytes_and_device_fit() -> None:
+    s = Shape(1, 1000, 1000, 1000)
+    bf16 = DTYPES["bf16"]
+    assert working_bytes(s, bf16) == s.bytes(bf16) + 4e6 + 8e6
+    assert fits_device(s, bf16, None) and fits_device(s, bf16, 2 * 18e6)
+    assert not fits_device(s, bf16, 2 * 18e6 - 1)
