@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from mfu_sweep.merge import merge_files
-from mfu_sweep.passes import order_seed, order_seeds, plan_passes, shuffled
+from mfu_sweep.measure.passes import order_seed, order_seeds, plan_passes, shuffled
 from mfu_sweep.results import ResultError, load_sweeps, parse_document, save_sweep, validate_file
 
 GOLDEN = Path(__file__).parent / "golden" / "v1_sweep.json"
