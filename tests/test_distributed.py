@@ -22,7 +22,8 @@ from mfu_sweep.results import ResultError, load_sweeps, parse_document
 from mfu_sweep.shards import parse_shard, shard_plan
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
-FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "8", "--quiet", "--isolate", "none"]
+FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "8", "--quiet", "--isolate", "none",
+        "--repeats", "1"]
 
 
 def test_parse_shard() -> None:

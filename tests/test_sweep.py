@@ -14,9 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
+from mfu_sweep.measure.passes import order_seed, shuffled
 from mfu_sweep.results import load_sweeps, validate_file
 
-FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet"]
+FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
 
 def cli(*args: str, env: dict | None = None):
@@ -185,7 +186,7 @@ def test_injected_oom_is_status_oom(tmp_path: Path) -> None:
 def test_sigkill_parent_then_resume(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     shapes = [f"{64 + 32 * i}x{64 + 32 * i}x{64 + 32 * i}" for i in range(8)]
-    args = ["sweep", "--device", "cpu", "--budget-s", "0.3", "--quiet", "-o", str(out)]
+    args = ["sweep", "--device", "cpu", "--budget-s", "0.3", "--quiet", "--repeats", "1", "-o", str(out)]
     for s in shapes:
         args += ["--shape", s]
     log = (tmp_path / "log.txt").open("w")
@@ -249,9 +250,11 @@ def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
 
 def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    args = ["sweep", "--device", "cpu", "--budget-s", "0.1", "--quiet", "-o", str(out), "--timeout", "600",
-            "--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
-    env = {**os.environ, "MFU_SWEEP_TEST_FAULT": "hang:128x128x128"}
+    sizes = [64, 96, 128]
+    first, second, last = shuffled(sizes, order_seed(0, 0))  # the order the one pass runs them in
+    args = ["sweep", "--device", "cpu", "--budget-s", "0.1", "--quiet", "--repeats", "1", "-o", str(out),
+            "--timeout", "600", *[a for s in sizes for a in ("--shape", f"{s}x{s}x{s}")]]
+    env = {**os.environ, "MFU_SWEEP_TEST_FAULT": f"hang:{last}x{last}x{last}"}
     proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 120
@@ -262,14 +265,14 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
         except (FileNotFoundError, json.JSONDecodeError, KeyError):
             pass
         time.sleep(0.05)
-    time.sleep(0.5)  # the worker is now hanging in the third shape
+    time.sleep(0.5)  # the worker is now hanging in the last shape
     start = time.time()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert time.time() - start < 5, "Ctrl-C must not wait for the shape in flight"
     assert proc.returncode == 130
     assert "--resume" in err and str(out) in err
-    assert [r["shape"]["m"] for r in records(out)] == [64, 96]
+    assert [r["shape"]["m"] for r in records(out)] == [first, second]
     assert json.loads(out.read_text())["run"]["finished_at"] is None
 
 
@@ -300,7 +303,8 @@ def test_run_argv_is_this_invocation_not_the_host_program(tmp_path: Path) -> Non
 def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
     """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py)."""
     code = ("import sys; from mfu_sweep.cli import main; "
-            f"main(['sweep', '--device', 'cpu', '--quiet', '--budget-s', '0.05', '--shape', '64x64x64', "
+            f"main(['sweep', '--device', 'cpu', '--quiet', '--budget-s', '0.05', '--repeats', '2', "
+            f"'--shape', '64x64x64', "
             f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {str(tmp_path / 'r.json')!r}], "
             "standalone_mode=False); "
             "assert 'torch' not in sys.modules, 'the sweep parent imported torch'")

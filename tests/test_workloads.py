@@ -249,7 +249,8 @@ def test_bad_family_is_a_one_line_error(args: list[str]) -> None:
 def test_sweep_runs_a_grid_family_on_cpu(tmp_path) -> None:
     path = tmp_path / "grid.json"
     out = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--dtype", "fp32", "--shapes", "grid:32,48:32:16",
-                                    "--budget-s", "0.1", "--isolate", "none", "--quiet", "-o", str(path)])
+                                    "--budget-s", "0.1", "--isolate", "none", "--quiet", "--repeats", "1",
+                                    "-o", str(path)])
     assert out.exit_code == 0, out.output
     [sweep] = load_sweeps([path])
     assert sorted(r.shape for r in sweep.records) == [Shape(1, 32, 32, 16), Shape(1, 48, 32, 16)]

@@ -83,7 +83,8 @@ def test_real_sweep_writes_a_valid_file(tmp_path: Path) -> None:
     """The full CLI path: worker process, XLA device, two dtypes, batched and plain shapes."""
     out = tmp_path / "xla.json"
     args = ["sweep", "--device", "xla", "--dtype", "fp32", "--dtype", "bf16", "--shape", "128x128x128",
-            "--shape", "2x64x96x32", "--budget-s", "0.2", "--max-samples", "20", "-o", str(out), "--quiet"]
+            "--shape", "2x64x96x32", "--budget-s", "0.2", "--max-samples", "20", "-o", str(out), "--quiet",
+            "--repeats", "1"]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     assert validate_file(out) == []

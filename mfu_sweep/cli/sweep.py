@@ -12,7 +12,7 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.measure.sweep import DEFAULT_POINTS
+from mfu_sweep.measure.sweep import ACCEL_REPEATS, BUDGET_ONE_PASS_S, BUDGET_PER_PASS_S, CPU_REPEATS, POINTS_PER_DECADE
 
 
 @click.command()
@@ -31,16 +31,20 @@ from mfu_sweep.measure.sweep import DEFAULT_POINTS
 @click.option("--min-flop", type=float, default=None, callback=positive_float,
               help="Square family: smallest GEMM in FLOP [CPU 1e6, else 1e6].")
 @click.option("--max-flop", type=float, default=None, callback=positive_float,
-              help="Square family: largest GEMM in FLOP [CPU 2e10, else 2e12].")
-@click.option("--points", type=click.IntRange(1, 10_000), default=DEFAULT_POINTS, show_default=True,
-              help="Square family: number of log-spaced sizes.")
+              help="Square family: largest GEMM in FLOP [CPU 2e10, else 1e13, capped by device memory].")
+@click.option("--points", type=click.IntRange(1, 10_000), default=None,
+              help=f"Square family: number of log-spaced sizes [{POINTS_PER_DECADE:g} per decade of the range].")
 @click.option("--align", type=click.IntRange(1, 4096), default=64, show_default=True,
               help="Square family: round sizes to a multiple of this.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Result file [sweeps/<label>.json].")
 @click.option("--label", default=None, help="Series label [<chip or name>-<backend>].")
-@click.option("--budget-s", type=float, default=2.0, show_default=True, callback=positive_float,
-              help="Measurement time budget per shape after the first call.")
+@click.option("--budget-s", type=float, default=None, callback=positive_float,
+              help=f"Measurement time budget per shape and pass after the first call "
+                   f"[{BUDGET_ONE_PASS_S:g} with one pass, {BUDGET_PER_PASS_S:g} with several].")
+@click.option("--repeats", type=click.IntRange(1, 1000), default=None, metavar="R",
+              help=f"Passes over the shapes, each in its own seeded shuffled order and a fresh worker; every "
+                   f"record keeps its pass [CPU {CPU_REPEATS}, else {ACCEL_REPEATS}].")
 @click.option("--target-ci", type=float, default=0.01, show_default=True, callback=positive_float,
               help="Stop sampling when the 95%% CI half-width of the median is below this fraction.")
 @click.option("--min-samples", type=click.IntRange(1, 10_000), default=5, show_default=True)
@@ -79,7 +83,8 @@ from mfu_sweep.measure.sweep import DEFAULT_POINTS
 def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
           shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
           min_flop: float | None, max_flop: float | None,
-          points: int, align: int, output: str | None, label: str | None, budget_s: float, target_ci: float,
+          points: int | None, align: int, output: str | None, label: str | None, budget_s: float | None,
+          repeats: int | None, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
           force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
@@ -98,7 +103,16 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
-    from mfu_sweep.measure.sweep import SweepError, SweepPlan, default_label, make_tasks, run_sweep, select_shapes
+    from mfu_sweep.measure.sweep import (
+        SweepError,
+        SweepPlan,
+        default_budget,
+        default_label,
+        default_repeats,
+        make_tasks,
+        run_sweep,
+        select_shapes,
+    )
     from mfu_sweep.measure.timing import TimingConfig
     from mfu_sweep.specs import load_chips
 
@@ -120,6 +134,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
     shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
+    repeats = repeats or default_repeats(on_cpu)
+    budget_s = budget_s or default_budget(repeats)
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
@@ -133,7 +149,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
                   "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
                   **place.settings()},
-        label_suffix=suffix + place.label_suffix,
+        label_suffix=suffix + place.label_suffix, repeats=repeats,
     )
     if output is None:
         plan = _plan_with_default_output(plan, label, default_label, suffix)
@@ -142,7 +158,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     bar = _Progress(quiet)
     try:
         with device_options_env(timer, soak, threads):
-            result = run_sweep(plan, progress=bar.update, on_start=bar.start,
+            result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
                                notify=lambda note: click.echo(f"note: {note}", err=True))
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
@@ -157,7 +173,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         bar.close()
     from mfu_sweep.results import compile_summary, summary_line
 
-    click.echo(f"{result.device['label']}: {summary_line(result.records)}")
+    click.echo(f"{result.device['label']}: {summary_line(result.records)}"
+               + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
+    cap = result.settings.get("memory_cap")
+    if cap:
+        click.echo(f"capped by device memory: {len(cap['dropped'])} square shape(s) need more than "
+                   f"{cap['fraction']:.0%} of {cap['memory_bytes'] / 2**30:.0f} GiB and were left out; the largest "
+                   f"kept is {cap['max_flops_kept'] or 0:.3g} FLOP", err=True)
     tax = compile_summary(result.records)
     if tax:
         click.echo(f"time to first result: {tax}")
@@ -215,6 +237,10 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
+        self.pass_text = ""
+
+    def new_pass(self, index: int, repeats: int) -> None:
+        self.pass_text = f"pass {index + 1}/{repeats} " if repeats > 1 else ""
 
     def start(self, sweep: Any, total: int) -> None:
         click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
@@ -227,7 +253,7 @@ class _Progress:
         if self.bar is None:
             return
         if record is None:
-            self.bar.set_description(f"{task.shape} {task.dtype} {task.mode}")
+            self.bar.set_description(f"{self.pass_text}{task.shape} {task.dtype} {task.mode}")
             return
         mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
         tf = f"{record.tflops:.3g} TFLOP/s" if record.tflops is not None else ""

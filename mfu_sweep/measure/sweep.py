@@ -23,6 +23,7 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
+from mfu_sweep.measure.passes import order_seeds, plan_passes
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
 from mfu_sweep.results import (
@@ -33,30 +34,63 @@ from mfu_sweep.results import (
     load_sweeps,
     save_sweep,
 )
-from mfu_sweep.shapes import Shape, check_memory, parse_shape, read_shape_csv, square_family
+from mfu_sweep.shapes import (
+    DEVICE_MEMORY_FRACTION,
+    Shape,
+    check_memory,
+    fits_device,
+    parse_shape,
+    points_for_range,
+    read_shape_csv,
+    square_family,
+)
 from mfu_sweep.specs import Peak, apply_peak_override
 
 ISOLATION = ("sweep", "shape", "none")
 # Settings that change what a record measures: a resumed file keeps one value (default for older files).
-RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None}
+# --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order.
+RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None, "repeats": 1, "seed": 0}
 MODES = ("eager", "compile")
 
 
-# Default square range: on an accelerator up to 2 TFLOP per GEMM (past 1 TFLOP);
-# on a 2-core CPU fp32 runs at ~0.1 TFLOP/s, so 20 GFLOP (s=2176) keeps the
-# whole default sweep within a couple of minutes.
-ACCEL_RANGE = (1e6, 2e12)
+# Default square range: on an accelerator 1 MFLOP to 10 TFLOP per GEMM (s = 17088 at the top; the
+# top decade is where the biggest chips differ), capped by device memory; on a 2-core CPU fp32 runs
+# at ~0.1-0.2 TFLOP/s, so 20 GFLOP (s = 2176) keeps the default sweep within a couple of minutes.
+ACCEL_RANGE = (1e6, 1e13)
 CPU_RANGE = (1e6, 2e10)
-DEFAULT_POINTS = 16
+# Square sizes per decade of FLOPs when --points is not given: 4 put three or more FLOP counts in
+# every one-decade window, so compare's run rule (two FLOP counts) can call a lead one decade wide.
+POINTS_PER_DECADE = 4.0
+# Passes over the shapes when --repeats is not given (README "Sweeping" has the measurements):
+# on this project's 2-core CPU VMs a shape's median moves ~20% between passes (median over shapes)
+# against a +-1-2% within-pass interval, so run-to-run spread needs several passes to be estimated;
+# on accelerators a pass is costlier (29 shapes, 2 s each, plus compiles), three is the fewest that
+# leave a median no single bad pass can move.
+CPU_REPEATS = 5
+ACCEL_REPEATS = 3
+# --budget-s when not given: per pass, so R passes cost about what one long pass did.
+BUDGET_ONE_PASS_S = 2.0
+BUDGET_PER_PASS_S = 1.0
+
+
+def default_repeats(on_cpu: bool) -> int:
+    """Passes over the shapes when ``--repeats`` is not given."""
+    return CPU_REPEATS if on_cpu else ACCEL_REPEATS
+
+
+def default_budget(repeats: int) -> float:
+    """Measurement budget per shape and pass when ``--budget-s`` is not given."""
+    return BUDGET_ONE_PASS_S if repeats == 1 else BUDGET_PER_PASS_S
 
 
 def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None, families: Sequence[str] = (),
-                  min_flop: float | None = None, max_flop: float | None = None, points: int = DEFAULT_POINTS,
+                  min_flop: float | None = None, max_flop: float | None = None, points: int | None = None,
                   align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
     """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
 
     The square family is added when nothing else is asked for, or when a FLOP
-    range is given; its default range depends on the device (see ``CPU_RANGE``).
+    range is given; its default range depends on the device (see ``CPU_RANGE``)
+    and ``points`` defaults to ``POINTS_PER_DECADE`` per decade of it.
     Duplicates keep their first family.
     """
     from mfu_sweep.workloads import sweep_shapes
@@ -68,7 +102,10 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
         shapes += sweep_shapes(family)
     if not shapes or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
-        shapes += [(s, "square") for s in square_family(min_flop or lo, max_flop or hi, points, align)]
+        lo, hi = min_flop or lo, max_flop or hi
+        if points is None:
+            points = points_for_range(lo, hi, POINTS_PER_DECADE) if hi >= lo else 2
+        shapes += [(s, "square") for s in square_family(lo, hi, points, align)]
     first: dict[Shape, str] = {}
     for s, f in shapes:
         first.setdefault(s, f)
@@ -107,6 +144,7 @@ class SweepPlan:
     label_suffix: str = ""
     argv: Sequence[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    repeats: int = 1
 
 
 def utc_now() -> str:
@@ -192,13 +230,43 @@ def _header(plan: SweepPlan, hello: dict[str, Any]) -> Sweep:
     if plan.chip:
         peak = replace(peak, overrides={**peak.overrides, "chip": plan.chip})
     settings = {**plan.settings, "isolate": plan.isolate, "timeout_s": plan.timeout_s,
-                "compile_cache": "cold (fresh cache per shape)" if plan.cold_compile else "warm (caches reused)"}
+                "compile_cache": "cold (fresh cache per shape)" if plan.cold_compile else "warm (caches reused)",
+                "repeats": plan.repeats, "order_seeds": order_seeds(_seed(plan), plan.repeats),
+                "pass_worker": "same process" if plan.isolate == "none" else "fresh"}
     return Sweep(
         tool={"name": "mfu-sweep", "version": __version__},
         run={"id": uuid.uuid4().hex, "started_at": utc_now(), "finished_at": None, "argv": list(plan.argv),
              "host": socket.gethostname(), "git_sha": git_sha()},
         environment=hello["environment"], device=device, peak=peak, settings=settings,
     )
+
+
+def _seed(plan: SweepPlan) -> int:
+    return int(plan.settings.get("seed") or 0)
+
+
+def cap_by_memory(tasks: Sequence[Task], memory_bytes: float | None) -> tuple[list[Task], list[Task]]:
+    """(kept, dropped): square-family tasks whose working set exceeds the device's memory share are dropped.
+
+    Only the square family is capped (its default range reaches 10 TFLOP); shapes
+    asked for by name are measured, and an out-of-memory becomes their status.
+    """
+    kept, dropped = [], []
+    for t in tasks:
+        fits = t.family != "square" or fits_device(t.shape, get_dtype(t.dtype), memory_bytes)
+        (kept if fits else dropped).append(t)
+    return kept, dropped
+
+
+def _capped(plan: SweepPlan, device: dict[str, Any]) -> tuple[SweepPlan, dict[str, Any] | None]:
+    memory = device.get("memory_bytes")
+    kept, dropped = cap_by_memory(plan.tasks, memory)
+    if not dropped:
+        return plan, None
+    note = {"memory_bytes": memory, "fraction": DEVICE_MEMORY_FRACTION,
+            "max_flops_kept": max((t.shape.flops for t in kept if t.family == "square"), default=None),
+            "dropped": sorted({f"{t.shape} {t.dtype}" for t in dropped})}
+    return replace(plan, tasks=kept), note
 
 
 def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
@@ -213,7 +281,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
             raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
                              f"differs from this device's {fresh.device.get(key)!r}")
     for key, default in RESUME_MUST_MATCH.items():
-        was, now = old.settings.get(key, default), plan.settings.get(key, default)
+        was, now = old.settings.get(key, default), fresh.settings.get(key, default)
         if was != now:
             raise SweepError(f"cannot resume {str(plan.output)!r}: its settings.{key}={was!r} differs from this "
                              f"run's {now!r}; one file holds one way of measuring")
@@ -246,13 +314,22 @@ def _check_output(plan: SweepPlan) -> None:
 ProgressFn = Callable[[Task, Record | None], None]
 
 
+def _task_key(task: Task) -> tuple[Shape, str, str]:
+    return (task.shape, task.dtype, task.mode)
+
+
 def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
               on_start: Callable[[Sweep, int], None] | None = None,
-              notify: Callable[[str], None] | None = None) -> Sweep:
-    """Run every task of ``plan`` not already in the output file; return the final sweep.
+              notify: Callable[[str], None] | None = None,
+              on_pass: Callable[[int, int], None] | None = None) -> Sweep:
+    """Run every (pass, task) of ``plan`` not already in the output file; return the final sweep.
 
-    ``progress(task, None)`` is called before a task and ``progress(task, record)``
-    after it. Ctrl-C or any exception leaves the file with every finished record.
+    ``plan.repeats`` passes run every task, each pass in its own seeded shuffled
+    order (``passes.plan_passes``) and, unless ``isolate`` is ``none``, in a fresh
+    worker; every record keeps its pass (``Record.pass_index``). ``on_pass(i, R)``
+    is called when pass ``i`` starts, ``progress(task, None)`` before a task and
+    ``progress(task, record)`` after it. Ctrl-C or any exception leaves the file
+    with every finished record.
     The output's one-writer lock (``mfu_sweep.filelock``) is held for the whole run:
     a second sweep to the same file fails at once with a :class:`SweepError` naming
     the holder; ``notify`` hears about a stale lock taken over.
@@ -266,33 +343,45 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
         if lock.note and notify:
             notify(lock.note)
         _check_output(plan)  # again under the lock: another writer may have finished meanwhile
-        return _run_locked(plan, progress, on_start)
+        return _run_locked(plan, progress, on_start, on_pass)
     finally:
         lock.release()
 
 
-def _run_locked(plan: SweepPlan, progress: ProgressFn | None,
-                on_start: Callable[[Sweep, int], None] | None) -> Sweep:
+def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable[[Sweep, int], None] | None,
+                on_pass: Callable[[int, int], None] | None) -> Sweep:
     runner = _make_runner(plan)
     try:
         sweep = _header(plan, runner.hello)
+        plan, capped = _capped(plan, sweep.device)
+        if capped:
+            sweep = replace(sweep, settings={**sweep.settings, "memory_cap": capped})
         if plan.resume:
             sweep = _resume_from(plan, sweep)
-        done = {r.key for r in sweep.records}
-        todo = [t for t in plan.tasks if (t.shape, t.dtype, t.mode) not in done]
+        done = {(r.run_pass, r.key) for r in sweep.records}
+        passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done)
         if on_start:
-            on_start(sweep, len(todo))
+            on_start(sweep, sum(len(p.todo) for p in passes))
         save_sweep(plan.output, sweep)
         records = list(sweep.records)
-        for task in todo:
-            if progress:
-                progress(task, None)
-            record = finish_record(runner.run(task, plan.timeout_s), sweep.peak)
-            records.append(record)
-            sweep = sweep.with_records(records)
-            save_sweep(plan.output, sweep)
-            if progress:
-                progress(task, record)
+        fresh = True  # the worker that answered hello has run nothing yet
+        for p in passes:
+            if not p.todo:
+                continue
+            if not fresh:
+                runner.close()  # the next task starts a new worker: every pass in its own process
+            fresh = False
+            if on_pass:
+                on_pass(p.index, plan.repeats)
+            for task in p.todo:
+                if progress:
+                    progress(task, None)
+                record = replace(finish_record(runner.run(task, plan.timeout_s), sweep.peak), pass_index=p.index)
+                records.append(record)
+                sweep = sweep.with_records(records)
+                save_sweep(plan.output, sweep)
+                if progress:
+                    progress(task, record)
         sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
         save_sweep(plan.output, sweep)
         runner.close()

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
@@ -50,6 +50,11 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
                      "peak": peak.to_json()}
 
 
+def with_worker_pid(record: Record) -> Record:
+    """The record tagged with the process that measured it (``worker_pid``: which records shared a process)."""
+    return replace(record, extra={**record.extra, "worker_pid": os.getpid()})
+
+
 def soak_seconds() -> float:
     """The warm-up a sweep asked for (``sweep --soak`` sets :data:`SOAK_ENV`)."""
     return float(os.environ.get(SOAK_ENV) or 0)
@@ -66,7 +71,7 @@ class InProcessRunner:
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
         from mfu_sweep.measure.bench import run_task
 
-        return run_task(self.backend, task)
+        return with_worker_pid(run_task(self.backend, task))
 
     def close(self, abandon: bool = False) -> None:
         pass
@@ -241,7 +246,7 @@ def _serve() -> None:
                 backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds())
                 answer: dict[str, Any] = {"hello": info}
             else:
-                answer = {"record": run_task(backend, Task.from_json(request["task"])).to_json()}
+                answer = {"record": with_worker_pid(run_task(backend, Task.from_json(request["task"]))).to_json()}
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides
             key = "error" if request["op"] == "hello" else "fatal"
             answer = {key: f"{type(exc).__name__}: {exc}"}
