@@ -4,7 +4,7 @@
 # what is left, so a slow step costs the steps after it, never the results before it.
 #
 #   1. `mfu-sweep selftest` (tool vs torch.utils.benchmark / triton do_bench, graphs vs events, numerics, spec lookup)
-#   2. the default sweep: bf16 eager over 1 MFLOP .. 2 TFLOP after a 10 s soak
+#   2. the default sweep: bf16 eager over 1 MFLOP .. 10 TFLOP (3 passes, REPEATS overrides) after a 10 s soak
 #   3. `mfu-sweep ceilings --into` the sweep file (measured copy bandwidth and best GEMM)
 #   4. fp16, fp32, tf32 and fp8 eager into the same file (--resume)
 #   5. benchmarks/cache_policy.py: L2 rotation vs flush on the same shapes
@@ -21,13 +21,14 @@
 #   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=560)
 #
 # A dry run on a CPU (small range, same steps, ~3 min):
-#   DEVICE=cpu DTYPES_MORE="--dtype fp16" MAX_FLOP=3e7 CACHE_SIZES=128,256 PYTHON=.venv/bin/python \
+#   DEVICE=cpu DTYPES_MORE="--dtype fp16" MAX_FLOP=3e7 REPEATS=1 CACHE_SIZES=128,256 PYTHON=.venv/bin/python \
 #     bash benchmarks/gpu_check.sh
 set -uo pipefail
 
 DEVICE=${DEVICE:-cuda}
 DTYPES_MORE=${DTYPES_MORE:-"--dtype fp16 --dtype fp32 --dtype tf32 --dtype fp8"}
 MAX_FLOP=${MAX_FLOP:-}                  # empty: the device's default range
+REPEATS=${REPEATS:-}                    # empty: the device's default number of passes (sweep --repeats)
 CACHE_SIZES=${CACHE_SIZES:-256,1024,4096,8192}
 LABEL=${LABEL:-}                        # empty: the default label (chip-backend)
 DEADLINE=${DEADLINE:-480}               # seconds for the whole script
@@ -48,6 +49,7 @@ $PY -c "import jsonschema" 2>/dev/null || echo "WARNING: no jsonschema: --resume
 MS="$PY -m mfu_sweep"
 COMMON=(--device "$DEVICE" --quiet -o "$OUT/sweep.json")
 [ -n "$MAX_FLOP" ] && COMMON+=(--max-flop "$MAX_FLOP")
+[ -n "$REPEATS" ] && COMMON+=(--repeats "$REPEATS")
 [ -n "$LABEL" ] && COMMON+=(--label "$LABEL")
 status=0
 

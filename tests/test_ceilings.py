@@ -27,7 +27,7 @@ def block() -> dict:
 def sweep_file(tmp_path: Path) -> Path:
     out = tmp_path / "cpu.json"
     res = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--shape", "64x64x64", "--isolate", "none",
-                                    "--budget-s", "0.1", "-o", str(out), "--quiet"])
+                                    "--budget-s", "0.1", "--repeats", "1", "-o", str(out), "--quiet"])
     assert res.exit_code == 0, res.output
     return out
 
