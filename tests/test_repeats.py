@@ -17,6 +17,8 @@ from mfu_sweep.measure.sweep import (
     ACCEL_REPEATS,
     BUDGET_PER_PASS_S,
     CPU_REPEATS,
+    SweepPlan,
+    _capped,
     cap_by_memory,
     default_budget,
     default_repeats,
@@ -175,6 +177,15 @@ def test_square_family_is_capped_by_device_memory_named_shapes_are_not() -> None
     assert any(t.family == "custom" for t in kept) and len(kept) + len(dropped) == len(tasks)
     assert cap_by_memory(tasks, None) == (tasks, [])  # a device that does not report memory: nothing capped
     assert cap_by_memory(tasks, 141 * 2**30)[1] == []  # an H200 holds the whole default range
+
+
+def test_capped_plan_says_what_it_left_out(tmp_path: Path) -> None:
+    tasks = make_tasks(select_shapes(on_cpu=False), ["fp32"], ["eager"])
+    plan = SweepPlan(device="cuda", tasks=tasks, output=tmp_path / "x.json")
+    capped, note = _capped(plan, {"memory_bytes": 8 * 2**30})
+    assert note and len(capped.tasks) + len(note["dropped"]) == len(tasks)
+    assert note["max_flops_kept"] == max(t.shape.flops for t in capped.tasks) < 1e13
+    assert _capped(plan, {"memory_bytes": 141 * 2**30}) == (plan, None)
 
 
 def test_default_repeats_and_budget() -> None:

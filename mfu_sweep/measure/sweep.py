@@ -1,8 +1,9 @@
 """Sweep orchestration: plan tasks, run them isolated, checkpoint every record.
 
-``run_sweep`` writes the result file atomically after every task, so a
-crash, a SIGKILL or Ctrl-C loses at most the task in flight; ``resume=True``
-continues an existing file and skips the (shape, dtype, mode) keys it holds.
+``run_sweep`` makes ``repeats`` passes over the tasks (``passes.py``) and writes
+the result file atomically after every task, so a crash, a SIGKILL or Ctrl-C
+loses at most the task in flight; ``resume=True`` continues an existing file
+and skips the (pass, shape, dtype, mode) slots it holds.
 """
 
 from __future__ import annotations
