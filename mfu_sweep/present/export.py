@@ -97,7 +97,7 @@ def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
     return {
         "label": sweep.label, "device": sweep.device.get("name"), "backend": sweep.device.get("backend"),
         "chip": sweep.device.get("chip"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
-        "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
+        "pass": rec.run_pass, "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
         "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
         "flops": rec.flops, "bytes": rec.bytes, "intensity": rec.intensity, "status": rec.status,
         "n_samples": len(rec.samples_s), "median_s": rec.median_s, "iqr_s": rec.iqr_s,
@@ -108,10 +108,10 @@ def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
 
 
 def record_rows(sweeps: Iterable[Sweep]) -> list[dict[str, Any]]:
-    """Tidy rows of every record, sweeps in deterministic order, records by (dtype, mode, flops)."""
+    """Tidy rows of every record, sweeps in deterministic order, records by (dtype, mode, flops, pass)."""
     rows = []
     for sw in sorted(sweeps, key=sweep_order):
-        for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape)):
+        for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape, r.run_pass)):
             rows.append(record_row(sw, rec))
     return rows
 
