@@ -19,7 +19,7 @@ from mfu_sweep.fingerprint import fingerprint_from_fields
 from mfu_sweep.results import load_sweeps, validate_file
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
-FAST = ["sweep", "--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", *SHAPES]
+FAST = ["sweep", "--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1", *SHAPES]
 
 
 def _sweep(out: Path, *extra: str) -> subprocess.Popen:
