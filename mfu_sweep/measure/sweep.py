@@ -63,10 +63,10 @@ CPU_RANGE = (1e6, 2e10)
 # every one-decade window, so compare's run rule (two FLOP counts) can call a lead one decade wide.
 POINTS_PER_DECADE = 4.0
 # Passes over the shapes when --repeats is not given (README "Sweeping" has the measurements):
-# on this project's 2-core CPU VMs a shape's median moves ~20% between passes (median over shapes)
-# against a +-1-2% within-pass interval, so run-to-run spread needs several passes to be estimated;
-# on accelerators a pass is costlier (29 shapes, 2 s each, plus compiles), three is the fewest that
-# leave a median no single bad pass can move.
+# on this project's 2-core CPU VMs a shape's median moves by an sd of ~27% of log-time between runs
+# (median over shapes; 60% under heavy load) against a +-1% within-run interval, and heavy-tailed,
+# so five passes: a median two bad passes cannot move. On accelerators a pass is costlier (29 shapes
+# at 1 s plus first calls); three is the fewest whose median one bad pass cannot move (not measured).
 CPU_REPEATS = 5
 ACCEL_REPEATS = 3
 # --budget-s when not given: per pass, so R passes cost about what one long pass did.
