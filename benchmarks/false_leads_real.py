@@ -7,6 +7,7 @@ N pairs show any lead. Real measurements only (CPU backend, worker processes).
 
     python benchmarks/false_leads_real.py --pairs 10            # the default sweep settings
     python benchmarks/false_leads_real.py --pairs 10 -- --repeats 1 --budget-s 2   # one pass per sweep
+    python benchmarks/false_leads_real.py --pairs 10 --keep DIR --reuse   # compare the kept sweeps again
 
 Arguments after ``--`` go to both ``mfu-sweep sweep`` calls (default: ``--device cpu --dtype fp32``
 and nothing else, i.e. the tool's defaults). The machine's other load changes the answer: the
@@ -56,8 +57,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=10)
     parser.add_argument("--keep", type=Path, default=None, help="Keep the sweep files in this folder.")
     parser.add_argument("--fit", action="store_true", help="Also compute fit crossovers (slower).")
+    parser.add_argument("--reuse", action="store_true",
+                        help="Sweep nothing: compare the pairs already in --keep again (e.g. after compare changed).")
     parser.add_argument("sweep_args", nargs="*", help="After --: extra arguments for both sweeps.")
     opts = parser.parse_args()
+    if opts.reuse and opts.keep is None:
+        parser.error("--reuse needs --keep DIR")
     folder = opts.keep or Path(tempfile.mkdtemp(prefix="false-leads-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"same-machine pairs, sweep settings: defaults {' '.join(opts.sweep_args)}".rstrip())
@@ -65,13 +70,16 @@ def main() -> None:
     for i in range(opts.pairs):
         load_before = os.getloadavg()[0]
         a, b = folder / f"pair{i}-a.json", folder / f"pair{i}-b.json"
-        wall_a = sweep(a, "run-a", opts.sweep_args)
-        wall_b = sweep(b, "run-b", opts.sweep_args)
+        if opts.reuse:
+            where = "kept sweeps"
+        else:
+            wall_a = sweep(a, "run-a", opts.sweep_args)
+            wall_b = sweep(b, "run-b", opts.sweep_args)
+            where = f"load {load_before:.1f}->{os.getloadavg()[0]:.1f}, sweeps {wall_a:.0f} s + {wall_b:.0f} s"
         v = verdict(a, b, opts.fit)
         with_lead += v["leads"] > 0
         share = f"{v['lead_share']:.0%}" if v["lead_share"] is not None else "-"
-        print(f"pair {i + 1}: load {load_before:.1f}->{os.getloadavg()[0]:.1f}, sweeps {wall_a:.0f} s + "
-              f"{wall_b:.0f} s, {v['leads']} lead segment(s) over {share} of the range, "
+        print(f"pair {i + 1}: {where}, {v['leads']} lead segment(s) over {share} of the range, "
               f"{v['crossovers']} crossover(s)\n  {v['sentence']}", flush=True)
     print(f"{with_lead} of {opts.pairs} same-machine pairs show a lead (files in {folder})")
 
