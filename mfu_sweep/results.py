@@ -239,6 +239,7 @@ def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
     records = []
     settings = data.get("settings") or {}
     repeats = sweep_repeats(settings)
+    declared = "repeats" in settings  # files assembled elsewhere may carry passes without saying how many
     seeds = settings.get("order_seeds")
     if seeds is not None and len(seeds) != repeats:
         raise ResultError(f"{source}: settings.order_seeds has {len(seeds)} seeds for settings.repeats={repeats}")
@@ -247,7 +248,7 @@ def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
             records.append(Record.from_json(raw))
         except (ShapeError, TypeError, ValueError) as exc:
             raise ResultError(f"{source}: records[{i}]: {exc}") from None
-        if records[-1].run_pass >= repeats:
+        if declared and records[-1].run_pass >= repeats:
             raise ResultError(f"{source}: records[{i}]: pass={records[-1].run_pass} is not below "
                               f"settings.repeats={repeats}")
     return Sweep(
