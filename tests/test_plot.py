@@ -380,3 +380,21 @@ def test_plot_command_bad_input_is_one_line(case: str, files: list[str], tmp_pat
 def test_plot_command_help_has_example() -> None:
     res = CliRunner().invoke(main, ["plot", "--help"])
     assert res.exit_code == 0 and "Example:" in res.output and "mfu-sweep plot" in res.output
+
+
+def test_passes_of_a_repeats_sweep_are_one_point_per_shape_with_their_range() -> None:
+    from synthetic import NOISE_MODELS
+
+    sweeps = sweeps_of(doc("chip-a", repeats=3, noise_model=NOISE_MODELS["per-shape 5%"]))
+    (series,) = group_series(sweeps).values()
+    assert len(series.records) == 3 * len(FLOPS)
+    from mfu_sweep.present.select import metric_points
+
+    xs, ys, bars, kinds = metric_points(series, "tflops")
+    assert len(xs) == len(FLOPS) and kinds == {"passes"}
+    first = [r for r in series.records if r.shape == series.records[0].shape]
+    tflops = sorted(r.flops / r.median_s / 1e12 for r in first)
+    assert ys[0] == pytest.approx(tflops[1])
+    assert (ys[0] - bars[0][0], ys[0] + bars[1][0]) == pytest.approx((tflops[0], tflops[-1]))
+    ax = P.plot_mfu(sweeps, metric="tflops", ax=new_ax())
+    assert "range over passes" in " ".join(t.get_text() for t in ax.get_legend().get_texts())

@@ -94,14 +94,37 @@ def time_interval(record: Record) -> tuple[tuple[float, float] | None, str | Non
     return None, None
 
 
-def metric_points(series: Series, metric: str, x: str = "flops") -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
-    """``x`` (a record field), metric values and (2, n) error-bar extents, plus the interval kinds used."""
-    xs, ys, lo, hi, kinds = [], [], [], [], set()
+def shape_groups(series: Series) -> list[list[Record]]:
+    """The records of each shape, in FLOP order: one per pass of a ``--repeats`` sweep, else one."""
+    groups: dict[object, list[Record]] = {}
     for rec in series.records:
-        y = metric_value(rec, rec.median_s, series.peak, metric)
+        groups.setdefault(rec.shape, []).append(rec)
+    return list(groups.values())
+
+
+def shape_time(records: Sequence[Record]) -> tuple[float, tuple[float, float] | None, str | None]:
+    """A shape's per-call time and its interval: one record's median and CI (or IQR); with several
+    passes, the median of the pass medians and their range (the run-to-run variation)."""
+    if len(records) == 1:
+        interval, kind = time_interval(records[0])
+        return records[0].median_s, interval, kind
+    medians = sorted(r.median_s for r in records)
+    return statistics.median(medians), (medians[0], medians[-1]), "passes"
+
+
+def metric_points(series: Series, metric: str, x: str = "flops") -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
+    """``x`` (a record field), metric values and (2, n) error-bar extents, plus the interval kinds used.
+
+    One point per shape: the passes of a ``--repeats`` sweep are one point at the median of their
+    medians, with the range over passes as its bar.
+    """
+    xs, ys, lo, hi, kinds = [], [], [], [], set()
+    for records in shape_groups(series):
+        rec = records[0]
+        seconds, interval, kind = shape_time(records)
+        y = metric_value(rec, seconds, series.peak, metric)
         if y is None:
             continue
-        interval, kind = time_interval(rec)
         kinds.add(kind)
         # a longer time is a lower throughput: the interval flips
         y_lo, y_hi = (metric_value(rec, interval[1], series.peak, metric),

@@ -46,7 +46,8 @@ LEADER_STRIP = 0.045
 # Fit bands are drawn only up to this many devices per panel; more overlapping bands hide the data.
 MAX_BANDS = 2
 CROSSOVER_STYLE = {"runs": "-", "shapes": "-", "fit": (0, (1, 1.5))}
-INTERVAL_TEXT = {"ci": "95% CI of median", "iqr": "interquartile range", None: "no interval"}
+INTERVAL_TEXT = {"ci": "95% CI of median", "iqr": "interquartile range", "passes": "range over passes",
+                 None: "no interval"}
 STATUS_ABBREV = {"timeout": "T/O", "oom": "OOM", "error": "ERR", "unsupported": "n/a", "mismatch": "MIS"}
 LEGEND_ROW_IN = 0.16  # height of one row of a figure legend at 7 pt
 SVG_HASHSALT = "mfu-sweep"
