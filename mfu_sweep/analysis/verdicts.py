@@ -188,11 +188,28 @@ def data_crossovers(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[C
     return out
 
 
+def place_verdicts(flops: Sequence[float], verdict: np.ndarray) -> np.ndarray:
+    """One verdict per FLOP count, given to each of its points: the leader more than half of its points
+    have, else ambiguous (0). Shapes of equal FLOPs are one place on the axis, so a segment never
+    starts or ends between them (a grid's equal-FLOP shapes would otherwise cut the sentence into
+    "leads at 270 MFLOP, ambiguous at 270 MFLOP, ...")."""
+    out = np.zeros(len(verdict), dtype=int)
+    start = 0
+    for i in range(1, len(flops) + 1):
+        if i == len(flops) or flops[i] != flops[start]:
+            group = np.asarray(verdict[start:i])
+            for lead in (1, -1):
+                if 2 * int((group == lead).sum()) > len(group):
+                    out[start:i] = lead
+            start = i
+    return out
+
+
 def tile_segments(raw: Sequence[_Raw], ev: Evidence, crossovers: Sequence[Crossover],
                   a: str, b: str) -> list[Segment]:
-    verdict = ev.verdict
-    runs = runs_of(verdict)
     flops = [r.flops for r in raw]
+    verdict = place_verdicts(flops, ev.verdict)
+    runs = runs_of(verdict)
     bounds = [flops[0]]
     for (_, stop), (start, _) in zip(runs, runs[1:], strict=False):
         direct = verdict[stop - 1] * verdict[start] == -1
