@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from scipy.optimize import least_squares
 from synthetic import make_sweep_doc, roofline_time
 
 from mfu_sweep.analysis.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
@@ -136,3 +137,155 @@ def test_analysis_modules_never_import_matplotlib_or_torch() -> None:
             "mfu_sweep.analysis.merge, mfu_sweep.analysis.series; "
             "bad = [m for m in ('matplotlib', 'torch') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the batch solver against scipy, one least_squares call per start and resample -------------------------
+
+
+@pytest.mark.parametrize("shapes,truth", [
+    (MIXED, TRUTH),
+    (None, {"P_tflops": 800.0, "W_tbs": 3.0, "t0_s": 8e-6}),  # square: W unconstrained
+])
+def test_batch_solver_matches_scipy_estimates_and_intervals(shapes, truth) -> None:
+    series = _series(make_sweep_doc("chip", shapes=shapes, noise=0.04, n_samples=15, seed=5, **truth))
+    fast = fit_series(series, n_boot=40, seed=2, cache=False)
+    full = fit_series(series, n_boot=40, seed=2, cache=False, solver="scipy")
+    assert (fast.solver, full.solver) == ("batch", "scipy")
+    assert fast.model == full.model and fast.constrained == full.constrained
+    for name, ok in fast.constrained.items():
+        if not ok:
+            continue
+        a, b = getattr(fast, name), getattr(full, name)
+        assert a == pytest.approx(b, rel=1e-4)
+        (alo, ahi), (blo, bhi) = getattr(fast, name + "_ci"), getattr(full, name + "_ci")
+        assert alo == pytest.approx(blo, rel=2e-3) and ahi == pytest.approx(bhi, rel=2e-3)
+    # the same resamples: refit by refit, the constrained parameters agree
+    cols = [j for j, name in enumerate(("t0_s", "p_tflops", "w_tbs")) if fast.constrained[name]]
+    assert np.median(np.abs(fast.boot[:, cols] - full.boot[:, cols])) < 1e-4
+
+
+def test_batch_solver_reaches_scipys_minimum_on_every_start() -> None:
+    from mfu_sweep.analysis import lsq
+    from mfu_sweep.fit import LOWER, UPPER, _batch_model, _Options, _starts, shape_data
+
+    series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.05, seed=9, **TRUTH))
+    data = shape_data(series)
+    y, log_f, log_b = data.log_median, np.log(data.flops), np.log(data.bytes)
+    for n in (3, 4):
+        starts = _starts(data, _Options("soft_l1", 0.05, "batch", LOWER, UPPER, {}), n)
+        sol = lsq.solve(_batch_model(log_f, log_b), starts, y, None, LOWER[:n], UPPER[:n], f_scale=0.05, damping=1.0)
+        for x0, cost in zip(starts, sol.cost, strict=True):
+            res = least_squares(lambda x: log_time(x, log_f, log_b) - y, x0,
+                                jac=lambda x: log_time_jac(x, log_f, log_b), bounds=(LOWER[:n], UPPER[:n]),
+                                loss="soft_l1", f_scale=0.05)
+            assert cost <= res.cost * (1 + 1e-6)
+
+
+def test_robust_losses_match_scipy_derivatives() -> None:
+    from mfu_sweep.analysis import lsq
+
+    z = np.geomspace(1e-3, 50, 30)
+    for loss in lsq.LOSSES:
+        r0, r1, r2 = lsq.rho(z, loss)
+        eps = 1e-6 * z
+        up, down = lsq.rho(z + eps, loss)[0], lsq.rho(z - eps, loss)[0]
+        assert np.allclose((up - down) / (2 * eps), r1, rtol=1e-4)
+        up1, down1 = lsq.rho(z + eps, loss)[1], lsq.rho(z - eps, loss)[1]
+        assert np.allclose((up1 - down1) / (2 * eps), r2, rtol=1e-3, atol=1e-9)
+    with pytest.raises(ValueError, match="loss="):
+        fit_series(_series(make_sweep_doc("chip", shapes=MIXED, **TRUTH)), loss="l3")
+
+
+def test_fits_are_cached_by_content() -> None:
+    series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH))
+    again = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH))
+    first = fit_series(series, n_boot=10)
+    assert fit_series(again, n_boot=10) is first  # equal content, another object
+    assert fit_series(series, n_boot=10, seed=1) is not first
+    assert fit_series(series, n_boot=10, cache=False) is not first
+    other = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, seed=4, **TRUTH))
+    assert fit_series(other, n_boot=10) is not first
+    assert not first.boot.flags.writeable
+
+
+def test_predict_time_draws_are_one_row_per_resample() -> None:
+    fit = fit_series(_series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH)), n_boot=7)
+    f, b = np.array([1e9, 1e11, 1e13]), np.array([1e6, 1e8, 1e9])
+    draws = fit.predict_time_draws(f, b)
+    assert draws.shape == (7, 3)
+    assert np.allclose(draws[3], np.exp(log_time(fit.boot[3], np.log(f), np.log(b))))
+
+
+# -- physical fits: known truth -------------------------------------------------------------------------------
+
+
+def _w_drawn(fit) -> bool:
+    return fit.w_status == "roof" and fit.constrained["w_tbs"]
+
+
+def test_overhead_only_truth_draws_no_memory_roof() -> None:
+    def overhead_only(f: float, b: float) -> float:
+        return 20e-6 + f / 100e12
+
+    for shapes in (None, MIXED):  # square family and mixed shapes, no spec bandwidth
+        fit = fit_series(_series(make_sweep_doc("ovh", shapes=shapes, time_fn=overhead_only, noise=0.02,
+                                                bandwidth_tbs=0, **TRUTH)), n_boot=20)
+        assert not _w_drawn(fit)
+        assert fit.t0_s == pytest.approx(20e-6, rel=0.05) and fit.constrained["t0_s"]
+        assert fit.p_tflops == pytest.approx(100, rel=0.05)
+
+
+def test_bandwidth_only_truth_recovers_w_from_shapes_that_vary_bytes() -> None:
+    def bandwidth_only(f: float, b: float) -> float:
+        return max(f / 500e12, b / 2e12)
+
+    fit = fit_series(_series(make_sweep_doc("bw", shapes=MIXED, time_fn=bandwidth_only, noise=0.02,
+                                            bandwidth_tbs=0, **TRUTH)), n_boot=20)
+    assert _w_drawn(fit) and fit.w_tbs == pytest.approx(2.0, rel=0.05)
+    assert fit.p_tflops == pytest.approx(500, rel=0.05)
+    assert not fit.constrained["t0_s"]
+
+
+def test_both_terms_on_square_shapes_are_confounded_without_a_bandwidth_to_check_against() -> None:
+    truth = {"P_tflops": 500.0, "W_tbs": 0.5, "t0_s": 2e-6}
+    square = _series(make_sweep_doc("sq", noise=0.02, bandwidth_tbs=0, **truth))
+    fit = fit_series(square, n_boot=20)
+    assert fit.w_status == "confounded"
+    assert fit.constrained == {"t0_s": False, "p_tflops": True, "w_tbs": False}
+    assert any("confounded by these shapes" in n and "FLOPs^0.67" in n for n in fit.notes)
+    assert not any("is not constrained" in n for n in fit.notes)  # one reason, not two
+    # the same truth with a spec bandwidth that the fitted W agrees with: a roof again
+    spec = fit_series(_series(make_sweep_doc("sq", noise=0.02, bandwidth_tbs=0.55, **truth)), n_boot=20)
+    assert _w_drawn(spec) and spec.w_tbs == pytest.approx(0.5, rel=0.1)
+    assert any("kept as a roof" in n for n in spec.notes)
+    # and on shapes that vary bytes at equal FLOPs, the shapes alone settle it
+    mixed = fit_series(_series(make_sweep_doc("mx", shapes=MIXED, noise=0.02, bandwidth_tbs=0, **truth)), n_boot=20)
+    assert _w_drawn(mixed) and mixed.t0_s == pytest.approx(2e-6, rel=0.1)
+
+
+def test_measured_copy_bandwidth_bounds_an_implausible_w() -> None:
+    # square shapes whose small-shape time grows like F^(2/3), as a 3 GB/s "memory" would make it,
+    # on a device whose copy bandwidth was measured at 32 GB/s: the free fit's W is not a roof
+    truth = {"P_tflops": 0.12, "W_tbs": 0.003, "t0_s": 5e-6}
+    doc = make_sweep_doc("cpu", flops=np.geomspace(5e5, 2e10, 14), noise=0.02, bandwidth_tbs=0, **truth)
+    free = fit_series(_series(doc), n_boot=20)
+    assert free.w_status == "confounded"
+    doc["ceilings"] = {"ceilings_version": 1, "memory_bandwidth": {"gbs": 32.0}}
+    [fit] = fit_all(parse_document(doc), n_boot=20).values()
+    # bounded to at least half the copy bandwidth, no shape is memory-bound any more: the overhead explains them
+    assert fit.w_status == "not constrained" and not fit.constrained["w_tbs"]
+    assert fit.constrained["t0_s"] and fit.t0_s > free.t0_s
+    assert fit.bandwidth_range.copy_tbs == pytest.approx(0.032)
+    assert fit.w_tbs >= 0.016 * (1 - 1e-9)  # half the copy bandwidth: the plausible floor
+    assert fit.w_free_tbs == pytest.approx(0.003, rel=0.2)
+    assert any("unbounded fit puts W at" in n and "[16, 35.2] GB/s" in n for n in fit.notes)
+    data = fit.to_json()
+    assert data["w_status"] == "not constrained" and data["bandwidth_range"]["copy_tbs"] == pytest.approx(0.032)
+
+
+def test_w_above_spec_is_bounded_by_the_spec() -> None:
+    # operands served from cache: the data ask for 3x the spec bandwidth
+    fit = fit_series(_series(make_sweep_doc("hot", shapes=MIXED, noise=0.02, bandwidth_tbs=0.7, **TRUTH)),
+                     n_boot=20)
+    assert fit.w_status == "at bound" and fit.w_tbs == pytest.approx(0.77, rel=0.03)
+    assert any("upper end" in n for n in fit.notes)
