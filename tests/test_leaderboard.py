@@ -1,0 +1,183 @@
+"""Leaderboards and fleet views on SYNTHETIC fleets (tests/synthetic_fleet.py): known slow devices in, flags out."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from synthetic import make_sweep_doc
+from synthetic_fleet import fleet_docs
+
+from mfu_sweep.analysis.fleet import fleet_view, heatmap_rows, replicate_fleets
+from mfu_sweep.analysis.leaderboard import (
+    LeaderboardError,
+    align,
+    flop_bands,
+    leaderboard,
+    leaderboards,
+    profile,
+    rest_median,
+)
+from mfu_sweep.compare import holm
+from mfu_sweep.results import parse_document
+from mfu_sweep.series import group_series
+
+FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))
+
+
+def _series(docs):
+    return group_series([sw for d in docs for sw in parse_document(d, validate=False)])
+
+
+def _fleet(n, **kw):
+    [view] = replicate_fleets(_series(fleet_docs(n, flops=kw.pop("flops", FLOPS), **kw)))
+    return view
+
+
+def test_rest_median_leaves_each_row_out() -> None:
+    rng = np.random.default_rng(0)
+    values = rng.normal(size=(7, 5))
+    values[2, 1] = values[4, 3] = np.nan
+    got = rest_median(values)
+    for d in range(7):
+        for s in range(5):
+            others = np.delete(values[:, s], d)
+            if np.isnan(values[d, s]):
+                assert np.isnan(got[d, s])  # no value, no ratio
+            else:
+                assert got[d, s] == pytest.approx(np.nanmedian(others))
+    assert np.isnan(rest_median(np.array([[1.0], [np.nan]]))).all()
+
+
+def test_identical_fleet_flags_none_over_many_seeds() -> None:
+    # per-shape run-to-run noise (3%) far above what the bootstrap of one run's samples sees (~0.2%)
+    naive_flags = 0
+    for seed in range(20):
+        view = _fleet(8, shape_noise=0.03, sample_noise=0.01, seed=seed)
+        assert not view.flagged, view.sentence()
+        assert all(c.verdict == 0 for c in view.board.cells)
+        assert view.slowest.label in view.board.devices
+        # a test on the bootstrap errors alone would call many of these shapes different
+        series = _series(fleet_docs(8, flops=FLOPS, shape_noise=0.03, seed=seed))
+        grid = align([profile(s, "tflops") for s in series.values()])
+        z = (grid.values - rest_median(grid.values)) / np.maximum(grid.se, 1e-12)
+        p = 2 * (1 - _normal_cdf(np.abs(z)))
+        naive_flags += int((holm(p.ravel()) < 0.05).sum() >= 2)
+    assert naive_flags >= 15
+
+
+def _normal_cdf(x: np.ndarray) -> np.ndarray:
+    from scipy.stats import norm
+
+    return norm.cdf(x)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_device_made_slower_is_flagged_and_slowest(seed: int) -> None:
+    view = _fleet(8, shape_noise=0.02, slow={3: (1.15, 1e9, 1e11)}, seed=seed)
+    [bad] = view.flagged
+    assert bad.label == "synthetic-gpu.r3" and view.slowest.label == bad.label
+    for band, ratio in bad.slow_bands:
+        assert band.high_flops > 1e9 and band.low_flops < 1e11
+        assert ratio == pytest.approx(1 / 1.15, rel=0.05)
+    for run in bad.slow_runs:
+        assert 1e9 <= run.start_flops <= run.end_flops <= 1e11
+    assert bad.slow_bands or bad.slow_runs
+    assert "flagged synthetic-gpu.r3" in view.sentence()
+
+
+def test_slightly_slower_everywhere_shows_in_every_band() -> None:
+    view = _fleet(24, shape_noise=0.02, slow={5: (1.05, 0, 1e13)}, flops=FLOPS)
+    assert [h.label for h in view.flagged] == ["synthetic-gpu.r5"]
+    assert view.slowest.label == "synthetic-gpu.r5"
+    assert view.slowest.mean_ratio == pytest.approx(1 / 1.05, rel=0.01)
+    behind = [b for b in view.board.boards if b.behind]
+    assert len(behind) >= 2
+    assert all([lbl for lbl, _ in b.behind] == ["synthetic-gpu.r5"] for b in behind)
+
+
+def test_a_faster_device_leads_the_board_but_is_not_flagged() -> None:
+    view = _fleet(8, shape_noise=0.02, slow={2: (1 / 1.2, 1e8, 1e12)})
+    assert not view.flagged
+    leads = [b for b in view.board.boards if b.ahead]
+    assert leads and all(b.ahead[0][0] == "synthetic-gpu.r2" and b.top[0] == "synthetic-gpu.r2" for b in leads)
+    assert any(r.label == "synthetic-gpu.r2" and r.direction == 1 for r in view.board.runs)
+
+
+def test_baseline_reference_ranks_the_others_against_it() -> None:
+    series = list(_series(fleet_docs(6, flops=FLOPS, slow={4: (1.25, 1e6, 1e13)})).values())
+    board = leaderboard(series, "tflops", reference="synthetic-gpu.r0")
+    assert "synthetic-gpu.r0" not in board.devices and len(board.devices) == 5
+    assert board.overall["synthetic-gpu.r4"] == pytest.approx(0.8, rel=0.03)
+    assert all(b.behind[0][0] == "synthetic-gpu.r4" for b in board.boards if b.behind)
+    assert sum(bool(b.behind) for b in board.boards) >= 6
+    assert board.reference_text() == "baseline synthetic-gpu.r0"
+    text = "\n".join(board.lines())
+    assert "vs baseline synthetic-gpu.r0" in text and "synthetic-gpu.r4 x0.8" in text
+
+
+def test_shapes_a_device_did_not_measure_are_interpolated_never_extrapolated() -> None:
+    docs = fleet_docs(4, flops=FLOPS)
+    short = make_sweep_doc("synthetic-gpu.r9", flops=FLOPS[3:-3:2], P_tflops=600, W_tbs=2.5, t0_s=6e-6,
+                           peak_tflops=750, device_name="Synthetic GPU 9")
+    board = leaderboard(list(_series([*docs, short]).values()), "tflops")
+    ev = board.evidence["synthetic-gpu.r9"]
+    assert min(e.flops for e in ev) == pytest.approx(FLOPS[3], rel=0.05)
+    assert max(e.flops for e in ev) <= FLOPS[-4] * 1.05
+    assert any(e.interpolated for e in ev) and not all(e.interpolated for e in ev)
+    assert not any(e.interpolated for e in board.evidence["synthetic-gpu.r0"])
+
+
+def test_one_value_per_shape_still_gets_shape_level_evidence() -> None:
+    # published tables give one number per shape: no bootstrap, the scatter of the shapes carries the noise
+    docs = fleet_docs(6, flops=FLOPS, n_samples=1, sample_noise=0.0, shape_noise=0.02,
+                      slow={1: (1.3, 1e9, 1e12)}, seed=4)
+    view = fleet_view(list(_series(docs).values()))
+    assert [h.label for h in view.flagged] == ["synthetic-gpu.r1"]
+
+
+def test_leaderboards_group_by_dtype_and_mode_and_say_what_is_left_out() -> None:
+    docs = fleet_docs(3, flops=FLOPS, series=(("bf16", "eager"), ("fp8", "eager")))
+    docs.append(make_sweep_doc("solo", flops=FLOPS, dtype="fp16", P_tflops=100, W_tbs=1, t0_s=5e-6))
+    boards, notes = leaderboards(_series(docs), "mfu")
+    assert [(b.dtype, b.mode) for b in boards] == [("bf16", "eager"), ("fp8", "eager")]
+    assert notes == ["fp16 eager: only solo, nothing to rank"]
+    boards, notes = leaderboards(_series(docs), "tflops", reference="solo")
+    assert boards == [] and notes == ["bf16 eager: baseline solo has no series here",
+                                      "fp16 eager: only solo, nothing to rank",
+                                      "fp8 eager: baseline solo has no series here"]
+    with pytest.raises(LeaderboardError, match="no series labelled 'nope'"):
+        leaderboards(_series(docs), reference="nope")
+
+
+def test_bad_input_is_one_clear_error() -> None:
+    series = _series(fleet_docs(2, flops=FLOPS, series=(("bf16", "eager"), ("fp8", "eager"))))
+    with pytest.raises(LeaderboardError, match="one dtype and mode"):
+        leaderboard(list(series.values()))
+    one = [s for k, s in series.items() if k.dtype == "bf16"]
+    with pytest.raises(LeaderboardError, match="at least two devices"):
+        leaderboard(one[:1])
+    with pytest.raises(LeaderboardError, match="metric="):
+        leaderboard(one, "flops")
+    nopeak = make_sweep_doc("np", flops=FLOPS, peak_tflops=0, P_tflops=100, W_tbs=1, t0_s=5e-6)
+    with pytest.raises(LeaderboardError, match="no peak for bf16"):
+        leaderboard([*one, *_series([nopeak]).values()], "mfu")
+
+
+def test_json_and_heatmap_rows() -> None:
+    view = _fleet(5, slow={0: (1.2, 1e9, 1e12)})
+    data = json.loads(json.dumps(view.to_json()))
+    assert data["flagged"] == ["synthetic-gpu.r0"] and data["n_devices"] == 5
+    assert data["bands"]["boards"][0]["n_devices"] == 5
+    labels, bands, ratio, verdict = heatmap_rows(view)
+    assert ratio.shape == verdict.shape == (5, len(bands)) and labels[0] == "synthetic-gpu.r0"
+    assert (verdict[0] < 0).any() and (verdict[1:] == 0).all()
+    full = view.board.to_json(shapes=True)
+    assert len(full["evidence"]["synthetic-gpu.r1"]) == len(FLOPS)
+
+
+def test_flop_bands_are_decades() -> None:
+    bands, index = flop_bands(np.array([2e6, 9e6, 1e7, 5e9]))
+    assert [(b.low_flops, b.high_flops) for b in bands] == [(1e6, 1e7), (1e7, 1e8), (1e9, 1e10)]
+    assert index.tolist() == [0, 0, 1, 2] and bands[0].name == "1 MFLOP - 10 MFLOP"
