@@ -166,15 +166,15 @@ def test_batch_solver_matches_scipy_estimates_and_intervals(shapes, truth) -> No
 
 def test_batch_solver_reaches_scipys_minimum_on_every_start() -> None:
     from mfu_sweep.analysis import lsq
-    from mfu_sweep.fit import LOWER, UPPER, _batch_model, _Options, _starts, shape_data
+    from mfu_sweep.analysis.roofline import LOWER, UPPER, Options, batch_model, shape_data, starts
 
     series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.05, seed=9, **TRUTH))
     data = shape_data(series)
     y, log_f, log_b = data.log_median, np.log(data.flops), np.log(data.bytes)
     for n in (3, 4):
-        starts = _starts(data, _Options("soft_l1", 0.05, "batch", LOWER, UPPER, {}), n)
-        sol = lsq.solve(_batch_model(log_f, log_b), starts, y, None, LOWER[:n], UPPER[:n], f_scale=0.05, damping=1.0)
-        for x0, cost in zip(starts, sol.cost, strict=True):
+        x0s = starts(data, Options("soft_l1", 0.05, "batch", LOWER, UPPER, {}), n)
+        sol = lsq.solve(batch_model(log_f, log_b), x0s, y, None, LOWER[:n], UPPER[:n], f_scale=0.05, damping=1.0)
+        for x0, cost in zip(x0s, sol.cost, strict=True):
             res = least_squares(lambda x: log_time(x, log_f, log_b) - y, x0,
                                 jac=lambda x: log_time_jac(x, log_f, log_b), bounds=(LOWER[:n], UPPER[:n]),
                                 loss="soft_l1", f_scale=0.05)

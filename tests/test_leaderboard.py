@@ -9,6 +9,7 @@ import pytest
 from synthetic import make_sweep_doc
 from synthetic_fleet import fleet_docs
 
+from mfu_sweep.analysis.compare import holm
 from mfu_sweep.analysis.fleet import fleet_view, heatmap_rows, replicate_fleets
 from mfu_sweep.analysis.leaderboard import (
     LeaderboardError,
@@ -19,9 +20,8 @@ from mfu_sweep.analysis.leaderboard import (
     profile,
     rest_median,
 )
-from mfu_sweep.compare import holm
+from mfu_sweep.analysis.series import group_series
 from mfu_sweep.results import parse_document
-from mfu_sweep.series import group_series
 
 FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))
 

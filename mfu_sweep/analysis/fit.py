@@ -37,11 +37,9 @@ import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.optimize import least_squares
 
 from mfu_sweep.analysis import lsq
 from mfu_sweep.analysis.physical import (
@@ -50,246 +48,37 @@ from mfu_sweep.analysis.physical import (
     measured_copy_bandwidth,
     plausible_bandwidth,
 )
+from mfu_sweep.analysis.roofline import (
+    LN_TERA,
+    LOWER,
+    MIN_LEVERAGE,
+    PARAMS,
+    UPPER,
+    Options,
+    ShapeData,
+    batch_model,
+    best_fit,
+    bic,
+    boot_params,
+    interval_leverage,
+    leverage,
+    log_time,
+    log_time_jac,
+    shape_data,
+)
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.results import Sweep
 
+__all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
+           "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]
+
 MODELS = ("auto", "max", "pnorm")
 MIN_SHAPES = 4
-# A parameter is "constrained" when, at some measured shape, a 1% change of it
-# moves the predicted time by at least this many percent.
-MIN_LEVERAGE = 0.2
-LN_TERA = 12 * math.log(10)
-# Bounds in log space: t0 in [1 ns, 100 s], P in [1e-6, 1e5] TFLOP/s,
-# W in [1e-6, 1e4] TB/s, p in [1, 50].
-LOWER = np.log([1e-9, 1e-6, 1e-6, 1.0])
-UPPER = np.log([1e2, 1e5, 1e4, 50.0])
-PARAMS = ("t0_s", "p_tflops", "w_tbs", "blend_p")
 SOLVERS = ("batch", "scipy")
 # A bounded W within this log distance of a bound "sits at" it.
 AT_BOUND = 0.02
 CACHE_SIZE = 4096
 _CACHE: OrderedDict[str, RooflineFit] = OrderedDict()
-
-
-@dataclass(frozen=True)
-class ShapeData:
-    """Distinct shapes of a series with their pooled samples (seconds)."""
-
-    flops: np.ndarray
-    bytes: np.ndarray
-    samples: tuple[np.ndarray, ...]
-
-    @cached_property
-    def log_median(self) -> np.ndarray:
-        return np.log([np.median(s) for s in self.samples])
-
-
-def shape_data(series: Series) -> ShapeData:
-    """Pool the samples of records with the same shape (several runs may measure one shape)."""
-    pooled: dict[Any, list[float]] = {}
-    size: dict[Any, tuple[float, float]] = {}
-    for rec in series.records:
-        pooled.setdefault(rec.shape, []).extend(rec.samples_s)
-        size[rec.shape] = (rec.flops, rec.bytes)
-    order = sorted(pooled, key=lambda s: (size[s][0], s))
-    return ShapeData(
-        flops=np.array([size[s][0] for s in order], dtype=float),
-        bytes=np.array([size[s][1] for s in order], dtype=float),
-        samples=tuple(np.asarray(pooled[s], dtype=float) for s in order),
-    )
-
-
-def _log_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``log(e^a + e^b)`` and the share ``e^a / (e^a + e^b)``, with one exp."""
-    e = np.exp(-np.abs(a - b))
-    return np.maximum(a, b) + np.log1p(e), np.where(a >= b, 1.0, e) / (1.0 + e)
-
-
-def _terms(x: np.ndarray, log_f: np.ndarray, log_b: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Log time, the overhead's and compute's shares, the roof term and its compute and memory parts."""
-    compute = log_f - x[1] - LN_TERA
-    memory = log_b - x[2] - LN_TERA
-    if len(x) == 3:
-        roof, share_c = np.maximum(compute, memory), (compute >= memory).astype(float)
-    else:
-        p = np.exp(x[3])
-        scaled, share_c = _log_sum(p * compute, p * memory)
-        roof = scaled / p
-    total, share_t0 = _log_sum(x[0] + 0.0 * roof, roof)
-    return total, share_t0, share_c, roof, compute, memory
-
-
-def _jac(x: np.ndarray, terms: tuple[np.ndarray, ...]) -> np.ndarray:
-    _, share_t0, share_c, roof, compute, memory = terms
-    out = np.empty((*roof.shape, len(x)))
-    rest = 1.0 - share_t0
-    out[..., 0] = share_t0
-    out[..., 1] = -rest * share_c
-    out[..., 2] = -rest * (1.0 - share_c)
-    if len(x) == 4:
-        out[..., 3] = rest * (share_c * compute + (1.0 - share_c) * memory - roof)
-    return out
-
-
-def log_time(x: np.ndarray, log_f: np.ndarray, log_b: np.ndarray) -> np.ndarray:
-    """Log seconds per call; ``x`` is (ln t0, ln P[TFLOP/s], ln W[TB/s]) plus ln p for pnorm.
-
-    ``x`` may also hold many parameter sets as shape (n_params, B, 1): the result is then (B, shapes).
-    """
-    return _terms(x, log_f, log_b)[0]
-
-
-def log_time_jac(x: np.ndarray, log_f: np.ndarray, log_b: np.ndarray) -> np.ndarray:
-    """Jacobian of :func:`log_time` with respect to ``x``: shape (shapes, len(x)), or (B, shapes, n_params)."""
-    return _jac(x, _terms(x, log_f, log_b))
-
-
-def _batch_model(log_f: np.ndarray, log_b: np.ndarray) -> lsq.Model:
-    def model(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        x = xs.T[:, :, None]
-        terms = _terms(x, log_f, log_b)
-        return terms[0], _jac(x, terms)
-
-    return model
-
-
-def _leverage(x: np.ndarray, log_f: np.ndarray, log_b: np.ndarray) -> dict[str, float]:
-    """Largest |d ln t / d ln param| over the shapes, per parameter."""
-    jac = np.abs(log_time_jac(x, log_f, log_b))
-    return {name: float(np.max(jac[:, j])) for j, name in enumerate(PARAMS[:3])}
-
-
-def _interval_leverage(x: np.ndarray, boot: np.ndarray, alpha: float, log_f: np.ndarray,
-                       log_b: np.ndarray) -> dict[str, float]:
-    """Per parameter, its smallest leverage at the estimate and at both ends of its bootstrap interval.
-
-    A ceiling that the shapes bound only from one side (a W that could be ten
-    times higher without any shape noticing) has no leverage at the far end.
-    """
-    out = _leverage(x, log_f, log_b)
-    ends = np.quantile(boot, [alpha / 2, 1 - alpha / 2], axis=0) if len(boot) > 1 else np.array([x, x])
-    for j, name in enumerate(PARAMS[:3]):
-        for end in ends[:, j]:
-            moved = x.copy()
-            moved[j] = end
-            out[name] = min(out[name], float(np.max(np.abs(log_time_jac(moved, log_f, log_b)[:, j]))))
-    return out
-
-
-@dataclass(frozen=True)
-class _Options:
-    """How to solve: loss, scale, solver, bounds (log space) and scipy's keyword arguments."""
-
-    loss: str
-    f_scale: float
-    solver: str
-    lower: np.ndarray
-    upper: np.ndarray
-    kwargs: Mapping[str, Any]
-
-    def bounds(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.lower[:n], self.upper[:n]
-
-
-def _starts(data: ShapeData, opts: _Options, n_params: int) -> np.ndarray:
-    med = np.exp(data.log_median)
-    t_min = float(np.min(med))
-    p_guess = float(np.max(data.flops / med)) / 1e12
-    w_guess = float(np.max(data.bytes / med)) / 1e12
-    lo, hi = opts.bounds(n_params)
-    starts = []
-    for t0f in (0.2, 0.8):
-        for wf in (1.0, 10.0):
-            x = [math.log(t0f * t_min), math.log(1.2 * p_guess), math.log(wf * w_guess)]
-            if n_params == 4:
-                x.append(math.log(4.0))
-            starts.append(np.clip(np.array(x), lo + 1e-9, hi - 1e-9))
-    return np.array(starts)
-
-
-def _solve_scipy(y: np.ndarray, log_f: np.ndarray, log_b: np.ndarray, x0: np.ndarray,
-                 opts: _Options) -> tuple[np.ndarray, float]:
-    res = least_squares(lambda x: log_time(x, log_f, log_b) - y, x0, jac=lambda x: log_time_jac(x, log_f, log_b),
-                        bounds=opts.bounds(len(x0)), loss=opts.loss, f_scale=opts.f_scale, **opts.kwargs)
-    return res.x, float(res.cost)
-
-
-def _best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: _Options) -> tuple[np.ndarray, float]:
-    """Best of the starting points: parameters and robust cost."""
-    log_f, log_b = np.log(data.flops), np.log(data.bytes)
-    starts = _starts(data, opts, n_params)
-    if opts.solver == "scipy":
-        fits = [_solve_scipy(y, log_f, log_b, x0, opts) for x0 in starts]
-        return min(fits, key=lambda f: f[1])
-    sol = lsq.solve(_batch_model(log_f, log_b), starts, y, None, *opts.bounds(n_params), loss=opts.loss,
-                    f_scale=opts.f_scale, damping=1.0)
-    i = int(np.argmin(sol.cost))
-    return sol.x[i], float(sol.cost[i])
-
-
-def _bic(x: np.ndarray, y: np.ndarray, data: ShapeData) -> float:
-    resid = y - log_time(x, np.log(data.flops), np.log(data.bytes))
-    n = len(y)
-    return n * math.log(max(float(np.mean(resid**2)), 1e-300)) + len(x) * math.log(n)
-
-
-def _median_last(a: np.ndarray) -> np.ndarray:
-    """Median along the last axis; sorting short rows is ~10x faster than numpy's partition-based median."""
-    s = np.sort(a, axis=-1)
-    m = a.shape[-1]
-    return s[..., m // 2] if m % 2 else 0.5 * (s[..., m // 2 - 1] + s[..., m // 2])
-
-
-def _resamples(data: ShapeData, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap resamples: log medians of resampled samples (n_boot, shapes) and resampled shape indices.
-
-    Shapes are drawn with replacement and, within each shape, its samples; both
-    solvers refit exactly these resamples.
-    """
-    rng = np.random.default_rng(seed)
-    n = len(data.samples)
-    draws = np.empty((n, n_boot))
-    sizes = np.array([len(s) for s in data.samples])
-    for size in np.unique(sizes):  # shapes with equal sample counts in one array operation
-        rows = np.flatnonzero(sizes == size)
-        stack = np.stack([data.samples[i] for i in rows])[:, None, :]
-        picks = rng.integers(0, size, (len(rows), n_boot, size))
-        draws[rows] = np.log(_median_last(np.take_along_axis(stack, picks, axis=2)))
-    idx = np.sort(rng.integers(0, n, (n_boot, n)), axis=1)
-    return draws.T, idx
-
-
-def _boot_params(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
-                 opts: _Options) -> np.ndarray:
-    """Refit on ``n_boot`` resamples of shapes and, within each shape, of its samples, warm-started at ``best``."""
-    y, idx = _resamples(data, n_boot, seed)
-    log_f, log_b = np.log(data.flops), np.log(data.bytes)
-    if opts.solver == "scipy":
-        return np.array([_solve_scipy(y[b, idx[b]], log_f[idx[b]], log_b[idx[b]], best, opts)[0]
-                         for b in range(n_boot)])
-    counts = np.zeros_like(y)
-    np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)
-    x0 = np.broadcast_to(best, (n_boot, len(best)))
-    return lsq.solve(_batch_model(log_f, log_b), x0, y, counts, *opts.bounds(len(best)), loss=opts.loss,
-                     f_scale=opts.f_scale, settled=_IntervalSettled(alpha)).x
-
-
-class _IntervalSettled:
-    """Stops the bootstrap refits once the percentile intervals of every parameter stop moving.
-
-    Refits still running then are the slow ones creeping along a direction no
-    shape constrains; the interval moved less than ``tol`` (log units, 0.1%)
-    since the previous check.
-    """
-
-    def __init__(self, alpha: float, tol: float = 1e-3) -> None:
-        self.q, self.tol, self.last = [alpha / 2, 0.5, 1 - alpha / 2], tol, None
-
-    def __call__(self, x: np.ndarray) -> bool:
-        now = np.quantile(x, self.q, axis=0)
-        done = self.last is not None and float(np.max(np.abs(now - self.last))) < self.tol
-        self.last = now
-        return done
 
 
 def _interval(values: np.ndarray, alpha: float) -> tuple[float, float]:
@@ -407,14 +196,14 @@ def why_unfittable(series: Series, min_shapes: int = MIN_SHAPES) -> str | None:
     return None
 
 
-def _choose_model(model: str, y: np.ndarray, data: ShapeData, opts: _Options) -> np.ndarray:
+def _choose_model(model: str, y: np.ndarray, data: ShapeData, opts: Options) -> np.ndarray:
     if model == "max" or (model == "auto" and len(y) < 6):
-        return _best_fit(y, data, 3, opts)[0]
-    smooth = _best_fit(y, data, 4, opts)[0]
+        return best_fit(y, data, 3, opts)[0]
+    smooth = best_fit(y, data, 4, opts)[0]
     if model == "pnorm":
         return smooth
-    hard = _best_fit(y, data, 3, opts)[0]
-    return smooth if _bic(smooth, y, data) < _bic(hard, y, data) else hard
+    hard = best_fit(y, data, 3, opts)[0]
+    return smooth if bic(smooth, y, data) < bic(hard, y, data) else hard
 
 
 NAMES = {"t0_s": "overhead t0", "p_tflops": "compute ceiling P", "w_tbs": "bandwidth W"}
@@ -429,17 +218,17 @@ def _notes(series: Series, constrained: Mapping[str, bool], skip: Iterable[str] 
     return notes
 
 
-def _bounded(opts: _Options, plausible: BandwidthRange) -> _Options:
+def _bounded(opts: Options, plausible: BandwidthRange) -> Options:
     lower, upper = opts.lower.copy(), opts.upper.copy()
     if plausible.low_tbs:
         lower[2] = max(lower[2], math.log(plausible.low_tbs))
     if plausible.high_tbs:
         upper[2] = min(upper[2], math.log(plausible.high_tbs))
-    return _Options(opts.loss, opts.f_scale, opts.solver, lower, upper, opts.kwargs)
+    return Options(opts.loss, opts.f_scale, opts.solver, lower, upper, opts.kwargs)
 
 
-def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: _Options, plausible: BandwidthRange
-                ) -> tuple[np.ndarray, _Options, float | None]:
+def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: Options, plausible: BandwidthRange
+                ) -> tuple[np.ndarray, Options, float | None]:
     """The estimate, the options it was found with (bounds), and the free W when it left the plausible range."""
     free = _choose_model(model, y, data, opts)
     if not plausible.known:
@@ -447,18 +236,18 @@ def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: _Options, plau
     w_free = math.exp(free[2])
     outside = (plausible.low_tbs is not None and w_free < plausible.low_tbs) or (
         plausible.high_tbs is not None and w_free > plausible.high_tbs)
-    lev = _leverage(free, np.log(data.flops), np.log(data.bytes))["w_tbs"]
+    lev = leverage(free, np.log(data.flops), np.log(data.bytes))["w_tbs"]
     bounded = _bounded(opts, plausible)
     best = _choose_model(model, y, data, bounded) if outside else free
     return _at_prior(best, y, data, bounded, plausible), bounded, w_free if outside and lev >= MIN_LEVERAGE else None
 
 
-def _robust_cost(x: np.ndarray, y: np.ndarray, data: ShapeData, opts: _Options) -> float:
+def _robust_cost(x: np.ndarray, y: np.ndarray, data: ShapeData, opts: Options) -> float:
     r = (log_time(x, np.log(data.flops), np.log(data.bytes)) - y) / opts.f_scale
     return float(0.5 * opts.f_scale**2 * np.sum(lsq.rho(r**2, opts.loss)[0]))
 
 
-def _at_prior(best: np.ndarray, y: np.ndarray, data: ShapeData, opts: _Options, plausible: BandwidthRange
+def _at_prior(best: np.ndarray, y: np.ndarray, data: ShapeData, opts: Options, plausible: BandwidthRange
               ) -> np.ndarray:
     """Move a W no shape depends on to the measured copy (else spec) bandwidth, when the fit stays as good.
 
@@ -467,7 +256,7 @@ def _at_prior(best: np.ndarray, y: np.ndarray, data: ShapeData, opts: _Options, 
     """
     prior = plausible.copy_tbs or plausible.spec_tbs
     log_f, log_b = np.log(data.flops), np.log(data.bytes)
-    if prior is None or _leverage(best, log_f, log_b)["w_tbs"] >= MIN_LEVERAGE:
+    if prior is None or leverage(best, log_f, log_b)["w_tbs"] >= MIN_LEVERAGE:
         return best
     pinned = np.clip(math.log(prior), opts.lower[2], opts.upper[2])
     lower, upper = opts.lower.copy(), opts.upper.copy()
@@ -475,13 +264,13 @@ def _at_prior(best: np.ndarray, y: np.ndarray, data: ShapeData, opts: _Options, 
     x0 = best.copy()
     x0[2] = pinned
     n = len(best)
-    sol = lsq.solve(_batch_model(log_f, log_b), x0[None, :], y, None, lower[:n], upper[:n], loss=opts.loss,
+    sol = lsq.solve(batch_model(log_f, log_b), x0[None, :], y, None, lower[:n], upper[:n], loss=opts.loss,
                     f_scale=opts.f_scale)
     moved = sol.x[0]
     return moved if _robust_cost(moved, y, data, opts) <= _robust_cost(best, y, data, opts) * (1 + 1e-4) else best
 
 
-def _bandwidth_status(best: np.ndarray, opts: _Options, data: ShapeData, lev: Mapping[str, float],
+def _bandwidth_status(best: np.ndarray, opts: Options, data: ShapeData, lev: Mapping[str, float],
                       plausible: BandwidthRange, w_free: float | None) -> tuple[str, list[str]]:
     """What W is (see :class:`RooflineFit`), and the notes that say why."""
     notes = []
@@ -580,7 +369,7 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
         _CACHE.move_to_end(key)
         return _CACHE[key]
     fit = _fit(series, data, model, n_boot, seed, alpha, copy_bandwidth_tbs,
-               _Options(loss, f_scale, solver, LOWER, UPPER, kwargs))
+               Options(loss, f_scale, solver, LOWER, UPPER, kwargs))
     if cache:
         _CACHE[key] = fit
         while len(_CACHE) > CACHE_SIZE:
@@ -589,18 +378,18 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
 
 
 def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, alpha: float,
-         copy_tbs: float | None, opts: _Options) -> RooflineFit:
+         copy_tbs: float | None, opts: Options) -> RooflineFit:
     y = data.log_median
     log_f, log_b = np.log(data.flops), np.log(data.bytes)
     plausible = plausible_bandwidth(series.peak.memory_bandwidth_tbs, copy_tbs)
     best, opts, w_free = _fit_params(model, y, data, opts, plausible)
-    boot = _boot_params(best, data, n_boot, seed, alpha, opts)
+    boot = boot_params(best, data, n_boot, seed, alpha, opts)
     boot.flags.writeable = False
     resid = y - log_time(best, log_f, log_b)
     ss_tot = float(np.sum((y - y.mean()) ** 2))
     nat, nat_boot = _natural(best), _natural(boot)
     cis = [_interval(nat_boot[:, j], alpha) for j in range(len(best))]
-    lev = _interval_leverage(best, boot, alpha, log_f, log_b)
+    lev = interval_leverage(best, boot, alpha, log_f, log_b)
     constrained = {k: v >= MIN_LEVERAGE for k, v in lev.items()}
     status, w_notes = _bandwidth_status(best, opts, data, lev, plausible, w_free)
     if status in ("confounded", "at bound"):

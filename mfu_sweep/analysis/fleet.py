@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mfu_sweep.analysis.compare import format_flops
 from mfu_sweep.analysis.leaderboard import REST, Band, Leaderboard, Run, leaderboard
-from mfu_sweep.compare import format_flops
-from mfu_sweep.series import Series, SeriesKey
-from mfu_sweep.spread import RANK_SUFFIX
+from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.spread import RANK_SUFFIX
 
 
 @dataclass(frozen=True)

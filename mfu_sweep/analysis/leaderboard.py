@@ -44,8 +44,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.compare import format_flops, holm
-from mfu_sweep.series import Series, SeriesKey
+from mfu_sweep.analysis.compare import format_flops, holm
+from mfu_sweep.analysis.series import Series, SeriesKey
 
 LN_TERA = 12 * math.log(10)
 METRICS = ("mfu", "tflops")
