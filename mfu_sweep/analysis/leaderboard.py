@@ -53,6 +53,8 @@ MAD_TO_SIGMA = 1.4826
 # Standard error of a median relative to that of one value, for normal noise.
 MEDIAN_SE = math.sqrt(math.pi / 2)
 REST = "rest"
+# More devices than this in one dtype and mode, and the analysis ranks them instead of comparing every pair.
+HANDFUL = 4
 
 
 class LeaderboardError(ValueError):
@@ -554,6 +556,14 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
         evidence={lbl: shape_evidence(ev, d) for d, lbl in enumerate(grid.labels) if d != skip},
         notes=tuple(notes),
     )
+
+
+def many_devices(series: Iterable[SeriesKey]) -> bool:
+    """Whether some dtype and mode has more than :data:`HANDFUL` devices (then rank, do not pair)."""
+    sizes: dict[tuple[str, str], int] = {}
+    for key in series:
+        sizes[(key.dtype, key.mode)] = sizes.get((key.dtype, key.mode), 0) + 1
+    return max(sizes.values(), default=0) > HANDFUL
 
 
 def leaderboards(series: Mapping[SeriesKey, Series], metric: str = "mfu", *, reference: str = REST,

@@ -133,10 +133,13 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         mfu-sweep fit sweeps/all.json --json --n-boot 1000
     """
     from mfu_sweep.analysis.fit import fit_groups
+    from mfu_sweep.analysis.physical import measured_copy_bandwidth
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import load_sweeps
 
-    fits, skipped = fit_groups(group_series(load_sweeps(files)), model=model, n_boot=n_boot, seed=seed)
+    sweeps = load_sweeps(files)
+    fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
+                               copy_bandwidth=measured_copy_bandwidth(sweeps))
     if not fits:
         raise click.ClickException("nothing to fit: " + "; ".join(skipped.values()))
     if as_json:
@@ -209,11 +212,16 @@ def _print_comparison(c: Any) -> None:
 @click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
               help="Bootstrap resamples of each roofline fit.")
+@click.option("--baseline", default=None, metavar="LABEL",
+              help="One vs rest: every other device against LABEL, per FLOP band (add --pairwise for the details).")
+@click.option("--pairwise", is_flag=True,
+              help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
 @_seed
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
-            n_boot: int, min_run: int, no_fit: bool, fit_n_boot: int, seed: int, as_json: bool) -> None:
+            n_boot: int, min_run: int, no_fit: bool, fit_n_boot: int, baseline: str | None, pairwise: bool,
+            seed: int, as_json: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). A series leads
@@ -226,34 +234,52 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from the fitted rooflines ("fit"), each with an interval. Each pair opens with a
     summary: the share of the shared FLOP range (log scale) where each series
     leads or neither does, and the longest lead. For a torchrun replicate
-    run (labels <label>.r0, .r1 ...) it first prints the spread across the
+    run (labels <label>.r0, .r1 ...) it first prints the fleet view (devices
+    significantly slower than the rest, the slowest) and the spread across the
     devices of one chip: slowest/fastest median per shape.
+
+    With more than 4 devices of one dtype and mode (and no --a/--b/--pairwise)
+    it prints a leaderboard per FLOP band instead: who is ahead of or behind
+    the median of the other devices, the ties, the median and the slowest
+    device (Holm over devices x bands). --baseline LABEL ranks every other
+    device against LABEL.
 
     \b
     Example:
         mfu-sweep compare sweeps/all.json
+        mfu-sweep compare sweeps/node*.json --baseline h100.r0
+        mfu-sweep compare sweeps/node*.json --baseline h100.r0 --pairwise
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
         mfu-sweep compare sweeps/cpu.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
     """
     from mfu_sweep.analysis.compare import compare_all
+    from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.spread import replicate_spreads
+    from mfu_sweep.cli import board as ranked
     from mfu_sweep.results import load_sweeps
 
     sweeps = load_sweeps(files)
-    comps = compare_all(sweeps, metric, label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha,
-                        min_run=min_run, use_fit=not no_fit, fit_n_boot=fit_n_boot)
-    spreads = replicate_spreads(sweeps) if label_a is None and label_b is None else []
+    series = group_series(sweeps)
+    ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
+    whole = label_a is None and label_b is None
+    fleets, boards, notes = (ranked.fleets_and_boards(sweeps, series, metric, baseline, ranking, alpha=alpha,
+                                                      min_run=min_run, seed=seed) if whole else ([], [], []))
+    comps = [] if ranking and not pairwise else compare_all(
+        sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
+        use_fit=not no_fit, fit_n_boot=fit_n_boot)
+    spreads = replicate_spreads(sweeps) if whole and not ranking else []
     if as_json:
-        out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps]}
+        out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps], **ranked.boards_json(fleets, boards, notes)}
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         click.echo(json.dumps(out, indent=1))
         return
+    ranked.echo_boards(fleets, boards, notes)
     for s in spreads:
         click.echo(f"spread: {s.sentence()}")
     for i, c in enumerate(comps):
-        if i or spreads:
+        if i or spreads or fleets or boards:
             click.echo("")
         _print_comparison(c)
 

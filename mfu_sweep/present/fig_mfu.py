@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey
 from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.present.theme import (
@@ -84,7 +85,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     if not series:
         return no_data_panel(ax, f"no usable {dtype} {mode} records" + (" with a peak" if metric == "mfu" else ""))
     if show_fit and fits is None:
-        fits = fit_groups({s.key: s for s in series})[0]
+        fits = fit_groups({s.key: s for s in series}, copy_bandwidth=measured_copy_bandwidth(sweeps))[0]
     kinds: set[str] = set()
     fitted = banded = False
     mixed = len({peak_kind(s.peak) for s in series}) > 1

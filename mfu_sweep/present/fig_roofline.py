@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.present.theme import (
@@ -82,7 +83,7 @@ def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: st
     if not series:
         return no_data_panel(ax, f"no usable {dtype} {mode} records")
     if show_fit and fits is None:
-        fits = fit_groups({s.key: s for s in series})[0]
+        fits = fit_groups({s.key: s for s in series}, copy_bandwidth=measured_copy_bandwidth(sweeps))[0]
     intens = np.array([r.intensity for s in series for r in s.records])
     lo, hi = intens.min() / 2, intens.max() * 2
     roofs, kinds = _roofs(series, fits if show_fit else None, colors)

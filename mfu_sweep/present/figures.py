@@ -12,8 +12,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fleet import replicate_fleets
+from mfu_sweep.analysis.leaderboard import many_devices
+from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey, group_series
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
+from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
 from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
@@ -104,24 +108,30 @@ def _panels(sweeps: Sequence[Sweep], draw: Any, keys: Sequence[Any], height: flo
 
 def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
-                 colors: Mapping[str, str] | None = None) -> dict[str, Figure]:
+                 colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
+                 boards: Sequence[Any] = ()) -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
     ``first-call`` (per dtype: time and ratio), ``speedup`` (where a device has
     both modes), ``heatmap-<label>-<dtype>-<mode>-k<k>`` (per measured m × n
-    grid) and ``status`` (when any record is not ok). ``fits`` and
-    ``comparisons`` default to computing them (see ``mfu_sweep.present.report.analyse``).
+    grid), ``status`` (when any record is not ok), and a device x FLOP band heatmap
+    per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
+    in ``boards`` (``leaderboard-<dtype>-<mode>``). ``fits``, ``comparisons`` and
+    ``fleets`` default to computing them (see ``mfu_sweep.present.report.analyse``); with
+    more than a handful of devices of one dtype and mode, no pairs are compared.
     """
     check_metric(metric)
     colors = label_colors(sweeps, colors)
     keys = panel_keys(sweeps)
-    if fits is None or comparisons is None:
+    if fits is None or comparisons is None or fleets is None:
         from mfu_sweep.analysis.compare import compare_pairs
 
         series = group_series(sweeps)
-        fits = fit_groups(series)[0] if fits is None else fits
-        comparisons = compare_pairs(series, fits, metric)[0] if comparisons is None else comparisons
+        fits = fit_groups(series, copy_bandwidth=measured_copy_bandwidth(sweeps))[0] if fits is None else fits
+        if comparisons is None:
+            comparisons = [] if many_devices(series) else compare_pairs(series, fits, metric)[0]
+        fleets = replicate_fleets(series) if fleets is None else fleets
     figs: dict[str, Figure] = {}
     with theme():
         if keys:
@@ -135,6 +145,10 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
         if speed:
             figs["speedup"] = _panels(sweeps, lambda ax, d: plot_speedup(sweeps, dtype=d, colors=colors, ax=ax),
                                       speed)
+        for view in [*fleets, *boards]:
+            fig, (ax,) = _figure(1, 1, height=heatmap_height(len(board_of(view).devices)), width=DOUBLE_IN)
+            plot_fleet_heatmap(view, ax=ax)
+            figs[figure_stem(view)] = fig
         for label, dtype, mode, k in heatmap_grids(sweeps):
             fig, (ax,) = _figure(1, 1, height=3.0)
             plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=metric, ax=ax)

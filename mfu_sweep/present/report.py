@@ -27,10 +27,15 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.analysis.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.analysis.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fleet import FleetView, replicate_fleets
+from mfu_sweep.analysis.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
+from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.spread import replicate_spreads
+from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
+from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
 from mfu_sweep.specs import Peak
@@ -62,6 +67,11 @@ class Analysis:
         ``"mfu"`` or ``"tflops"``: what the comparisons rank.
     settings:
         Seed, bootstrap sizes and alpha used.
+    fleets:
+        Fleet views of the replicate runs (``mfu_sweep.analysis.fleet``).
+    leaderboards, leaderboard_notes:
+        With many devices, one leaderboard per dtype and mode (``mfu_sweep.analysis.leaderboard``)
+        instead of the pairwise comparisons, and what it left out.
     """
 
     series: Mapping[SeriesKey, Series]
@@ -72,10 +82,13 @@ class Analysis:
     compile_comparisons: Mapping[SeriesKey, Comparison] = field(default_factory=dict)
     metric: str = "mfu"
     settings: Mapping[str, object] = field(default_factory=dict)
+    fleets: tuple[FleetView, ...] = ()
+    leaderboards: tuple[Leaderboard, ...] = ()
+    leaderboard_notes: tuple[str, ...] = ()
 
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
-            compare_n_boot: int = 2000, alpha: float = 0.05) -> Analysis:
+            compare_n_boot: int = 2000, alpha: float = 0.05, pairwise: bool | None = None) -> Analysis:
     """Group, fit and compare ``sweeps``.
 
     Parameters
@@ -86,18 +99,33 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
         ``"mfu"`` or ``"tflops"`` for the comparisons.
     seed, fit_n_boot, compare_n_boot, alpha:
         Bootstrap seed and sizes for fits and comparisons, and the interval level ``1 - alpha``.
+    pairwise:
+        Compare every pair (True) or rank the devices per FLOP band (False); None (default): pairs
+        unless some dtype and mode has more than ``HANDFUL`` devices.
     """
     if metric not in ("mfu", "tflops"):
         raise ValueError(f"metric={metric!r} must be one of mfu, tflops")
     series = group_series(sweeps)
-    fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha)
-    comparisons, notes = compare_pairs(series, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
-                                       use_fit=True)
-    compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
+    fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
+                                copy_bandwidth=measured_copy_bandwidth(sweeps))
+    pairwise = not many_devices(series) if pairwise is None else pairwise
+    fleets = replicate_fleets(series, alpha=alpha, seed=seed)
+    boards: list[Leaderboard] = []
+    board_notes: list[str] = []
+    if pairwise:
+        comparisons, notes = compare_pairs(series, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
+                                           use_fit=True)
+        compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
+    else:
+        boards, board_notes = leaderboards(series, metric, alpha=alpha, seed=seed)
+        comparisons, notes, compiled = [], [], {}
+        compile_notes = [f"more than {HANDFUL} devices of one dtype and mode: ranked per FLOP band, no pairwise "
+                         "or per-device eager vs compile comparisons (mfu-sweep compare --a/--b for one pair)"]
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
                     compare_notes=tuple(notes + compile_notes), compile_comparisons=compiled, metric=metric,
                     settings={"seed": seed, "fit_n_boot": fit_n_boot, "compare_n_boot": compare_n_boot,
-                              "alpha": alpha})
+                              "alpha": alpha, "pairwise": pairwise},
+                    fleets=tuple(fleets), leaderboards=tuple(boards), leaderboard_notes=tuple(board_notes))
 
 
 # --------------------------------------------------------------------------- facts per series
@@ -217,37 +245,6 @@ def _short(text: str, n: int = 120) -> str:
 # --------------------------------------------------------------------------- document model
 
 
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Para:
-    text: str
-    css: str = ""
-
-
-@dataclass(frozen=True)
-class Bullets:
-    items: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-    css: str = ""
-
-
-@dataclass(frozen=True)
-class FigureRef:
-    stem: str
-    caption: str
-
-
-Block = Heading | Para | Bullets | Table | FigureRef
 
 FIGURE_CAPTIONS = {
     "vs-flops": (
@@ -415,10 +412,15 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
     blocks += [Heading(2, "Summary"), _summary_table(sweeps, analysis)]
+    blocks += fleet_blocks(analysis.fleets, figures)
     blocks += _spread_blocks(sweeps)
-    blocks += _comparison_blocks(analysis)
+    blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures)
+    if analysis.comparisons or not analysis.leaderboards:
+        blocks += _comparison_blocks(analysis)
+    elif analysis.compare_notes:
+        blocks.append(Bullets(analysis.compare_notes))
     blocks.append(Heading(2, "Figures"))
-    blocks += [FigureRef(stem, caption(stem, analysis.metric)) for stem in figures]
+    blocks += [FigureRef(stem, caption(stem, analysis.metric)) for stem in figures if not is_board_figure(stem)]
     blocks += _series_blocks(sweeps, analysis)
     blocks += _method_blocks(analysis)
     return blocks
@@ -509,6 +511,9 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "comparisons": [c.to_json() for c in analysis.comparisons],
         "compile_comparisons": [c.to_json() for _, c in sorted(analysis.compile_comparisons.items())],
         "compare_notes": list(analysis.compare_notes),
+        "fleets": [f.to_json() for f in analysis.fleets],
+        "leaderboards": [b.to_json() for b in analysis.leaderboards],
+        "leaderboard_notes": list(analysis.leaderboard_notes),
     }
 
 
@@ -521,7 +526,8 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     out = Path(directory)
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
-    figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons)
+    figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
+                           fleets=analysis.fleets, boards=analysis.leaderboards)
     written: list[Path] = []
     images: dict[str, bytes] = {}
     for stem, fig in figures.items():

@@ -1,0 +1,84 @@
+"""``compare`` at fleet scale: the leaderboard, one-vs-rest against a baseline, and the fleet view.
+
+Called from the ``compare`` command of :mod:`mfu_sweep.cli.analysis`: with
+``--baseline LABEL``, or with more than :data:`HANDFUL` devices of one dtype
+and mode and no ``--a``/``--b``/``--pairwise``, ``compare`` prints leaderboards
+(:mod:`mfu_sweep.analysis.leaderboard`) instead of every pair; replicate runs
+(labels ``<label>.r<rank>``) get their fleet view (:mod:`mfu_sweep.analysis.fleet`)
+first in every mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import click
+
+from mfu_sweep.analysis.leaderboard import HANDFUL, REST, Leaderboard, many_devices
+
+__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "fleets_and_boards", "use_board"]
+
+
+def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, label_a: str | None,
+              label_b: str | None) -> bool:
+    """Whether ``compare`` answers with leaderboards (see the module docstring)."""
+    if baseline is not None:
+        if label_a is not None or label_b is not None:
+            raise click.BadParameter("give --baseline or --a/--b, not both", param_hint="--baseline")
+        return True
+    if pairwise or label_a is not None or label_b is not None:
+        return False
+    return many_devices(series)
+
+
+def device_lines(board: Leaderboard) -> list[str]:
+    """One line per device against a baseline: mean ratio and the bands it is ahead or behind in."""
+    rows = [f"{'device':<28} {'mean ratio':>10}  ahead in / behind in (bands)"]
+    for label in sorted(board.devices, key=lambda lbl: (-board.overall.get(lbl, 0.0), lbl)):
+        cells = [c for c in board.cells if c.label == label]
+        ahead = ", ".join(board.bands[c.band].name for c in cells if c.verdict > 0) or "-"
+        behind = ", ".join(board.bands[c.band].name for c in cells if c.verdict < 0) or "-"
+        ratio = board.overall.get(label)
+        rows.append(f"{label:<28} {'x' + format(ratio, '.3f') if ratio else '-':>10}  {ahead} / {behind}")
+    return rows
+
+
+def fleets_and_boards(sweeps: Sequence[Any], series: Mapping[Any, Any], metric: str, baseline: str | None,
+                      boards_too: bool, **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
+    """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes."""
+    from mfu_sweep.analysis.fleet import replicate_fleets
+    from mfu_sweep.analysis.leaderboard import leaderboards
+
+    fleets = replicate_fleets(series, **kw)
+    if not boards_too:
+        return fleets, [], []
+    boards, notes = leaderboards(series, metric, reference=baseline or REST, **kw)
+    return fleets, boards, notes
+
+
+def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> None:
+    """Print fleet sentences, then each leaderboard (and, against a baseline, one line per device)."""
+    for f in fleets:
+        click.echo(f"fleet: {f.sentence()}")
+    for i, board in enumerate(boards):
+        if i or fleets:
+            click.echo("")
+        for line in board.lines():
+            click.echo(line)
+        if board.reference != REST:
+            click.echo("")
+            for line in device_lines(board):
+                click.echo(line)
+    for note in notes:
+        click.echo(f"note: {note}")
+
+
+def boards_json(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if fleets:
+        out["fleets"] = [f.to_json() for f in fleets]
+    if boards or notes:
+        out["leaderboards"] = [b.to_json() for b in boards]
+        out["leaderboard_notes"] = list(notes)
+    return out

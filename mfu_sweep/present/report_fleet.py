@@ -1,0 +1,101 @@
+"""The report's sections for many devices: the fleet view of replicate runs and the leaderboard per FLOP band.
+
+Both stay readable however many devices there are: one sentence and a short
+table per fleet (its flagged devices and the slowest few), one row per FLOP
+band per leaderboard, and the device x band heatmap; never a sentence per pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mfu_sweep.analysis.fleet import FleetView
+from mfu_sweep.analysis.leaderboard import Leaderboard
+from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
+from mfu_sweep.present.fig_fleet import figure_stem
+
+SLOWEST_ROWS = 5
+MOST_FLAGGED = 20
+MOST_NAMED = 3
+
+FLEET_CAPTION = (
+    "Each device's {metric} over the median of the other devices, per FLOP band (geometric mean over the band's "
+    "shapes; blue: faster, red: slower; slowest device on top). Dots: significantly ahead or behind (Holm over "
+    "devices x bands, shape-level noise).")
+BOARD_CAPTION = (
+    "Each device's {metric} over {reference}, per FLOP band (geometric mean over the band's shapes; blue: faster, "
+    "red: slower; slowest device on top). Dots: significantly ahead or behind (Holm over devices x bands).")
+
+
+def is_board_figure(stem: str) -> bool:
+    """Whether a figure stem is a fleet or leaderboard heatmap (shown in its own section)."""
+    return stem.startswith(("fleet-", "leaderboard-"))
+
+
+def _metric(board: Leaderboard) -> str:
+    return "MFU" if board.metric == "mfu" else "TFLOP/s"
+
+
+def _fleet_table(view: FleetView) -> Table:
+    flagged = list(view.flagged)
+    rows = flagged[:MOST_FLAGGED] + [h for h in view.health[:SLOWEST_ROWS] if not h.flagged]
+    out = []
+    for h in rows:
+        bands = "; ".join(f"{b.name} x{r:.3f}" for b, r in h.slow_bands) or "-"
+        runs = "; ".join(f"x{r.ratio:.3f} over {r.n_points} shapes" for r in h.slow_runs) or "-"
+        out.append((h.label, f"x{h.mean_ratio:.3f}", f"x{h.worst_ratio:.3f} ({h.worst_shape})", bands, runs,
+                    "flagged" if h.flagged else ""))
+    if len(flagged) > MOST_FLAGGED:
+        out.append(("…", "", "", f"and {len(flagged) - MOST_FLAGGED} more flagged devices (see analysis.json)",
+                    "", ""))
+    return Table(("device", "mean ratio", "worst shape", "behind in bands", "slower runs", ""), tuple(out))
+
+
+def _named(items: Sequence[tuple[str, float]]) -> str:
+    text = ", ".join(f"{lbl} x{r:.3f}" for lbl, r in items[:MOST_NAMED])
+    return (text + (f" +{len(items) - MOST_NAMED} more" if len(items) > MOST_NAMED else "")) or "–"
+
+
+def _board_table(board: Leaderboard) -> Table:
+    rows = tuple((b.band.name, str(b.n_devices), _named(b.ahead), str(len(b.tied)), _named(b.behind),
+                  _named([b.median]), _named([b.slowest])) for b in board.boards)
+    return Table(("FLOP band", "devices", "ahead", "tied", "behind", "median device", "slowest"), rows)
+
+
+def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Block]:
+    """The "Fleet" section: per replicate group, its sentence, flagged and slowest devices, and heatmap."""
+    if not fleets:
+        return []
+    blocks: list[Block] = [Heading(2, "Fleet (replicate runs)"), Para(
+        "Every device against the median of the other devices at each shape. Flagged: significantly slower than "
+        "the rest in a FLOP band, or over a run of consecutive FLOP counts, with the noise taken from the scatter "
+        "of shapes (not only the samples of one run) and Holm's correction over all devices.")]
+    for view in fleets:
+        blocks += [Heading(3, f"{view.label} · {view.dtype} · {view.mode}"), Para(view.sentence()),
+                   _fleet_table(view)]
+        stem = figure_stem(view)
+        if stem in figures:
+            blocks.append(FigureRef(stem, FLEET_CAPTION.format(metric=_metric(view.board))))
+    return blocks
+
+
+def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: Sequence[str]) -> list[Block]:
+    """The "Leaderboard" section: per dtype and mode, one row per FLOP band, and the heatmap."""
+    if not boards and not notes:
+        return []
+    blocks: list[Block] = [Heading(2, "Leaderboard per FLOP band"), Para(
+        "With many devices the report ranks them instead of comparing every pair: per FLOP band, who is ahead of "
+        "or behind the reference (significant after Holm's correction over devices x bands), how many are tied "
+        "with it, the median device and the slowest.")]
+    for board in boards:
+        blocks += [Heading(3, f"{board.dtype} · {board.mode} · {_metric(board)} vs {board.reference_text()}"),
+                   _board_table(board)]
+        stem = figure_stem(board)
+        if stem in figures:
+            blocks.append(FigureRef(stem, BOARD_CAPTION.format(metric=_metric(board),
+                                                               reference=board.reference_text())))
+        if board.notes:
+            blocks.append(Bullets(board.notes))
+    if notes:
+        blocks.append(Bullets(tuple(notes)))
+    return blocks
