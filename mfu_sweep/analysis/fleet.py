@@ -121,14 +121,16 @@ def _health(board: Leaderboard, label: str) -> DeviceHealth:
                         tuple(r for r in board.runs if r.label == label and r.direction < 0))
 
 
-def fleet_view(series: Sequence[Series], label: str | None = None, metric: str = "tflops", **kw: Any) -> FleetView:
+def fleet_view(series: Sequence[Series], label: str | None = None, metric: str = "tflops", *,
+               board: Leaderboard | None = None, **kw: Any) -> FleetView:
     """The fleet view of ``series`` (one per device, one dtype and mode).
 
     ``label`` names the fleet (default: the common base label of ``.r<rank>`` labels, else the first);
     ``metric`` defaults to TFLOP/s (devices of one chip share a peak, and it works without one);
-    keyword arguments go to :func:`mfu_sweep.analysis.leaderboard.leaderboard` (not ``reference``).
+    ``board`` reuses a leaderboard of exactly these series against the rest; other keyword
+    arguments go to :func:`mfu_sweep.analysis.leaderboard.leaderboard` (not ``reference``).
     """
-    board = leaderboard(series, metric, reference=REST, **kw)
+    board = board or leaderboard(series, metric, reference=REST, **kw)
     health = sorted((_health(board, lbl) for lbl in board.devices if lbl in board.overall),
                     key=lambda h: (h.mean_ratio, h.label))
     if label is None:
@@ -137,15 +139,24 @@ def fleet_view(series: Sequence[Series], label: str | None = None, metric: str =
     return FleetView(label, board, tuple(health))
 
 
-def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops", **kw: Any) -> list[FleetView]:
-    """One :func:`fleet_view` per base label, dtype and mode with at least two ``.r<rank>`` series."""
+def _same(board: Leaderboard, group: Sequence[Series]) -> bool:
+    return (board.reference == REST and (board.dtype, board.mode) == (group[0].dtype, group[0].mode)
+            and set(board.labels) == {s.label for s in group})
+
+
+def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops", *,
+                     boards: Sequence[Leaderboard] = (), **kw: Any) -> list[FleetView]:
+    """One :func:`fleet_view` per base label, dtype and mode with at least two ``.r<rank>`` series.
+
+    A leaderboard in ``boards`` of exactly one group's series against the rest is reused (with its metric).
+    """
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for key, s in series.items():
         m = RANK_SUFFIX.match(key.label)
         if m:
             groups.setdefault((m["base"], key.dtype, key.mode), []).append(s)
-    return [fleet_view(group, base, metric, **kw) for (base, _, _), group in sorted(groups.items())
-            if len(group) >= 2]
+    return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None), **kw)
+            for (base, _, _), group in sorted(groups.items()) if len(group) >= 2]
 
 
 def heatmap_rows(view: FleetView | Leaderboard) -> tuple[list[str], list[str], Any, Any]:

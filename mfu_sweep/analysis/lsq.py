@@ -127,7 +127,7 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
           upper: np.ndarray, *, loss: str = "soft_l1", f_scale: float = 1.0, max_iter: int = 200,
           ftol: float = 1e-8, xtol: float = 1e-8, gtol: float = 1e-12, max_damping: float = 1e8,
           settled: Callable[[np.ndarray], bool] | None = None, check_every: int = 5,
-          damping: float = 1e-3) -> Solution:
+          damping: float = 1e-3, prune: tuple[int, float] | None = None) -> Solution:
     """Minimise the robust cost of ``model(x) - y`` for every row of ``x0`` at once, within ``[lower, upper]``.
 
     Parameters
@@ -152,6 +152,9 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
     damping:
         Initial Levenberg-Marquardt damping (relative to the curvature's diagonal): small for warm
         starts, about 1 for starts far from the minimum.
+    prune:
+        ``(iteration, factor)``: for rows that are starting points of one problem, stop at that
+        iteration every row whose cost is above ``factor`` times the lowest (it will not be the best).
     """
     x = np.clip(np.array(x0, dtype=float), lower, upper)
     n_prob = x.shape[0]
@@ -178,4 +181,6 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
         done[act] = flat | (moved <= xtol) | (gnorm <= gtol) | (lam[act] > max_damping)
         if settled is not None and it % check_every == 0 and settled(state.x):
             break
+        if prune is not None and it == prune[0]:
+            done |= state.cost > prune[1] * np.min(state.cost)
     return Solution(x=state.x, cost=state.cost, iterations=it, converged=done)

@@ -50,11 +50,8 @@ def fleets_and_boards(sweeps: Sequence[Any], series: Mapping[Any, Any], metric: 
     from mfu_sweep.analysis.fleet import replicate_fleets
     from mfu_sweep.analysis.leaderboard import leaderboards
 
-    fleets = replicate_fleets(series, **kw)
-    if not boards_too:
-        return fleets, [], []
-    boards, notes = leaderboards(series, metric, reference=baseline or REST, **kw)
-    return fleets, boards, notes
+    boards, notes = leaderboards(series, metric, reference=baseline or REST, **kw) if boards_too else ([], [])
+    return replicate_fleets(series, boards=boards, **kw), boards, notes
 
 
 def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> None:

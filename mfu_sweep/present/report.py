@@ -109,7 +109,6 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
                                 copy_bandwidth=measured_copy_bandwidth(sweeps))
     pairwise = not many_devices(series) if pairwise is None else pairwise
-    fleets = replicate_fleets(series, alpha=alpha, seed=seed)
     boards: list[Leaderboard] = []
     board_notes: list[str] = []
     if pairwise:
@@ -117,10 +116,11 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
                                            use_fit=True)
         compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
     else:
-        boards, board_notes = leaderboards(series, metric, alpha=alpha, seed=seed)
+        boards, board_notes = leaderboards(series, metric, alpha=alpha)
         comparisons, notes, compiled = [], [], {}
         compile_notes = [f"more than {HANDFUL} devices of one dtype and mode: ranked per FLOP band, no pairwise "
                          "or per-device eager vs compile comparisons (mfu-sweep compare --a/--b for one pair)"]
+    fleets = replicate_fleets(series, boards=boards, alpha=alpha)
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
                     compare_notes=tuple(notes + compile_notes), compile_comparisons=compiled, metric=metric,
                     settings={"seed": seed, "fit_n_boot": fit_n_boot, "compare_n_boot": compare_n_boot,
