@@ -19,7 +19,7 @@ from matplotlib.colors import TwoSlopeNorm
 
 from mfu_sweep.analysis.fleet import FleetView
 from mfu_sweep.analysis.leaderboard import Leaderboard
-from mfu_sweep.present.theme import ANNOTATION_GREY, DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
+from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 
 MAX_ROW_LABELS = 40
 ROW_IN = 0.12  # figure height per device row, up to MAX_HEIGHT_IN
@@ -55,20 +55,17 @@ def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None,
     norm = TwoSlopeNorm(vcenter=1.0, vmin=math.exp(-spread), vmax=math.exp(spread))
     image = ax.imshow(np.ma.masked_invalid(ratio), cmap="RdBu", norm=norm, aspect="auto", interpolation="nearest")
     rows, cols = np.nonzero(verdict != 0)
-    ax.scatter(cols, rows, s=6 if len(labels) <= MAX_ROW_LABELS else 2, c=ANNOTATION_GREY, marker="o",
-               linewidths=0, label="significant (Holm)")
+    ax.scatter(cols, rows, s=9 if len(labels) <= MAX_ROW_LABELS else 2, c="black", marker="o", linewidths=0)
     ax.set_xticks(range(len(board.bands)), [b.name.replace(" - ", "–") for b in board.bands], rotation=35,
                   ha="right")
     step = max(1, math.ceil(len(labels) / MAX_ROW_LABELS))
     ax.set_yticks(range(0, len(labels), step), [safe_text(labels[i]) for i in range(0, len(labels), step)])
     ax.grid(False)
-    ax.set_xlabel("FLOP band")
+    ax.set_xlabel("FLOP band (dot: significantly ahead or behind, Holm over devices x bands)")
     ax.set_ylabel(f"device ({len(labels)}, slowest on top)")
     ax.set_title(safe_text(title))
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
     bar.set_label(f"{'MFU' if board.metric == 'mfu' else 'TFLOP/s'} ratio")
-    if len(rows):
-        ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.32), fontsize=6, frameon=False)
     return ax
 
 

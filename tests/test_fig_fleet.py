@@ -1,0 +1,44 @@
+"""The device x FLOP band heatmap on a SYNTHETIC fleet (tests/synthetic_fleet.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+
+matplotlib.use("Agg")
+
+from synthetic_fleet import fleet_docs  # noqa: E402
+
+from mfu_sweep.analysis.fleet import replicate_fleets  # noqa: E402
+from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.present.fig_fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
+from mfu_sweep.present.figures import make_figures, save_figure  # noqa: E402
+from mfu_sweep.results import parse_document  # noqa: E402
+
+FLOPS = [float(f) for f in np.geomspace(1e6, 2e12, 16)]
+
+
+def _sweeps(n: int):
+    return [sw for d in fleet_docs(n, flops=FLOPS, slow={1: (1.3, 1e8, 1e12)}) for sw in parse_document(d)]
+
+
+def test_heatmap_puts_the_slowest_on_top_and_dots_the_significant_cells(tmp_path: Path) -> None:
+    [view] = replicate_fleets(group_series(_sweeps(5)))
+    ax = plot_fleet_heatmap(view)
+    assert ax.get_yticklabels()[0].get_text() == "synthetic-gpu.r1"
+    [image] = ax.get_images()
+    assert image.get_array().shape == (5, len(view.board.bands))
+    [dots] = ax.collections
+    _, verdict = view.board.matrix()
+    assert len(dots.get_offsets()) == int((verdict != 0).sum()) > 0
+    assert figure_stem(view) == "fleet-synthetic-gpu-bf16-eager"
+    (path,) = save_figure(ax.figure, tmp_path, figure_stem(view))
+    assert path.stat().st_size > 1000
+
+
+def test_make_figures_adds_the_fleet_heatmap_and_compares_no_pairs_for_many_devices() -> None:
+    figs = make_figures(_sweeps(6), metric="tflops")
+    assert "fleet-synthetic-gpu-bf16-eager" in figs and "tflops-vs-flops" in figs
+    assert heatmap_height(6) < heatmap_height(200) <= 9.0
