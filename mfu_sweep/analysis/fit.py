@@ -56,7 +56,6 @@ from mfu_sweep.analysis.roofline import (
     UPPER,
     Options,
     ShapeData,
-    batch_model,
     best_fit,
     bic,
     boot_params,
@@ -229,17 +228,24 @@ def _bounded(opts: Options, plausible: BandwidthRange) -> Options:
 
 def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: Options, plausible: BandwidthRange
                 ) -> tuple[np.ndarray, Options, float | None]:
-    """The estimate, the options it was found with (bounds), and the free W when it left the plausible range."""
+    """The estimate, the options it was found with (bounds), and the free W when it left the plausible range.
+
+    An unconstrained free W outside the range is moved to the measured (else spec) bandwidth
+    without a refit when that keeps the fit as good; otherwise the fit is redone within the range.
+    """
     free = _choose_model(model, y, data, opts)
     if not plausible.known:
         return free, opts, None
     w_free = math.exp(free[2])
     outside = (plausible.low_tbs is not None and w_free < plausible.low_tbs) or (
         plausible.high_tbs is not None and w_free > plausible.high_tbs)
-    lev = leverage(free, np.log(data.flops), np.log(data.bytes))["w_tbs"]
+    active = leverage(free, np.log(data.flops), np.log(data.bytes))["w_tbs"] >= MIN_LEVERAGE
     bounded = _bounded(opts, plausible)
-    best = _choose_model(model, y, data, bounded) if outside else free
-    return _at_prior(best, y, data, bounded, plausible), bounded, w_free if outside and lev >= MIN_LEVERAGE else None
+    best = free
+    if outside:
+        moved = _at_prior(free, y, data, bounded, plausible) if not active else free
+        best = moved if moved is not free else _choose_model(model, y, data, bounded)
+    return _at_prior(best, y, data, bounded, plausible), bounded, w_free if outside and active else None
 
 
 def _robust_cost(x: np.ndarray, y: np.ndarray, data: ShapeData, opts: Options) -> float:
@@ -253,20 +259,14 @@ def _at_prior(best: np.ndarray, y: np.ndarray, data: ShapeData, opts: Options, p
 
     An unconstrained W is wherever the solver left it; at the plausible value,
     predictions outside the measured shapes use a bandwidth the device has.
+    Returns ``best`` itself when nothing moved.
     """
     prior = plausible.copy_tbs or plausible.spec_tbs
     log_f, log_b = np.log(data.flops), np.log(data.bytes)
     if prior is None or leverage(best, log_f, log_b)["w_tbs"] >= MIN_LEVERAGE:
         return best
-    pinned = np.clip(math.log(prior), opts.lower[2], opts.upper[2])
-    lower, upper = opts.lower.copy(), opts.upper.copy()
-    lower[2] = upper[2] = pinned
-    x0 = best.copy()
-    x0[2] = pinned
-    n = len(best)
-    sol = lsq.solve(batch_model(log_f, log_b), x0[None, :], y, None, lower[:n], upper[:n], loss=opts.loss,
-                    f_scale=opts.f_scale)
-    moved = sol.x[0]
+    moved = best.copy()
+    moved[2] = np.clip(math.log(prior), opts.lower[2], opts.upper[2])
     return moved if _robust_cost(moved, y, data, opts) <= _robust_cost(best, y, data, opts) * (1 + 1e-4) else best
 
 

@@ -177,8 +177,10 @@ def solve_scipy(y: np.ndarray, log_f: np.ndarray, log_b: np.ndarray, x0: np.ndar
     return res.x, float(res.cost)
 
 
-# Starting points still above twice the best cost after 10 iterations are dropped (they will not be the best).
+# Starting points still above twice the best cost after 10 iterations are dropped (they will not be the best);
+# the rest stop after START_ITER iterations (by then only directions no shape constrains still move).
 PRUNE = (10, 2.0)
+START_ITER = 60
 
 
 def best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: Options) -> tuple[np.ndarray, float]:
@@ -189,7 +191,7 @@ def best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: Options) -> tu
         fits = [solve_scipy(y, log_f, log_b, x0, opts) for x0 in x0s]
         return min(fits, key=lambda f: f[1])
     sol = lsq.solve(batch_model(log_f, log_b), x0s, y, None, *opts.bounds(n_params), loss=opts.loss,
-                    f_scale=opts.f_scale, damping=1.0, prune=PRUNE)
+                    f_scale=opts.f_scale, damping=1.0, prune=PRUNE, max_iter=START_ITER)
     i = int(np.argmin(sol.cost))
     return sol.x[i], float(sol.cost[i])
 
