@@ -227,7 +227,7 @@ def flop_bands(flops: np.ndarray, per_decade: int = 1) -> tuple[tuple[Band, ...]
     return bands, index
 
 
-def _noise(log_ratio: np.ndarray, boot_var: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per device: the per-shape noise variance and its degrees of freedom (see the module docstring)."""
     n_dev = log_ratio.shape[0]
     own, dof = np.full(n_dev, np.nan), np.zeros(n_dev)
@@ -245,7 +245,7 @@ def _noise(log_ratio: np.ndarray, boot_var: np.ndarray, band: np.ndarray) -> tup
             resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))
             own[d] = (MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))) ** 2
     pooled = float(np.nanmedian(own)) if np.isfinite(own).any() else 0.0
-    floor = np.nan_to_num(np.nanmean(np.where(np.isnan(log_ratio), np.nan, boot_var), axis=1))
+    floor = np.nan_to_num(np.nanmean(np.where(np.isnan(log_ratio), np.nan, median_var), axis=1))
     var = np.fmax(np.nan_to_num(own, nan=pooled), np.maximum(pooled, floor))
     pooled_dof = float(np.median(dof[dof >= 1])) if (dof >= 1).any() else 1.0
     return np.maximum(var, 1e-300), np.where(dof >= 1, dof, pooled_dof)

@@ -263,7 +263,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     series = group_series(sweeps)
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
-    fleets, boards, notes = (ranked.fleets_and_boards(sweeps, series, metric, baseline, ranking, alpha=alpha,
+    fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, alpha=alpha,
                                                       min_run=min_run) if whole else ([], [], []))
     comps = [] if ranking and not pairwise else compare_all(
         sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,

@@ -44,8 +44,8 @@ def device_lines(board: Leaderboard) -> list[str]:
     return rows
 
 
-def fleets_and_boards(sweeps: Sequence[Any], series: Mapping[Any, Any], metric: str, baseline: str | None,
-                      boards_too: bool, **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
+def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | None, boards_too: bool,
+                      **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
     """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes."""
     from mfu_sweep.analysis.fleet import replicate_fleets
     from mfu_sweep.analysis.leaderboard import leaderboards
