@@ -58,7 +58,7 @@ def test_identical_fleet_flags_none_over_many_seeds() -> None:
         assert not view.flagged, view.sentence()
         assert all(c.verdict == 0 for c in view.board.cells)
         assert view.slowest.label in view.board.devices
-        # a test on the bootstrap errors alone would call many of these shapes different
+        # a test on the medians' own errors alone (blind to run-to-run noise) would call many shapes different
         series = _series(fleet_docs(8, flops=FLOPS, shape_noise=0.03, seed=seed))
         grid = align([profile(s, "tflops") for s in series.values()])
         z = (grid.values - rest_median(grid.values)) / np.maximum(grid.se, 1e-12)
