@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--shapes", type=int, default=40)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--report-max", type=int, default=64, help="Skip report above this many devices.")
+    parser.add_argument("--steps", default=None, help="Comma-separated steps to run (default: all).")
     args = parser.parse_args()
     sizes = [int(x) for x in (args.devices or ("2,8,16" if args.before else "8,64,512")).split(",")]
     print(f"SYNTHETIC fleets: {len(SERIES)} series x {args.shapes} shapes x {args.samples} samples per device; "
@@ -98,7 +99,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
             files = write_fleet(out, n, args.shapes, args.samples)
-            for name, cmd in steps(files, out, args.before, n > args.report_max):
+            chosen = [(name, cmd) for name, cmd in steps(files, out, args.before, n > args.report_max)
+                      if args.steps is None or name in args.steps.split(",")]
+            for name, cmd in chosen:
                 wall, cpu, rss, code, (l0, l1) = run(cmd, args.code)
                 grow = ""
                 if name in last:

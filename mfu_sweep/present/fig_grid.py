@@ -48,9 +48,18 @@ def grid_ks(sweeps: Sequence[Sweep], *, label: str, dtype: str, mode: str) -> li
 
 
 def heatmap_grids(sweeps: Sequence[Sweep]) -> list[tuple[str, str, str, int]]:
-    """Every ``(label, dtype, mode, k)`` for which :func:`plot_heatmap` has a grid to draw."""
-    keys = sorted({(sw.label, r.dtype, r.mode) for sw, r in all_records(sweeps)})
-    return [(lab, d, m, k) for lab, d, m in keys for k in grid_ks(sweeps, label=lab, dtype=d, mode=m)]
+    """Every ``(label, dtype, mode, k)`` for which :func:`plot_heatmap` has a grid to draw.
+
+    One pass over the records (as :func:`grid_ks` per key, which would be quadratic in devices).
+    """
+    ms: dict[tuple[str, str, str, int], set[int]] = {}
+    ns: dict[tuple[str, str, str, int], set[int]] = {}
+    for sw, r in all_records(sweeps):
+        if r.shape.batch == 1:
+            key = (sw.label, r.dtype, r.mode, r.shape.k)
+            ms.setdefault(key, set()).add(r.shape.m)
+            ns.setdefault(key, set()).add(r.shape.n)
+    return sorted(key for key in ms if len(ms[key]) >= 2 and len(ns[key]) >= 2)
 
 
 def plot_heatmap(sweeps: Sequence[Sweep], *, k: int, label: str | None = None, dtype: str | None = None,

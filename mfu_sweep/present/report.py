@@ -164,9 +164,13 @@ def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
     return rows
 
 
-def _records_of(sweeps: Sequence[Sweep], key: SeriesKey) -> list[tuple[Sweep, Record]]:
-    return [(sw, r) for sw in sweeps for r in sw.records
-            if (sw.label, r.dtype, r.mode) == (key.label, key.dtype, key.mode)]
+def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep, Record]]]:
+    """Every (sweep, record) by series key, in one pass (looking each key up in all sweeps is N²)."""
+    out: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
+    for sw in sweeps:
+        for r in sw.records:
+            out.setdefault(SeriesKey(sw.label, r.dtype, r.mode), []).append((sw, r))
+    return out
 
 
 def performance_facts(series: Series | None, metric: str) -> list[tuple[str, str]]:
@@ -288,11 +292,12 @@ def _series_rows(sweeps: Sequence[Sweep]) -> list[SeriesKey]:
 
 def _summary_table(sweeps: Sequence[Sweep], analysis: Analysis) -> Table:
     rows = []
+    index = _records_index(sweeps)
     for key in _series_rows(sweeps):
-        recs = [r for _, r in _records_of(sweeps, key)]
+        recs = [r for _, r in index[key]]
         s = analysis.series.get(key)
         fit = analysis.fits.get(key)
-        peak = s.peak if s else _records_of(sweeps, key)[0][0].peak
+        peak = s.peak if s else index[key][0][0].peak
         mfu = [r.mfu for r in (s.records if s else ()) if r.mfu is not None]
         tf = [r.tflops for r in (s.records if s else ()) if r.tflops is not None]
         rows.append((
@@ -355,8 +360,9 @@ def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[
 
 def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Series")]
+    index = _records_index(sweeps)
     for key in _series_rows(sweeps):
-        pairs = _records_of(sweeps, key)
+        pairs = index[key]
         recs = [r for _, r in pairs]
         own = list({id(sw): sw for sw, _ in pairs}.values())
         s = analysis.series.get(key)
