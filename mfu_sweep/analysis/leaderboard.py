@@ -29,7 +29,13 @@ Verdicts:
 * per shape, for runs: Holm over all devices x shapes; a device is slower
   (faster) over a run when at least ``min_run`` consecutive FLOP counts are
   significant in the same direction, the rule of the pairwise verdicts
-  (:mod:`mfu_sweep.analysis.fleet` flags such devices).
+  (``holm`` and ``apply_min_run`` of :mod:`mfu_sweep.analysis.evidence`;
+  :mod:`mfu_sweep.analysis.fleet` flags such devices).
+
+The per-shape noise model is this module's own (band-mean residuals, pooled
+over the devices); :func:`mfu_sweep.analysis.evidence.shapes_evidence`, which
+smooths one pair's log ratio along FLOPs, could replace it per device behind
+:func:`shape_evidence`.
 
 This module never imports matplotlib or torch.
 """
@@ -44,7 +50,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.compare import format_flops, holm
+from mfu_sweep.analysis.compare import format_flops
+from mfu_sweep.analysis.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.stats import median_ci_indices
 
@@ -393,26 +400,11 @@ def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard
     return tuple(out)
 
 
-def _runs_of(verdict: np.ndarray, flops: np.ndarray, min_run: int) -> list[tuple[int, np.ndarray]]:
-    """(direction, point indices) of the runs of >= ``min_run`` consecutive FLOP counts with one significant sign."""
-    levels, where = np.unique(flops, return_inverse=True)
-    out = []
-    for sign in (1, -1):
-        supports = np.zeros(len(levels), dtype=bool)
-        supports[where[verdict == sign]] = True
-        start = None
-        for i in range(len(levels) + 1):
-            if i < len(levels) and supports[i]:
-                start = i if start is None else start
-                continue
-            if start is not None and i - start >= min_run:
-                out.append((sign, np.flatnonzero((verdict == sign) & (where >= start) & (where < i))))
-            start = None
-    return out
-
-
 def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None) -> list[Run]:
-    """Runs per device from the per-shape tests, Holm-corrected over every device and shape."""
+    """Runs per device from the per-shape tests, Holm-corrected over every device and shape.
+
+    The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.evidence.apply_min_run`).
+    """
     p = _p(ev.log_ratio, np.sqrt(ev.var)[:, None], ev.dof[:, None])
     valid = ~np.isnan(ev.log_ratio)
     if skip is not None:
@@ -423,9 +415,12 @@ def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None) -> list[R
     out = []
     for d, label in enumerate(ev.grid.labels):
         cols = np.flatnonzero(valid[d])
-        for sign, idx in _runs_of(verdict[d, cols], ev.grid.flops[cols], min_run):
-            pts = cols[idx]
-            out.append(Run(label, sign, float(ev.grid.flops[pts].min()), float(ev.grid.flops[pts].max()),
+        kept = apply_min_run(verdict[d, cols], min_run, ev.grid.flops[cols])
+        for start, stop in runs_of(kept):
+            if kept[start] == 0:
+                continue
+            pts = cols[start:stop]
+            out.append(Run(label, int(kept[start]), float(ev.grid.flops[pts].min()), float(ev.grid.flops[pts].max()),
                            math.exp(float(np.median(ev.log_ratio[d, pts]))), len(pts)))
     return sorted(out, key=lambda r: (r.label, r.start_flops))
 
