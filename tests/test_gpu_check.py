@@ -33,7 +33,8 @@ def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=500)
     log = done.stdout + done.stderr
-    assert done.returncode == 0, log[-3000:]
+    steps = "\n".join(line for line in log.splitlines() if line.startswith("===") or "FAIL" in line)
+    assert done.returncode == 0, steps + "\n" + log[-2000:]
     assert "=== done after" in log and "skipped" not in log
     assert "vs torch Timer" in (tmp_path / "selftest.txt").read_text()
     for name in ("sweep.json", "selftest.txt", "cache_policy.txt", "log.txt"):
