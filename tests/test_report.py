@@ -220,3 +220,12 @@ def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytes
         ("p", "q", "bf16"), ("p", "r", "bf16"), ("p", "r", "fp32"), ("q", "r", "bf16")]
     by_pair = {(c.a, c.b, c.dtype): c.to_json() for c in direct}
     assert [c.to_json() for c in analysis.comparisons] == [by_pair[(c.a, c.b, c.dtype)] for c in analysis.comparisons]
+
+
+def test_a_series_without_any_peak_is_not_called_vendor_spec() -> None:
+    from mfu_sweep.present.theme import peak_kind, series_name
+    from mfu_sweep.specs import Peak
+
+    none = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None, source="no spec entry (imported)")
+    assert peak_kind(none) == "none"
+    assert series_name("NV_P100", none) == "NV_P100 (no peak)"

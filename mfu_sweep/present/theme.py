@@ -100,7 +100,10 @@ def mode_style(mode: str) -> dict[str, str]:
 
 
 def peak_kind(peak: Peak) -> str:
-    """Where a peak comes from: ``"override"``, ``"estimated"`` or ``"vendor spec"``."""
+    """Where a peak comes from: ``"override"``, ``"estimated"``, ``"vendor spec"``, or ``"none"`` when the
+    sweep has no peak figure at all (an imported chip without a spec entry: MFU is empty)."""
+    if not peak.tflops:
+        return "none"
     if peak.override:
         return "override"
     return "estimated" if peak.estimated else "vendor spec"
@@ -121,8 +124,9 @@ def series_name(label: str, peak: Peak | None = None, mode: str | None = None, p
     """Legend text of a series: the label, the mode when given, a non-vendor peak flagged, "published"
     for another team's imported measurement."""
     text = safe_text(label) if mode is None else f"{safe_text(label)} · {mode}"
-    if peak is not None and peak_kind(peak) != "vendor spec":
-        text += f" ({peak_kind(peak)} peak)"
+    kind = peak_kind(peak) if peak is not None else "vendor spec"
+    if kind != "vendor spec":
+        text += " (no peak)" if kind == "none" else f" ({kind} peak)"
     return text + (" (published)" if published else "")
 
 
