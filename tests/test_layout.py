@@ -146,3 +146,14 @@ def test_rules_catch_a_forbidden_edge() -> None:
         "mfu_sweep.measure.sweep (measure) imports matplotlib",
         "mfu_sweep.results (ground) imports mfu_sweep.analysis.fit",
     ]
+
+
+def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> None:
+    """A folder without ``__init__.py`` imports from a checkout (namespace package) but is left out of a wheel."""
+    from setuptools import find_packages
+
+    folders = {p.parent for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
+    missing = sorted(str(f.relative_to(PACKAGE.parent)) for f in folders if not (f / "__init__.py").exists())
+    assert missing == []
+    shipped = set(find_packages(str(PACKAGE.parent), include=["mfu_sweep*"]))
+    assert {module_name(f / "__init__.py") for f in folders} <= shipped

@@ -398,3 +398,28 @@ def test_passes_of_a_repeats_sweep_are_one_point_per_shape_with_their_range() ->
     assert (ys[0] - bars[0][0], ys[0] + bars[1][0]) == pytest.approx((tflops[0], tflops[-1]))
     ax = P.plot_mfu(sweeps, metric="tflops", ax=new_ax())
     assert "range over passes" in " ".join(t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_plot_figure_option_draws_only_the_kinds_asked_for(tmp_path: Path) -> None:
+    files = [write_sweep(tmp_path, doc(lab)) for lab in ("chip-a", "chip-b")]
+    out = tmp_path / "figs"
+    done = CliRunner().invoke(main, ["plot", *map(str, files), "-o", str(out), "--figure", "roofline"])
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in out.iterdir()) == ["roofline.png"]
+    bad = CliRunner().invoke(main, ["plot", *map(str, files), "-o", str(out), "--figure", "pie"])
+    assert bad.exit_code == 2 and "'pie' is not one of" in bad.output
+
+
+def test_a_long_legend_key_widens_a_one_panel_figure_instead_of_being_cut_off() -> None:
+    from mfu_sweep.present.figures import figure_legend
+    from mfu_sweep.present.theme import COLUMN_IN
+
+    fig = Figure(figsize=(COLUMN_IN, 2.6), layout="constrained")
+    ax = fig.subplots()
+    ax.plot([1, 2], [1, 2], label="a device")
+    ax.plot([1, 2], [2, 1], label="x" * 150)
+    ax.legend()
+    figure_legend(fig, [ax])
+    assert COLUMN_IN < fig.get_figwidth() <= P.DOUBLE_IN
+    (legend,) = fig.legends
+    assert max(len(line) for t in legend.get_texts() for line in t.get_text().splitlines()) < 150

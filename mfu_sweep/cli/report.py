@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
 
@@ -76,10 +77,12 @@ def _wrote(paths: list[Path]) -> None:
               help="Directory for the figures (created if missing).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["png", "pdf", "svg"]),
               help="File format; repeat for several. Default: png.")
+@click.option("--figure", "kinds", multiple=True, type=click.Choice(FIGURE_KINDS),
+              help="Only this kind of figure; repeat for several. Default: all the sweeps support.")
 @selection_options
 @domain_errors
-def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], metric: str, dtypes: tuple[str, ...],
-         modes: tuple[str, ...], n_boot: int, seed: int) -> None:
+def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: tuple[str, ...], metric: str,
+         dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int) -> None:
     """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
     compile speedup, MFU heatmaps of m x n grids and a status overview.
 
@@ -91,6 +94,7 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], metric: 
         mfu-sweep plot sweeps/*.json -o plots/
         mfu-sweep plot a.json b.json --format png --format pdf --dtype bf16
         mfu-sweep plot sweeps/h100.json --metric tflops --mode compile
+        mfu-sweep plot sweeps/published/*.json --figure vs-flops --figure roofline
     """
     _use_agg()
     from mfu_sweep.present.figures import make_figures, save_figure
@@ -100,7 +104,8 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], metric: 
     out = output_dir(output)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
-    figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons)
+    figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
+                           kinds=kinds or None)
     try:
         for name, fig in figures.items():
             _wrote(save_figure(fig, out, name, formats or ("png",)))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+import textwrap
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from mfu_sweep.analysis.fleet import replicate_fleets
 from mfu_sweep.analysis.leaderboard import many_devices
 from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
 from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
@@ -37,6 +39,7 @@ from mfu_sweep.present.theme import (
 from mfu_sweep.results import Sweep
 
 # --------------------------------------------------------------------------- arranging and saving figures
+
 
 
 def _grid(n: int, max_cols: int = 2) -> tuple[int, int]:
@@ -73,15 +76,20 @@ def figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
         return
     devices = sorted(t for t in entries if t in _series_texts(axes))
     order = devices + [t for t in entries if t not in devices]
-    width_in = fig.get_figwidth()
-    longest = max(len(t) for t in entries)
     # ~0.055 in per character at 7 pt, plus the handle and padding
-    per_entry = 0.45 + 0.055 * longest
+    per_entry = 0.45 + 0.055 * max(len(t) for t in entries)
+    if per_entry > fig.get_figwidth() * 0.95:  # a long key widens a one-column figure, up to two columns
+        fig.set_figwidth(max(fig.get_figwidth(), min(DOUBLE_IN, per_entry / 0.95)))
+    width_in = fig.get_figwidth()
+    fit_chars = max(20, int((width_in * 0.95 - 0.45) / 0.055))
+    texts = [textwrap.fill(t, fit_chars) for t in order]  # still too long: wrapped, never cut off
+    per_entry = 0.45 + 0.055 * max(len(line) for t in texts for line in t.splitlines())
     ncols = max(1, min(len(entries), int(width_in * 0.95 // per_entry)))
     # grow the figure by the legend's height rather than shrinking the panels
-    rows = math.ceil(len(entries) / ncols)
+    lines = sum(t.count("\n") + 1 for t in texts)
+    rows = math.ceil(len(entries) / ncols) + (lines - len(texts))
     fig.set_figheight(fig.get_figheight() + LEGEND_ROW_IN * rows + 0.1)
-    fig.legend([entries[t] for t in order], order, loc="outside lower center", ncols=ncols,
+    fig.legend([entries[t] for t in order], texts, loc="outside lower center", ncols=ncols,
                handlelength=1.8, columnspacing=1.2)
 
 
@@ -109,7 +117,7 @@ def _panels(sweeps: Sequence[Sweep], draw: Any, keys: Sequence[Any], height: flo
 def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
                  colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
-                 boards: Sequence[Any] = ()) -> dict[str, Figure]:
+                 boards: Sequence[Any] = (), kinds: Collection[str] | None = None) -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
@@ -119,9 +127,14 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
     in ``boards`` (``leaderboard-<dtype>-<mode>``). ``fits``, ``comparisons`` and
     ``fleets`` default to computing them (see ``mfu_sweep.present.report.analyse``); with
-    more than a handful of devices of one dtype and mode, no pairs are compared.
+    more than a handful of devices of one dtype and mode, no pairs are compared. ``kinds``
+    (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all.
     """
     check_metric(metric)
+    unknown = sorted(set(kinds or ()) - set(FIGURE_KINDS))
+    if unknown:
+        raise ValueError(f"figure kind {unknown[0]!r} is not one of {', '.join(FIGURE_KINDS)}")
+    want = set(FIGURE_KINDS if kinds is None else kinds)
     colors = label_colors(sweeps, colors)
     keys = panel_keys(sweeps)
     if fits is None or comparisons is None or fleets is None:
@@ -134,26 +147,28 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
         fleets = replicate_fleets(series) if fleets is None else fleets
     figs: dict[str, Figure] = {}
     with theme():
-        if keys:
+        if keys and "vs-flops" in want:
             figs[f"{metric}-vs-flops"] = _panels(sweeps, lambda ax, k: plot_mfu(
                 sweeps, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
                 ax=ax), keys)
+        if keys and "roofline" in want:
             figs["roofline"] = _panels(sweeps, lambda ax, k: plot_roofline(
                 sweeps, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
+        if keys and "first-call" in want:
             figs["first-call"] = _first_call_figure(sweeps, colors)
-        speed = [d for d in available(sweeps, "dtype") if has_speedup(sweeps, d)]
+        speed = [d for d in available(sweeps, "dtype") if has_speedup(sweeps, d)] if "speedup" in want else []
         if speed:
             figs["speedup"] = _panels(sweeps, lambda ax, d: plot_speedup(sweeps, dtype=d, colors=colors, ax=ax),
                                       speed)
-        for view in [*fleets, *boards]:
+        for view in [*fleets, *boards] if "fleet" in want else []:
             fig, (ax,) = _figure(1, 1, height=heatmap_height(len(board_of(view).devices)), width=DOUBLE_IN)
             plot_fleet_heatmap(view, ax=ax)
             figs[figure_stem(view)] = fig
-        for label, dtype, mode, k in heatmap_grids(sweeps):
+        for label, dtype, mode, k in heatmap_grids(sweeps) if "heatmap" in want else []:
             fig, (ax,) = _figure(1, 1, height=3.0)
             plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=metric, ax=ax)
             figs[f"heatmap-{_slug(label)}-{dtype}-{mode}-k{k}"] = fig
-        if has_failures(sweeps):
+        if "status" in want and has_failures(sweeps):
             rows = len(status_rows(sweeps))
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
             plot_status(sweeps, ax=ax)
