@@ -1,6 +1,6 @@
 """False leads: how often a chip "leads" an identical one, and the power and coverage of each method.
 
-Run:  .venv/bin/python benchmarks/false_leads.py [--seeds 100] [--fit-seeds 8] [--real]
+Run:  .venv/bin/python benchmarks/false_leads.py [--seeds 100] [--fit-seeds 40] [--part fit] [--real]
 
 SYNTHETIC part (the default; every number comes from tests/synthetic.py, nothing
 is measured): two identical chips, 48 square shapes from 1 MFLOP to 10 TFLOP, 20
@@ -236,8 +236,11 @@ def real(argv: list[str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=100, help="synthetic pairs per row (default 100)")
-    parser.add_argument("--fit-seeds", type=int, default=8, help="synthetic pairs per fit row (default 8)")
-    parser.add_argument("--fit-n-boot", type=int, default=60, help="bootstrap refits per fit (default 60)")
+    parser.add_argument("--fit-seeds", type=int, default=40, help="synthetic pairs per fit row (default 40)")
+    parser.add_argument("--fit-n-boot", type=int, default=200,
+                        help="bootstrap refits per fit (default 200, fit_series' own default)")
+    parser.add_argument("--part", choices=("all", "null", "power", "fit"), default="all",
+                        help="which synthetic tables to print (default all)")
     parser.add_argument("--real", action="store_true", help="run the real part (this CPU) instead")
     args, rest = parser.parse_known_args()
     if args.real:
@@ -245,9 +248,12 @@ def main() -> None:
         return
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    null_table(args.seeds)
-    power_table(args.seeds, NOISE_MODELS["per-shape 2%"])
-    fit_table(args.fit_seeds, args.fit_n_boot)
+    if args.part in ("all", "null"):
+        null_table(args.seeds)
+    if args.part in ("all", "power"):
+        power_table(args.seeds, NOISE_MODELS["per-shape 2%"])
+    if args.part in ("all", "fit"):
+        fit_table(args.fit_seeds, args.fit_n_boot)
 
 
 if __name__ == "__main__":

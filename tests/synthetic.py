@@ -64,7 +64,9 @@ class NoiseModel:
     of the whole sweep (all passes, in the order shapes were measured), with
     stationary sd ``drift`` and correlation length ``drift_len`` positions.
     ``outlier_rate`` and ``outlier_size``: the chance that a (pass, shape) is
-    slowed by ``outlier_size`` (a hiccup lasting one shape).
+    slowed by ``outlier_size`` (a hiccup lasting one shape). ``pass_shift``: a
+    normal shift per pass that moves every shape of that pass (a warmer chip, a
+    lower clock for a whole run); drawn last, so the other parts do not depend on it.
     """
 
     name: str
@@ -74,6 +76,7 @@ class NoiseModel:
     drift_len: float = 4.0
     outlier_rate: float = 0.0
     outlier_size: float = 0.3
+    pass_shift: float = 0.0
 
 
 NOISE_MODELS = {m.name: m for m in (
@@ -127,6 +130,8 @@ def log_noise(model: NoiseModel, n_shapes: int, *, repeats: int = 1, n_samples: 
         out += np.take_along_axis(path, flat, axis=-1).reshape(lead)[..., None]
     if model.outlier_rate:
         out += model.outlier_size * (rng.random(lead) < model.outlier_rate)[..., None]
+    if model.pass_shift:
+        out += model.pass_shift * rng.standard_normal((*batch, repeats))[..., None, None]
     return out
 
 

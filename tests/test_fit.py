@@ -289,3 +289,44 @@ def test_w_above_spec_is_bounded_by_the_spec() -> None:
                      n_boot=20)
     assert fit.w_status == "at bound" and fit.w_tbs == pytest.approx(0.77, rel=0.03)
     assert any("upper end" in n for n in fit.notes)
+
+
+# -- coverage of the known truth under run-to-run noise ------------------------------------------------------
+
+
+def _coverage(model, repeats: int, seeds: int, n_boot: int = 100) -> dict[str, float]:
+    from synthetic import make_sweep_doc as doc
+
+    truth = {"p_tflops": 600.0, "w_tbs": 2.0, "t0_s": 2e-6}
+    hits = {k: 0 for k in truth}
+    for s in range(seeds):
+        series = _series(doc("chip", flops=list(np.geomspace(1e6, 1e13, 24)), seed=100 + s, noise_model=model,
+                             repeats=repeats, n_samples=10, P_tflops=600.0, W_tbs=2.0, t0_s=2e-6))
+        fit = fit_series(series, n_boot=n_boot, seed=s, cache=False)
+        assert all(fit.constrained.values())
+        for k, value in truth.items():
+            lo, hi = getattr(fit, k + "_ci")
+            hits[k] += lo <= value <= hi
+    return {k: v / seeds for k, v in hits.items()}
+
+
+def test_intervals_cover_the_truth_under_pass_level_offsets() -> None:
+    # SYNTHETIC: 1% sample noise, a 1% shift per (pass, shape) and a 1% shift of every shape of a pass, 3
+    # shuffled passes. A bootstrap of shapes and samples alone cannot see the pass offset (it is common to
+    # all shapes), and its "95%" intervals of P, W and t0 cover the truth in well under half of the fits.
+    # 40 fits per parameter: with a true coverage of 95% (90%), 9 or more misses have probability 1.4e-4
+    # (0.04), so requiring at least 32 of 40 (80%) fails only a method that under-covers.
+    from synthetic import NoiseModel
+
+    model = NoiseModel("per-pass 1%", sample=0.01, shape_shift=0.01, pass_shift=0.01)
+    cover = _coverage(model, repeats=3, seeds=40)
+    assert min(cover.values()) >= 0.8, cover
+
+
+def test_one_pass_intervals_are_unchanged_by_the_pass_offset_term() -> None:
+    # files without passes (and single-pass sweeps) have no pass offset to add: the same draws as always
+    from mfu_sweep.analysis.roofline import pass_shifts, shape_data
+
+    series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH))
+    data = shape_data(series)
+    assert data.n_passes == 1 and not pass_shifts(data, 50, 0).any()

@@ -13,7 +13,10 @@ time (``loss="soft_l1"``), so every shape weighs the same whatever its size
 and a few outlying shapes do not drag the ceilings. ``model="auto"``
 (default) fits both and keeps ``pnorm`` only when its extra parameter pays for
 itself by the Bayesian information criterion. Uncertainty comes from a seeded
-bootstrap that resamples shapes and, within each shape, its raw samples.
+bootstrap that resamples shapes (each with all its passes and samples) and,
+within each shape, its raw samples; with R >= 2 passes (``sweep --repeats``)
+every draw also shifts all shapes by a pass-level offset, t-distributed with
+the spread of the passes' offsets (:func:`mfu_sweep.analysis.roofline.resamples`).
 
 Solvers: ``solver="batch"`` (default) solves the starting points and all
 bootstrap refits at once with the vectorised Levenberg-Marquardt of
@@ -311,6 +314,8 @@ def _content_key(series: Series, data: ShapeData, options: Mapping[str, Any]) ->
     for s in data.samples:
         h.update(len(s).to_bytes(8, "little"))
         h.update(s.tobytes())
+    for p in data.passes:
+        h.update(p.tobytes())
     return h.hexdigest()
 
 

@@ -36,11 +36,20 @@ PARAMS = ("t0_s", "p_tflops", "w_tbs", "blend_p")
 
 @dataclass(frozen=True)
 class ShapeData:
-    """Distinct shapes of a series with their pooled samples (seconds)."""
+    """Distinct shapes of a series with their pooled samples (seconds).
+
+    ``passes`` holds, per shape, the pass (0 .. ``n_passes - 1``, in the order of
+    ``Record.run_pass``) of each of its samples; empty when nothing says so.
+    """
 
     flops: np.ndarray
     bytes: np.ndarray
     samples: tuple[np.ndarray, ...]
+    passes: tuple[np.ndarray, ...] = ()
+
+    @property
+    def n_passes(self) -> int:
+        return 1 + max((int(p.max()) for p in self.passes if len(p)), default=0)
 
     @cached_property
     def log_median(self) -> np.ndarray:
@@ -50,15 +59,19 @@ class ShapeData:
 def shape_data(series: Series) -> ShapeData:
     """Pool the samples of records with the same shape (several runs may measure one shape)."""
     pooled: dict[Any, list[float]] = {}
+    run_pass: dict[Any, list[int]] = {}
     size: dict[Any, tuple[float, float]] = {}
+    dense = {p: i for i, p in enumerate(sorted({rec.run_pass for rec in series.records}))}
     for rec in series.records:
         pooled.setdefault(rec.shape, []).extend(rec.samples_s)
+        run_pass.setdefault(rec.shape, []).extend([dense[rec.run_pass]] * len(rec.samples_s))
         size[rec.shape] = (rec.flops, rec.bytes)
     order = sorted(pooled, key=lambda s: (size[s][0], s))
     return ShapeData(
         flops=np.array([size[s][0] for s in order], dtype=float),
         bytes=np.array([size[s][1] for s in order], dtype=float),
         samples=tuple(np.asarray(pooled[s], dtype=float) for s in order),
+        passes=tuple(np.asarray(run_pass[s], dtype=int) for s in order),
     )
 
 
@@ -212,8 +225,10 @@ def _median_last(a: np.ndarray) -> np.ndarray:
 def resamples(data: ShapeData, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Bootstrap resamples: log medians of resampled samples (n_boot, shapes) and resampled shape indices.
 
-    Shapes are drawn with replacement and, within each shape, its samples; both
-    solvers refit exactly these resamples.
+    Shapes are drawn with replacement, each with all its passes and samples (a cluster bootstrap:
+    whatever moves the samples of a shape together, in one pass or in all, stays with the shape and
+    shows as the scatter of shapes about the fit), and within each shape its pooled samples; both
+    solvers refit exactly these resamples. :func:`pass_shifts` adds what no resampling of shapes sees.
     """
     rng = np.random.default_rng(seed)
     n = len(data.samples)
@@ -228,19 +243,74 @@ def resamples(data: ShapeData, n_boot: int, seed: int) -> tuple[np.ndarray, np.n
     return draws.T, idx
 
 
+PASS_STREAM = 1  # second entropy word of the pass-shift generator (the resamples use the seed alone)
+
+
+def pass_offsets(data: ShapeData) -> np.ndarray:
+    """Per pass, the median over shapes of its log median time minus the shape's pooled log median.
+
+    What moves every shape of one pass together (a slow phase of the machine, a warmer chip); only
+    shapes measured in two or more passes count. One value of 0 with a single pass.
+    """
+    n_passes = data.n_passes
+    if n_passes < 2:
+        return np.zeros(1)
+    diffs: list[list[float]] = [[] for _ in range(n_passes)]
+    for samples, passes, pooled in zip(data.samples, data.passes, data.log_median, strict=True):
+        present = np.unique(passes)
+        for q in present if len(present) >= 2 else ():
+            diffs[q].append(math.log(float(np.median(samples[passes == q]))) - pooled)
+    return np.array([float(np.median(d)) if d else 0.0 for d in diffs])
+
+
+def pass_shifts(data: ShapeData, n_boot: int, seed: int) -> np.ndarray:
+    """Per bootstrap draw, a shift of the log time of every shape: the pass-level offset (n_boot,).
+
+    An offset that moves *every* shape of a pass together (a slow phase of the machine, a warmer
+    chip, a lower clock for a whole run) is common to all shapes, so no resampling of shapes sees
+    it, yet it moves t0, P and W from run to run. With R >= 2 passes each draw gets
+    ``s / sqrt(R) * T``: ``s`` the standard deviation of the R offsets of :func:`pass_offsets`, ``T``
+    Student's t with R - 1 degrees of freedom, the distribution of the error of a mean of R passes
+    whose spread is estimated from those R (the ``runs`` method of :mod:`mfu_sweep.analysis.evidence`
+    adds the same pass-level variance, with the same degrees of freedom). With one pass the offset
+    is not measured: all zeros. Its own random stream, so the resamples do not depend on R.
+    """
+    n_passes = data.n_passes
+    if n_passes < 2:
+        return np.zeros(n_boot)
+    spread = float(np.std(pass_offsets(data), ddof=1)) / math.sqrt(n_passes)
+    return spread * np.random.default_rng([seed, PASS_STREAM]).standard_t(n_passes - 1, n_boot)
+
+
+def shifted(boot: np.ndarray, shift: np.ndarray, opts: Options) -> np.ndarray:
+    """Parameters whose log times are those of ``boot`` plus ``shift``, within the bounds.
+
+    ``t0 e^d + max(F / (P e^-d), B / (W e^-d))`` is ``e^d`` times the time (pnorm too: its knee
+    ``p`` does not move), so a common shift of every shape needs no refit.
+    """
+    out = boot.copy()
+    out[:, 0] += shift
+    out[:, 1:3] -= shift[:, None]
+    lo, hi = opts.bounds(boot.shape[1])
+    return np.clip(out, lo, hi)
+
+
 def boot_params(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
                  opts: Options) -> np.ndarray:
-    """Refit on ``n_boot`` resamples of shapes and, within each shape, of its samples, warm-started at ``best``."""
+    """Refit on ``n_boot`` resamples (:func:`resamples`), warm-started at ``best``, plus :func:`pass_shifts`."""
     y, idx = resamples(data, n_boot, seed)
     log_f, log_b = np.log(data.flops), np.log(data.bytes)
     if opts.solver == "scipy":
-        return np.array([solve_scipy(y[b, idx[b]], log_f[idx[b]], log_b[idx[b]], best, opts)[0]
+        boot = np.array([solve_scipy(y[b, idx[b]], log_f[idx[b]], log_b[idx[b]], best, opts)[0]
                          for b in range(n_boot)])
-    counts = np.zeros_like(y)
-    np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)
-    x0 = np.broadcast_to(best, (n_boot, len(best)))
-    return lsq.solve(batch_model(log_f, log_b), x0, y, counts, *opts.bounds(len(best)), loss=opts.loss,
-                     f_scale=opts.f_scale, settled=_IntervalSettled(alpha)).x
+    else:
+        counts = np.zeros_like(y)
+        np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)
+        x0 = np.broadcast_to(best, (n_boot, len(best)))
+        boot = lsq.solve(batch_model(log_f, log_b), x0, y, counts, *opts.bounds(len(best)), loss=opts.loss,
+                         f_scale=opts.f_scale, settled=_IntervalSettled(alpha)).x
+    shift = pass_shifts(data, n_boot, seed)
+    return shifted(boot, shift, opts) if shift.any() else boot
 
 
 class _IntervalSettled:
