@@ -11,6 +11,7 @@ problems one by one with ``scipy.optimize.least_squares`` (the reference).
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -273,13 +274,26 @@ def pass_shifts(data: ShapeData, n_boot: int, seed: int) -> np.ndarray:
     Student's t with R - 1 degrees of freedom, the distribution of the error of a mean of R passes
     whose spread is estimated from those R (the ``runs`` method of :mod:`mfu_sweep.analysis.evidence`
     adds the same pass-level variance, with the same degrees of freedom). With one pass the offset
-    is not measured: all zeros. Its own random stream, so the resamples do not depend on R.
+    is not measured: all zeros. Its own random stream (from the seed and the samples, see
+    :func:`_content_word`), so the resamples do not depend on R.
     """
     n_passes = data.n_passes
     if n_passes < 2:
         return np.zeros(n_boot)
     spread = float(np.std(pass_offsets(data), ddof=1)) / math.sqrt(n_passes)
-    return spread * np.random.default_rng([seed, PASS_STREAM]).standard_t(n_passes - 1, n_boot)
+    return spread * np.random.default_rng([seed, PASS_STREAM, _content_word(data)]).standard_t(n_passes - 1, n_boot)
+
+
+def _content_word(data: ShapeData) -> int:
+    """A 64-bit word from the samples: two series fitted with one seed get independent pass shifts.
+
+    Comparisons pair the bootstrap draws of two fits by index; with one stream for both, a shift
+    common to both series would cancel in their ratio instead of adding up.
+    """
+    h = hashlib.blake2b(digest_size=8)
+    for samples in data.samples:
+        h.update(samples.tobytes())
+    return int.from_bytes(h.digest(), "little")
 
 
 def shifted(boot: np.ndarray, shift: np.ndarray, opts: Options) -> np.ndarray:
