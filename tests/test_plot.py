@@ -423,3 +423,11 @@ def test_a_long_legend_key_widens_a_one_panel_figure_instead_of_being_cut_off() 
     assert COLUMN_IN < fig.get_figwidth() <= P.DOUBLE_IN
     (legend,) = fig.legends
     assert max(len(line) for t in legend.get_texts() for line in t.get_text().splitlines()) < 150
+
+
+def test_panels_with_different_bars_share_one_legend_key() -> None:
+    from mfu_sweep.present.figures import _merge_bar_keys
+
+    merged = _merge_bar_keys({"chip": 1, "bars: 95% CI of median": 2, "fit": 3,
+                              "bars: 95% CI of median / range over passes": 4})
+    assert merged == {"chip": 1, "bars: 95% CI of median / range over passes": 2, "fit": 3}

@@ -25,6 +25,7 @@ from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.theme import (
+    BARS_PREFIX,
     COLUMN_IN,
     DOUBLE_IN,
     FORMATS,
@@ -74,6 +75,7 @@ def figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
         leg.remove()
     if not entries:
         return
+    entries = _merge_bar_keys(entries)
     devices = sorted(t for t in entries if t in _series_texts(axes))
     order = devices + [t for t in entries if t not in devices]
     # ~0.055 in per character at 7 pt, plus the handle and padding
@@ -91,6 +93,23 @@ def figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
     fig.set_figheight(fig.get_figheight() + LEGEND_ROW_IN * rows + 0.1)
     fig.legend([entries[t] for t in order], texts, loc="outside lower center", ncols=ncols,
                handlelength=1.8, columnspacing=1.2)
+
+
+def _merge_bar_keys(entries: dict[str, Any]) -> dict[str, Any]:
+    """Panels whose bars mean different things ("bars: 95% CI of median", "bars: ... / range over passes")
+    share one key naming every meaning, in the place of the first."""
+    bars = [t for t in entries if t.startswith(BARS_PREFIX)]
+    if len(bars) < 2:
+        return entries
+    kinds = sorted({k for t in bars for k in t[len(BARS_PREFIX):].split(" / ")})
+    merged = BARS_PREFIX + " / ".join(kinds)
+    out: dict[str, Any] = {}
+    for text, handle in entries.items():
+        if text in bars:
+            out.setdefault(merged, handle)
+        else:
+            out[text] = handle
+    return out
 
 
 def _series_texts(axes: Sequence[Axes]) -> set[str]:

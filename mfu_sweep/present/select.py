@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
-from mfu_sweep.present.theme import ANNOTATION_GREY, INTERVAL_TEXT, series_colors
+from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
 
@@ -142,7 +142,7 @@ def interval_proxy(kinds: set[str]) -> Line2D | None:
         return None
     text = " / ".join(INTERVAL_TEXT[k] for k in sorted(kinds))
     return Line2D([], [], color=ANNOTATION_GREY, marker="|", markersize=7, linestyle="none",
-                  label=f"bars: {text}")
+                  label=f"{BARS_PREFIX}{text}")
 
 
 def is_family(series: Series) -> bool:
