@@ -113,3 +113,21 @@ def test_predict_bad_input_is_one_line(tmp_path, extra: list[str], fragment: str
     out = CliRunner().invoke(main, ["predict", str(path), *extra])
     assert out.exit_code == 1 and "Traceback" not in out.output
     assert fragment in out.output and len(out.output.strip().splitlines()) == 1
+
+
+def test_a_repeats_sweep_gives_each_shape_the_median_of_its_passes() -> None:
+    """Before, the last record of a shape won: with shuffled passes, an arbitrary pass."""
+    from synthetic import NOISE_MODELS
+
+    from mfu_sweep.analysis.predict import measured_medians
+    from mfu_sweep.analysis.series import shape_seconds
+
+    doc = make_sweep_doc("chip", P_tflops=50, W_tbs=1, t0_s=1e-6, flops=[1e8, 1e9, 1e10], n_samples=3,
+                         noise_model=NOISE_MODELS["per-shape 5%"], repeats=5)
+    (sweep,) = parse_document(doc)
+    got = measured_medians([sweep], "bf16", "eager")["chip"]
+    for shape, seconds in got.items():
+        passes = sorted(float(r.median_s) for r in sweep.records if r.shape == shape)
+        assert len(passes) == 5 and seconds == passes[2] == shape_seconds(
+            [r for r in sweep.records if r.shape == shape])
+    assert len(got) == 3

@@ -19,8 +19,9 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mfu_sweep.analysis.series import shape_seconds
 from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Sweep
+from mfu_sweep.results import Record, Sweep
 from mfu_sweep.shapes import Shape
 from mfu_sweep.workloads import WorkloadGemm
 
@@ -149,17 +150,20 @@ def _group(items: Iterable[GemmTime], key: Callable[[GemmTime], str]) -> tuple[P
 
 
 def measured_medians(sweeps: Sequence[Sweep], dtype: str, mode: str) -> dict[str, dict[Shape, float]]:
-    """Median seconds per call of every finished record, by series label then shape.
+    """Median seconds per call of every finished shape, by series label then shape.
 
-    A later sweep with the same label and shape replaces an earlier one, so the
-    order of the files decides.
+    Within one sweep the passes of a ``--repeats`` run are one time (the median of their medians,
+    :func:`~mfu_sweep.analysis.series.shape_seconds`); a later sweep with the same label and shape
+    replaces an earlier one, so the order of the files decides.
     """
     out: dict[str, dict[Shape, float]] = {}
     for sweep in sweeps:
+        passes: dict[Shape, list[Record]] = {}
         for rec in sweep.records:
             if rec.ok and rec.dtype == dtype and rec.mode == mode:
-                out.setdefault(sweep.label, {})[rec.shape] = float(rec.median_s)
-    return out
+                passes.setdefault(rec.shape, []).append(rec)
+        out.setdefault(sweep.label, {}).update({shape: shape_seconds(recs) for shape, recs in passes.items()})
+    return {label: by_shape for label, by_shape in out.items() if by_shape}
 
 
 Predictor = Callable[[Shape], float]

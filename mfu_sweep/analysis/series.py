@@ -21,7 +21,8 @@ hosts; ``Series.hosts`` lists the hosts that contributed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,16 @@ from mfu_sweep.specs import Peak
 class SeriesError(ResultError):
     """Sweeps cannot be grouped into series; the message names label and files."""
 
+
+
+def shape_seconds(records: Sequence[Record]) -> float:
+    """One shape's seconds per call from its records: the median of their medians.
+
+    The passes of a ``--repeats`` sweep are one record each; a single record gives its own median.
+    Every view that needs one time per shape (figures, replicate spread, step prediction) uses this,
+    so none of them takes an arbitrary pass.
+    """
+    return statistics.median(float(r.median_s) for r in records)  # type: ignore[arg-type]
 
 @dataclass(frozen=True, order=True)
 class SeriesKey:

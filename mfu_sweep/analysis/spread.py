@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.results import Sweep
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series, shape_seconds
+from mfu_sweep.results import Record, Sweep
 
 RANK_SUFFIX = re.compile(r"^(?P<base>.+)\.r(?P<rank>\d+)$")
 
@@ -70,12 +70,10 @@ class Spread:
 
 
 def _medians(series: Series) -> dict[str, tuple[float, float]]:
-    by: dict[str, list[float]] = {}
-    flops: dict[str, float] = {}
+    by: dict[str, list[Record]] = {}
     for r in series.records:
-        by.setdefault(str(r.shape), []).append(r.median_s)  # type: ignore[arg-type]
-        flops[str(r.shape)] = r.flops
-    return {s: (flops[s], statistics.median(v)) for s, v in by.items()}
+        by.setdefault(str(r.shape), []).append(r)
+    return {s: (recs[0].flops, shape_seconds(recs)) for s, recs in by.items()}
 
 
 def replicate_spreads(sweeps: Iterable[Sweep]) -> list[Spread]:

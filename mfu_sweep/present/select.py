@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fit import RooflineFit
-from mfu_sweep.analysis.series import Series, group_series
+from mfu_sweep.analysis.series import Series, group_series, shape_seconds
 from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
@@ -109,7 +109,7 @@ def shape_time(records: Sequence[Record]) -> tuple[float, tuple[float, float] | 
         interval, kind = time_interval(records[0])
         return records[0].median_s, interval, kind
     medians = sorted(r.median_s for r in records)
-    return statistics.median(medians), (medians[0], medians[-1]), "passes"
+    return shape_seconds(records), (medians[0], medians[-1]), "passes"
 
 
 def metric_points(series: Series, metric: str, x: str = "flops") -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:
