@@ -431,3 +431,21 @@ def test_panels_with_different_bars_share_one_legend_key() -> None:
     merged = _merge_bar_keys({"chip": 1, "bars: 95% CI of median": 2, "fit": 3,
                               "bars: 95% CI of median / range over passes": 4})
     assert merged == {"chip": 1, "bars: 95% CI of median / range over passes": 2, "fit": 3}
+
+
+def test_speedup_of_repeats_sweeps_uses_the_median_of_the_passes() -> None:
+    from synthetic import NOISE_MODELS
+
+    from mfu_sweep.analysis.series import shape_seconds
+    from mfu_sweep.present.fig_compile import speedup_points
+
+    noise = NOISE_MODELS["per-shape 5%"]
+    series = group_series(sweeps_of(doc("chip-a", repeats=3, noise_model=noise),
+                                    doc("chip-a", mode="compile", P_tflops=120.0, repeats=3, noise_model=noise)))
+    eager, compiled = (series[k] for k in sorted(series, key=lambda k: k.mode != "eager"))
+    (flops, ratio, low, high), *_ = speedup_points(eager, compiled)
+    passes_e = [r for r in eager.records if r.flops == flops]
+    passes_c = [r for r in compiled.records if r.flops == flops]
+    assert len(passes_e) == len(passes_c) == 3
+    assert ratio == pytest.approx(shape_seconds(passes_e) / shape_seconds(passes_c))
+    assert low <= ratio <= high

@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, time_interval
+from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
     RatioLocator,
@@ -73,24 +73,22 @@ def plot_first_call(sweeps: Sequence[Sweep], *, dtype: str | None = None, quanti
 # --------------------------------------------------------------------------- 4. compile speedup
 
 
-def _by_shape(series: Series) -> dict[Any, Record]:
-    out: dict[Any, Record] = {}
-    for r in series.records:
-        out.setdefault(r.shape, r)
-    return out
+def _by_shape(series: Series) -> dict[Any, list[Record]]:
+    return {records[0].shape: records for records in shape_groups(series)}
 
 
 def speedup_points(eager: Series, compiled: Series) -> list[tuple[float, float, float, float]]:
     """``(flops, speedup, low, high)`` per shape both series measured; speedup = eager / compiled time.
 
-    The interval combines the two time intervals (CI, else IQR) at their extremes.
+    The interval combines the two time intervals (CI, else IQR; the range over passes of a
+    ``--repeats`` sweep) at their extremes; each time is :func:`~mfu_sweep.present.select.shape_time`.
     """
     a, b = _by_shape(eager), _by_shape(compiled)
     out = []
-    for shape in sorted(set(a) & set(b), key=lambda s: (a[s].flops, s)):
-        ra, rb = a[shape], b[shape]
-        ia, ib = time_interval(ra)[0] or (ra.median_s,) * 2, time_interval(rb)[0] or (rb.median_s,) * 2
-        out.append((ra.flops, ra.median_s / rb.median_s, ia[0] / ib[1], ia[1] / ib[0]))
+    for shape in sorted(set(a) & set(b), key=lambda s: (a[s][0].flops, s)):
+        (ta, ia, _), (tb, ib, _) = shape_time(a[shape]), shape_time(b[shape])
+        ia, ib = ia or (ta, ta), ib or (tb, tb)
+        out.append((a[shape][0].flops, ta / tb, ia[0] / ib[1], ia[1] / ib[0]))
     return out
 
 
