@@ -229,3 +229,22 @@ def test_a_series_without_any_peak_is_not_called_vendor_spec() -> None:
     none = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None, source="no spec entry (imported)")
     assert peak_kind(none) == "none"
     assert series_name("NV_P100", none) == "NV_P100 (no peak)"
+
+
+def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass() -> None:
+    from synthetic import NOISE_MODELS, make_sweep_doc
+
+    from mfu_sweep.analysis.series import group_series, shape_seconds
+    from mfu_sweep.present.export import significant
+    from mfu_sweep.present.report import performance_facts
+
+    doc = make_sweep_doc("chip", P_tflops=100, W_tbs=1, t0_s=1e-6, flops=[1e8, 1e9, 1e10, 1e11], n_samples=3,
+                         noise_model=NOISE_MODELS["per-shape 5%"], repeats=5)
+    (series,) = group_series(parse_document(doc)).values()
+    per_shape = {}
+    for r in series.records:
+        per_shape.setdefault(r.shape, []).append(r)
+    best = max(recs[0].flops / shape_seconds(recs) / 1e12 for recs in per_shape.values())
+    assert best < max(r.tflops for r in series.records)
+    facts = dict(performance_facts(series, "tflops"))
+    assert f"{significant(best)} TFLOP/s" in facts["best shape"]

@@ -30,12 +30,13 @@ from mfu_sweep.analysis.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fleet import FleetView, replicate_fleets
 from mfu_sweep.analysis.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series, shape_seconds
 from mfu_sweep.analysis.spread import replicate_spreads
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
+from mfu_sweep.present.select import shape_groups
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
 from mfu_sweep.specs import Peak
@@ -174,12 +175,17 @@ def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep,
 
 
 def performance_facts(series: Series | None, metric: str) -> list[tuple[str, str]]:
-    """MFU (or TFLOP/s) range over the usable records and the best shape."""
+    """MFU (or TFLOP/s) range over the usable shapes and the best shape.
+
+    One value per shape: the passes of a ``--repeats`` sweep count as their median
+    (:func:`~mfu_sweep.analysis.series.shape_seconds`), so the best shape is not its luckiest pass.
+    """
     if series is None:
         return [("performance", "no usable record (every shape failed)")]
     rows = []
-    tf = [(r.tflops, r) for r in series.records if r.tflops is not None]
-    mfu = [(r.mfu, r) for r in series.records if r.mfu is not None]
+    tf = [(recs[0].flops / shape_seconds(recs) / 1e12, recs[0]) for recs in shape_groups(series)]
+    peak = series.peak.for_dtype(series.dtype)
+    mfu = [(t / peak, r) for t, r in tf] if peak else []
     if mfu:
         lo, hi = min(mfu, key=lambda t: t[0]), max(mfu, key=lambda t: t[0])
         est = " (estimated peak)" if series.peak.estimated else " (override peak)" if series.peak.override else ""
@@ -187,9 +193,9 @@ def performance_facts(series: Series | None, metric: str) -> list[tuple[str, str
     elif metric == "mfu":
         rows.append(("MFU range", f"unknown: no {series.dtype} peak"))
     if tf:
-        best = max(tf, key=lambda t: t[0])[1]
-        mfu_best = f", MFU {best.mfu:.1%}" if best.mfu is not None else ""
-        rows.append(("best shape", f"{best.shape} ({format_flops(best.flops)}): {significant(best.tflops)} TFLOP/s"
+        best_tflops, best = max(tf, key=lambda t: t[0])
+        mfu_best = f", MFU {best_tflops / peak:.1%}" if peak else ""
+        rows.append(("best shape", f"{best.shape} ({format_flops(best.flops)}): {significant(best_tflops)} TFLOP/s"
                      f"{mfu_best}"))
         values = [t for t, _ in tf]
         rows.append(("TFLOP/s range", f"{significant(min(values))} to {significant(max(values))}"))
