@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep.specs.cpu import CpuInfo, cores_used, find_uarch, load_cpuinfo
+from mfu_sweep.text import counted
 
 KINDS = ("cpu", "cuda", "rocm", "neuron", "xla", "generic", "imported")
 UNHASHED = frozenset({"uuid", "serial", "driver", "runtime", "pci_bus_id", "host"})
@@ -172,5 +173,5 @@ def describe(device: Mapping[str, Any]) -> str:
     bits = [str(fields.get(k)) for k in ("model_name", "name", "device_kind", "instance_type", "uarch")
             if fields.get(k)]
     if fields.get("cores_used"):
-        bits.append(f"{fields['cores_used']} cores")
+        bits.append(counted(fields["cores_used"], "core"))
     return f"{fp} ({', '.join(bits)})" if bits else fp

@@ -73,6 +73,12 @@ def test_imported_fingerprint_for_importers() -> None:
     assert "NVIDIA H100 SXM5" in describe(dev)
 
 
+@pytest.mark.parametrize("cores,words", [(1, "1 core)"), (2, "2 cores)")])
+def test_describe_counts_cores_in_words(cores: int, words: str) -> None:
+    fp = fingerprint_from_fields("cpu", {"model_name": "AMD EPYC", "cores_used": cores})
+    assert describe(fp.device_fields()).endswith(words)
+
+
 @pytest.mark.parametrize("kind,fields,fragment", [
     ("CPU!", {}, "kind='CPU!'"),
     ("cpu", {"clock": float("nan")}, "clock=nan"),

@@ -206,7 +206,8 @@ def _print_comparison(c: Any) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
 @click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
-              help="Ignored since verdicts stopped bootstrapping samples (issue 12); kept for scripts.")
+              help="Accepted and ignored (verdicts do not bootstrap samples); kept so scripts that pass it still "
+                   "run.")
 @click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
               help="Consecutive FLOP counts with a significant lead needed for a lead (equal-FLOP shapes are one).")
 @click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
@@ -251,7 +252,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/node*.json --baseline h100.r0 --pairwise
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
-        mfu-sweep compare sweeps/cpu.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
+        mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
     """
     from mfu_sweep.analysis.compare import compare_all
     from mfu_sweep.analysis.series import group_series
@@ -289,8 +290,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
 
 @click.command()
 @FILES
-@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default="csv", show_default=True)
-@click.option("--what", type=click.Choice(["records", "fits", "crossovers"]), default="records", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default="csv", show_default=True,
+              help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty.")
+@click.option("--what", type=click.Choice(["records", "fits", "crossovers"]), default="records", show_default=True,
+              help="records: one row per measured shape and pass; fits: the roofline fit of each series; "
+                   "crossovers: where the leader changes.")
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
               help="Metric of the comparison (--what crossovers).")
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,

@@ -47,8 +47,10 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
 
     \b
     Example:
-        mfu-sweep import xla-perf-table data/published/xla/default_matmul_perf_table.txtpb -o sweeps/published
-        mfu-sweep import deepbench DeepBench_NV_P100.xlsx DeepBench_NV_TitanXp.xlsx -o out/ --chip gfx950=mi350x
+        mfu-sweep import xla-perf-table data/published/xla/openxla-main/default_matmul_perf_table.txtpb -o out/
+        mfu-sweep import xla-perf-table data/published/xla/rocm-sol/default_matmul_perf_table.txtpb --only gfx942 \
+            --chip gfx942=mi325x -o out/
+        mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
     """
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),

@@ -12,12 +12,27 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.measure.sweep import ACCEL_REPEATS, BUDGET_ONE_PASS_S, BUDGET_PER_PASS_S, CPU_REPEATS, POINTS_PER_DECADE
+from mfu_sweep.measure.sweep import (
+    ACCEL_RANGE,
+    ACCEL_REPEATS,
+    BUDGET_ONE_PASS_S,
+    BUDGET_PER_PASS_S,
+    CPU_RANGE,
+    CPU_REPEATS,
+    POINTS_PER_DECADE,
+)
+
+
+def _range_default(end: int) -> str:
+    """The default square-family bound ``end`` (0: smallest, 1: largest) as help text, e.g. ``CPU 2e10, else 1e13``."""
+    cpu, accel = CPU_RANGE[end], ACCEL_RANGE[end]
+    return f"{cpu:g}" if cpu == accel else f"CPU {cpu:g}, else {accel:g}"
 
 
 @click.command()
 @click.option("--device", default="auto", show_default=True,
-              help="cpu, cuda[:i], neuron[:i], xla[:i], or auto (CUDA, Neuron, XLA, other accelerator, CPU).")
+              help="cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto (the first of CUDA, Neuron, XLA, "
+                   "another accelerator, CPU).")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
               help="Data type; repeat for several. Default: fp32 on CPU, bf16 elsewhere.")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "compile"]),
@@ -29,9 +44,9 @@ from mfu_sweep.measure.sweep import ACCEL_REPEATS, BUDGET_ONE_PASS_S, BUDGET_PER
               help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
                    "repeatable (see `mfu-sweep shapes`).")
 @click.option("--min-flop", type=float, default=None, callback=positive_float,
-              help="Square family: smallest GEMM in FLOP [CPU 1e6, else 1e6].")
+              help=f"Square family: smallest GEMM in FLOP [{_range_default(0)}].")
 @click.option("--max-flop", type=float, default=None, callback=positive_float,
-              help="Square family: largest GEMM in FLOP [CPU 2e10, else 1e13, capped by device memory].")
+              help=f"Square family: largest GEMM in FLOP [{_range_default(1)}, capped by device memory].")
 @click.option("--points", type=click.IntRange(1, 10_000), default=None,
               help=f"Square family: number of log-spaced sizes [{POINTS_PER_DECADE:g} per decade of the range].")
 @click.option("--align", type=click.IntRange(1, 4096), default=64, show_default=True,
@@ -46,9 +61,12 @@ from mfu_sweep.measure.sweep import ACCEL_REPEATS, BUDGET_ONE_PASS_S, BUDGET_PER
               help=f"Passes over the shapes, each in its own seeded shuffled order and a fresh worker; every "
                    f"record keeps its pass [CPU {CPU_REPEATS}, else {ACCEL_REPEATS}].")
 @click.option("--target-ci", type=float, default=0.01, show_default=True, callback=positive_float,
-              help="Stop sampling when the 95%% CI half-width of the median is below this fraction.")
-@click.option("--min-samples", type=click.IntRange(1, 10_000), default=5, show_default=True)
-@click.option("--max-samples", type=click.IntRange(3, 100_000), default=100, show_default=True)
+              help="Stop sampling when the 95% CI half-width of the median is below this fraction.")
+@click.option("--min-samples", type=click.IntRange(1, 10_000), default=5, show_default=True,
+              help="Fewest timed samples per shape and pass, whatever the CI (never fewer than 3 when the budget "
+                   "runs out).")
+@click.option("--max-samples", type=click.IntRange(3, 100_000), default=100, show_default=True,
+              help="Most timed samples per shape and pass.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, callback=positive_float,
               help="Per-shape limit in seconds (compile + measurement); the shape becomes status timeout.")
 @click.option("--isolate", type=click.Choice(["sweep", "shape", "none"]), default="sweep", show_default=True,
@@ -60,7 +78,8 @@ from mfu_sweep.measure.sweep import ACCEL_REPEATS, BUDGET_ONE_PASS_S, BUDGET_PER
 @click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
 @click.option("--peak-tflops", type=float, default=None, callback=positive_float,
               help="Override the peak TFLOP/s for every swept dtype.")
-@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+              help="Seed of the inputs and of every pass's shuffled order.")
 @click.option("--resume", is_flag=True, help="Continue the output file, skipping finished records.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")

@@ -195,8 +195,10 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--tokens", type=click.IntRange(1), default=None, help="Tokens per step and rank [4096].")
 @click.option("--seq", type=click.IntRange(1), default=None, help="Sequence length [min(tokens, 4096)].")
 @click.option("--tp", type=click.IntRange(1), default=None, help="Tensor-parallel degree [1].")
-@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)))
-@click.option("--mode", default="eager", show_default=True, type=click.Choice(["eager", "compile"]))
+@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
+              help="Dtype of the records to match.")
+@click.option("--mode", default="eager", show_default=True, type=click.Choice(["eager", "compile"]),
+              help="Mode of the records to match (eager or torch.compile).")
 @click.option("--no-fit", is_flag=True, help="Never fill unmeasured shapes from a roofline fit.")
 @click.option("--allow-partial", is_flag=True, help="Show series that miss shapes, labelled partial.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")

@@ -35,6 +35,7 @@ from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, measure
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import load_chips
+from mfu_sweep.text import counted
 
 DEFAULT_REL_TOL = 0.20
 ROUNDS = 3
@@ -130,7 +131,7 @@ def check_vs_torch_timer(backend: TorchBackend, shape: Shape, dtype: str, rel_to
     threads = torch.get_num_threads()
     reference = Timer(stmt="call()", globals={"call": call}, num_threads=threads)
     ours, theirs = _alternate(_ours(timer), lambda: reference.blocked_autorange(min_run_time=QUICK.budget_s).median)
-    return ratio_check(name, ours, theirs, rel_tol, f"{timer_name}, {threads} threads")
+    return ratio_check(name, ours, theirs, rel_tol, f"{timer_name}, {counted(threads, 'thread')}")
 
 
 def check_vs_do_bench(backend: TorchBackend, shape: Shape, dtype: str, rel_tol: float) -> Check:

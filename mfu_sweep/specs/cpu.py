@@ -31,6 +31,7 @@ from functools import cache
 from pathlib import Path
 
 from mfu_sweep.specs import Peak, SpecError
+from mfu_sweep.text import counted
 
 UARCH_FILE = Path(__file__).with_name("cpu_uarch.toml")
 RATE_DTYPES = ("fp32", "bf16", "fp16")
@@ -293,7 +294,7 @@ def estimate_cpu_peak(threads: int | None = None, cpuinfo: str = "/proc/cpuinfo"
     tflops = {d: rates.per_cycle[d] * per_ghz for d in RATE_DTYPES}
     tflops["fp8"] = tflops["fp32"]
     smt = f" ({threads} threads on {phys} physical cores usable)" if threads != cores else ""
-    parts = [f"fp32: {cores} cores{smt} x {clock:.2f} GHz x {rates.per_cycle['fp32']} FLOP/cycle "
+    parts = [f"fp32: {counted(cores, 'core')}{smt} x {clock:.2f} GHz x {rates.per_cycle['fp32']} FLOP/cycle "
              f"({rates.units['fp32']})"]
     parts += [f"{d}: {rates.per_cycle[d]} FLOP/cycle ({rates.units[d]})" for d in ("bf16", "fp16")]
     parts.append("fp8: no native unit, fp32 rate")
