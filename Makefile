@@ -1,4 +1,4 @@
-# Two entry points, both self-contained on a machine with only Python:
+# Two entry points, both self-contained on a machine with only Python (make docs builds the docs site):
 #   make sweep  - create .venv, install, run the default CPU sweep, write out/sweeps/<machine>.json and out/plots/
 #   make test   - create the same .venv and run the whole test suite, then the XLA tests
 #                 (make test-xla: a second venv .venv-xla with torch 2.9.0 + torch-xla 2.9.0
@@ -21,7 +21,7 @@ XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published
+.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -84,6 +84,10 @@ gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 	  -d .whl $(GPU_WHEELS)
+
+# The documentation site (MkDocs, docs/ + mkdocs.yml) into build/site (gitignored), warnings as errors.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks

@@ -1,16 +1,43 @@
-"""Every command has help with an example and is documented in the README (the sqlite-utils habit)."""
+"""The docs: every command has help with an example and every option a description, the README is a
+short front page, the MkDocs site builds with warnings as errors, and its marked code blocks still
+print what they show (the sqlite-utils habit, extended to a docs site)."""
 
 from __future__ import annotations
 
+import glob
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 
-README = (Path(__file__).parent.parent / "README.md").read_text()
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
 COMMANDS = sorted(main.commands)
+RUN_MARK = "<!-- docs-test: run -->"
+
+
+def _help(name: str) -> str:
+    res = CliRunner().invoke(main, [name, "--help"])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def _doc_pages() -> dict[str, str]:
+    """Every hand-written page of the site (docs/**/*.md), by path relative to docs/."""
+    return {p.relative_to(DOCS).as_posix(): p.read_text() for p in sorted(DOCS.rglob("*.md"))}
+
+
+# README: the front page
 
 
 def test_readme_first_screen_has_the_two_commands() -> None:
@@ -18,19 +45,136 @@ def test_readme_first_screen_has_the_two_commands() -> None:
     assert "make sweep" in first_screen and "make test" in first_screen
 
 
+def test_readme_is_a_short_front_page() -> None:
+    assert len(README.splitlines()) <= 250, "README.md is the front page; reference material belongs in docs/"
+    for needed in ("pip install", "## Quick tour", "](plots/", "](docs/"):
+        assert needed in README, f"README lacks {needed!r}"
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    targets = re.findall(r"\]\(((?:docs|plots)/[^)#\s]+)", README) + ["CHANGELOG.md"]
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert len(targets) > 5 and not missing, f"README links to missing files: {missing}"
+
+
+# --help of every command
+
+
 @pytest.mark.parametrize("name", COMMANDS)
 def test_command_has_help_with_example(name: str) -> None:
-    res = CliRunner().invoke(main, [name, "--help"])
-    assert res.exit_code == 0, res.output
-    assert "Example" in res.output, f"{name} --help lacks an Example block"
+    assert "Example" in _help(name), f"{name} --help lacks an Example block"
+
+
+def _options() -> list[tuple[str, click.Option]]:
+    return [(name, p) for name in COMMANDS for p in main.commands[name].params
+            if isinstance(p, click.Option) and not p.hidden]
+
+
+def test_every_option_of_every_command_has_a_description() -> None:
+    options = _options()
+    assert len(options) > 50  # the walk found the commands' options at all
+    bare = [f"{name} {p.opts[-1]}" for name, p in options if not (p.help or "").strip()]
+    assert not bare, f"options without a help text: {bare}"
+
+
+@pytest.mark.parametrize("name", ["", *COMMANDS])
+def test_help_text_has_no_known_defects(name: str) -> None:
+    text = _help(name) if name else CliRunner().invoke(main, ["--help"]).output
+    assert "%%" not in text, "a literal %% in help (Click does not %-format help texts)"
+    assert not re.search(r"\bissues?\s*#?\d+", text, re.I), "an issue number in user-facing help"
+    assert not re.search(r"\b1 (cores|threads|shapes|passes|devices)\b", text), "a plural after 1"
+    assert "Sentinel" not in text
+    assert not re.search(r"\[CPU (\S+), else \1\]", text), "a default that names the same value twice"
+    for path in re.findall(r"(?<![\w/])(data/\S+)", text):  # example inputs under the committed data/ exist
+        assert glob.glob(str(ROOT / path.rstrip(".,;"))), f"{name} --help names {path}, which does not exist"
+
+
+# The documentation site
 
 
 @pytest.mark.parametrize("name", COMMANDS)
-def test_command_in_readme(name: str) -> None:
-    assert f"mfu-sweep {name}" in README, f"README does not document `mfu-sweep {name}`"
+def test_command_documented_in_the_docs(name: str) -> None:
+    pages = [page for page, text in _doc_pages().items() if f"mfu-sweep {name}" in text]
+    assert pages, f"no page under docs/ shows `mfu-sweep {name}`"
+
+
+def test_user_docs_carry_no_history_notes() -> None:
+    patterns = [r"\bissue\s*#?\d+", r"\buntil issue\b", r"\bcommit `?[0-9a-f]{7,40}\b", r"\bmain at [0-9a-f]{7,40}\b"]
+    pages = {**_doc_pages(), "README.md": README}
+    found = [f"{page}: {m.group(0)}" for page, text in pages.items() for pat in patterns
+             for m in re.finditer(pat, text, re.I)]
+    assert not found, f"history belongs in CHANGELOG.md: {found}"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built once, strictly (any warning fails): a broken link or anchor, a missing page in nav."""
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)}
+    res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    log = res.stdout + res.stderr
+    assert res.returncode == 0, log
+    assert "WARNING" not in log, log
+    return out
+
+
+def test_site_builds_with_every_page(site: Path) -> None:
+    for page in _doc_pages():
+        html = site / page.removesuffix(".md").removesuffix("index") / "index.html"
+        assert html.exists(), f"{page} was not built"
+    assert (site / "plots" / "mfu-vs-flops.png").exists(), "the figures from plots/ are not in the site"
+
+
+def test_cli_reference_is_every_commands_help(site: Path) -> None:
+    html = (site / "reference" / "cli" / "index.html").read_text()
+    for name in COMMANDS:
+        assert f"mfu-sweep {name} [OPTIONS]" in html, f"the CLI reference lacks {name}'s usage"
+    missing = [f"{name} {p.opts[-1]}" for name, p in _options() if p.opts[-1] not in html]
+    assert not missing, f"options missing from the CLI reference: {missing}"
+
+
+def test_schema_reference_lists_every_field_of_the_schema(site: Path) -> None:
+    schema = json.loads((ROOT / "mfu_sweep" / "schema" / "v1.json").read_text())
+    html = (site / "reference" / "schema" / "index.html").read_text()
+    fields = [f for d in schema["$defs"].values() if isinstance(d, dict) for f in d.get("properties", {})]
+    assert len(fields) > 40
+    missing = [f for f in fields if f"<code>{f}</code>" not in html and f".{f}</code>" not in html]
+    assert not missing, f"fields of v1.json missing from the generated reference: {missing}"
+
+
+def _runnable_blocks() -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """(page, [(command, output lines shown)]) for every fenced block right after the run mark."""
+    blocks = []
+    for page, text in _doc_pages().items():
+        for m in re.finditer(re.escape(RUN_MARK) + r"\s*\n```[a-z]*\n(.*?)\n```", text, re.S):
+            steps: list[tuple[str, list[str]]] = []
+            for line in m.group(1).splitlines():
+                if line.startswith("$ "):
+                    steps.append((line[2:].split("  #")[0].strip(), []))
+                elif steps and line.strip():
+                    steps[-1][1].append(line.strip())
+            blocks.append((page, steps))
+    return blocks
+
+
+def test_runnable_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = _runnable_blocks()
+    assert len(blocks) >= 4, "the marked blocks were not found (did the mark change?)"
+    monkeypatch.chdir(ROOT)
+    for page, steps in blocks:
+        for command, shown in steps:
+            argv = shlex.split(command)
+            assert argv[0] == "mfu-sweep" and not set("|><;&") & set(command), f"{page}: run only mfu-sweep: {command}"
+            args = [hit for a in argv[1:] for hit in (sorted(glob.glob(a)) if "*" in a else [a])]
+            res = CliRunner().invoke(main, args)
+            assert res.exit_code == 0, f"{page}: `{command}` exited {res.exit_code}: {res.output[-2000:]}"
+            lines = {ln.strip() for ln in res.output.splitlines()}
+            stale = [ln for ln in shown if ln not in lines]
+            assert not stale, f"{page}: `{command}` no longer prints: {stale}"
 
 
 def test_ci_runs_make_test_only() -> None:
-    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
     commands = [ln for ln in ci.splitlines() if ln.strip() and not ln.startswith("#")]
     assert commands[-1].strip() == "make test"
