@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 # fp32 over the default CPU range (to 20 GFLOP); bf16 to 2 GFLOP, because CPUs without a native
 # bf16 unit (AVX2-only, like the EPYC the reference sweeps/ come from) manage only ~1-2 GFLOP/s in bf16.
-# Both with the CPU defaults: 5 passes (--repeats) at 1 s per shape and pass (README "Passes");
+# Both with the CPU defaults: 5 passes (--repeats) at 1 s per shape and pass (docs/sweeping.md, "Passes");
 # the bf16 half resumes the same file, so it must keep the same --repeats.
 SWEEP_ARGS ?= --device cpu --dtype fp32
 SWEEP_ARGS_BF16 ?= --device cpu --dtype bf16 --max-flop 2e9

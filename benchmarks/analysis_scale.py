@@ -17,7 +17,7 @@ how each step grows from one fleet size to the next (x1 per x1 devices is linear
 
 ``--before`` times the old command set instead (``compare`` = every pair) with
 the checkout given by ``--code``; the default sizes are then 2, 8 and 16. This
-is a report, not a test: the README quotes its output.
+is a report, not a test: docs/tests.md quotes its output.
 """
 
 from __future__ import annotations

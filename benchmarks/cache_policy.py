@@ -10,7 +10,7 @@ every call timed alone: nvbench's cold mode, triton's do_bench). It prints
 both medians, their ratio, and how each stopped. Shapes are interleaved
 (rotate, flush, rotate, flush ...) and each pair is run ``--repeats`` times,
 reporting the median ratio, so a drifting clock hits both sides alike.
-This is a report, not a test; the README quotes its output.
+This is a report, not a test; docs/devices.md quotes its output.
 """
 
 from __future__ import annotations

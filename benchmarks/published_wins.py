@@ -2,9 +2,9 @@
 
 For each pair of devices and one dtype, every shape both sources measured is a win for the device
 with the lower time (equal times are ties); shapes are grouped by FLOP decade. This is the count
-the README sets beside `mfu-sweep compare`'s data-based verdicts, so it uses nothing of compare.
+docs/published.md sets beside `mfu-sweep compare`'s data-based verdicts, so it uses nothing of compare.
 
-    python benchmarks/published_wins.py            # the README's tables (sweeps/published/)
+    python benchmarks/published_wins.py            # the tables of docs/published.md (sweeps/published/)
     python benchmarks/published_wins.py --dir DIR  # other imported files
 """
 

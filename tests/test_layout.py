@@ -15,7 +15,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "mfu_sweep"
 MAX_LINES = 600
 STAGES = ("measure", "importers", "analysis", "present", "cli")
-# (importing stage, forbidden target prefixes): the rules of the README's Layout section.
+# (importing stage, forbidden target prefixes): the rules of docs/layout.md.
 FORBIDDEN = {
     "ground": ("mfu_sweep.measure", "mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli", "torch",
                "matplotlib", "seaborn", "click"),

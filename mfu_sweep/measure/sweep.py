@@ -62,7 +62,7 @@ CPU_RANGE = (1e6, 2e10)
 # Square sizes per decade of FLOPs when --points is not given: 4 put three or more FLOP counts in
 # every one-decade window, so compare's run rule (two FLOP counts) can call a lead one decade wide.
 POINTS_PER_DECADE = 4.0
-# Passes over the shapes when --repeats is not given (README "Sweeping" has the measurements):
+# Passes over the shapes when --repeats is not given (docs/sweeping.md, "Passes", has the measurements):
 # on this project's 2-core CPU VMs a shape's median moves by an sd of ~27% of log-time between runs
 # (median over shapes; 60% under heavy load) against a +-1% within-run interval, and heavy-tailed,
 # so five passes: a median two bad passes cannot move. On accelerators a pass is costlier (29 shapes
