@@ -235,6 +235,7 @@ def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass()
     from synthetic import NOISE_MODELS, make_sweep_doc
 
     from mfu_sweep.analysis.series import group_series, shape_seconds
+    from mfu_sweep.analysis.summary import summarise
     from mfu_sweep.present.export import significant
     from mfu_sweep.present.report import performance_facts
 
@@ -246,5 +247,5 @@ def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass()
         per_shape.setdefault(r.shape, []).append(r)
     best = max(recs[0].flops / shape_seconds(recs) / 1e12 for recs in per_shape.values())
     assert best < max(r.tflops for r in series.records)
-    facts = dict(performance_facts(series, "tflops"))
+    facts = dict(performance_facts(summarise(series), "tflops"))
     assert f"{significant(best)} TFLOP/s" in facts["best shape"]

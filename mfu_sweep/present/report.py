@@ -30,14 +30,22 @@ from mfu_sweep.analysis.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fleet import FleetView, replicate_fleets
 from mfu_sweep.analysis.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series, shape_seconds
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.spread import replicate_spreads
+from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
-from mfu_sweep.present.select import shape_groups
-from mfu_sweep.present.theme import peak_kind
+from mfu_sweep.present.report_numbers import (
+    bars_text,
+    best_cell,
+    interval_kinds,
+    mfu_range_cell,
+    performance_facts,
+    summaries_json,
+)
+from mfu_sweep.present.theme import INTERVAL_TEXT, peak_kind
 from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
 from mfu_sweep.specs import Peak
 
@@ -174,34 +182,6 @@ def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep,
     return out
 
 
-def performance_facts(series: Series | None, metric: str) -> list[tuple[str, str]]:
-    """MFU (or TFLOP/s) range over the usable shapes and the best shape.
-
-    One value per shape: the passes of a ``--repeats`` sweep count as their median
-    (:func:`~mfu_sweep.analysis.series.shape_seconds`), so the best shape is not its luckiest pass.
-    """
-    if series is None:
-        return [("performance", "no usable record (every shape failed)")]
-    rows = []
-    tf = [(recs[0].flops / shape_seconds(recs) / 1e12, recs[0]) for recs in shape_groups(series)]
-    peak = series.peak.for_dtype(series.dtype)
-    mfu = [(t / peak, r) for t, r in tf] if peak else []
-    if mfu:
-        lo, hi = min(mfu, key=lambda t: t[0]), max(mfu, key=lambda t: t[0])
-        est = " (estimated peak)" if series.peak.estimated else " (override peak)" if series.peak.override else ""
-        rows.append(("MFU range", f"{lo[0]:.1%} ({lo[1].shape}) to {hi[0]:.1%} ({hi[1].shape}){est}"))
-    elif metric == "mfu":
-        rows.append(("MFU range", f"unknown: no {series.dtype} peak"))
-    if tf:
-        best_tflops, best = max(tf, key=lambda t: t[0])
-        mfu_best = f", MFU {best_tflops / peak:.1%}" if peak else ""
-        rows.append(("best shape", f"{best.shape} ({format_flops(best.flops)}): {significant(best_tflops)} TFLOP/s"
-                     f"{mfu_best}"))
-        values = [t for t, _ in tf]
-        rows.append(("TFLOP/s range", f"{significant(min(values))} to {significant(max(values))}"))
-    return rows
-
-
 def compile_facts(records: Sequence[Record]) -> list[tuple[str, str]]:
     """The compile tax: median first-call/steady ratio, total first-call and compile time."""
     ratios = [r.first_call_ratio for r in records if r.first_call_ratio is not None]
@@ -258,17 +238,23 @@ def _short(text: str, n: int = 120) -> str:
 
 FIGURE_CAPTIONS = {
     "vs-flops": (
-        "{metric} against GEMM size per dtype and mode. Points: medians; bars: 95% CI of the median (IQR where no "
-        "CI was stored); lines: roofline-with-overhead fits (with their 95% bootstrap band when a panel has at most "
-        "two devices); strip along the top: the device that leads significantly (blank: ambiguous); vertical "
-        "lines: crossovers (solid: from data, dotted: from fits), interval shaded."),
+        "{metric} against GEMM size per dtype and mode. Points: one per shape, its median time (the median of the "
+        "pass medians when swept in several passes); bars: {bars}; lines: roofline-with-overhead fits (with their "
+        "95% bootstrap band when a panel has at most two devices; a fit whose parameters the shapes do not "
+        "constrain is not drawn, and the legend says so); strip along the top: the device that leads "
+        "significantly (blank: ambiguous); vertical lines: crossovers (solid: from data, dotted: from fits), "
+        "interval shaded, labelled with their pair. The {metric} axis is logarithmic when the values span more "
+        "than a decade."),
     "roofline": (
-        "Achieved TFLOP/s against arithmetic intensity. Dotted: the peak roof from the spec (flat only when the "
-        "spec has no bandwidth); dashed: the fitted roof (overhead t0 left out, and any ceiling the shapes do not "
-        "constrain); diamonds: ridge points (open: spec, filled: fit)."),
+        "Achieved TFLOP/s against arithmetic intensity, one point per shape (bars: {bars}). Dotted: the spec roof "
+        "min(peak TFLOP/s, memory bandwidth × intensity) (only the flat peak when the spec has no bandwidth); "
+        "dashed: the fitted roof min(P, W × intensity) (overhead t0 left out; a ceiling the shapes do not "
+        "constrain is left out); diamonds: ridge points where the slanted and flat parts meet (open: spec, "
+        "filled: fit)."),
     "first-call": (
         "Time to first result: the first call's time (left) and its ratio to the steady median (right) per device "
-        "and mode; for torch.compile this includes compilation (the compile tax)."),
+        "and mode, one point per shape (the median over passes, bars: range over passes); for torch.compile this "
+        "includes compilation (the compile tax)."),
     "speedup": (
         "torch.compile speedup over eager (eager time / compiled time) per shape; above 1× compiled code is "
         "faster; bars combine both time intervals."),
@@ -281,11 +267,14 @@ FIGURE_CAPTIONS = {
 }
 
 
-def caption(stem: str, metric: str) -> str:
-    """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`."""
+def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"]) -> str:
+    """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`.
+
+    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report_numbers.bars_text`).
+    """
     name = "MFU" if metric == "mfu" else "Throughput (TFLOP/s)"
     base = "heatmap" if stem.startswith("heatmap-") else "vs-flops" if stem.endswith("-vs-flops") else stem
-    return FIGURE_CAPTIONS.get(base, stem).format(metric=name)
+    return FIGURE_CAPTIONS.get(base, stem).format(metric=name, bars=bars)
 
 
 # --------------------------------------------------------------------------- building the report
@@ -304,14 +293,9 @@ def _summary_table(sweeps: Sequence[Sweep], analysis: Analysis) -> Table:
         s = analysis.series.get(key)
         fit = analysis.fits.get(key)
         peak = s.peak if s else index[key][0][0].peak
-        mfu = [r.mfu for r in (s.records if s else ()) if r.mfu is not None]
-        tf = [r.tflops for r in (s.records if s else ()) if r.tflops is not None]
-        rows.append((
-            str(key), peak_kind(peak), summary_line(recs),
-            f"{min(mfu):.1%} – {max(mfu):.1%}" if mfu else "–",
-            significant(max(tf)) if tf else "–",
-            _summary_p(fit),
-        ))
+        summary = summarise(s) if s else None
+        rows.append((str(key), peak_kind(peak), summary_line(recs), mfu_range_cell(summary), best_cell(summary),
+                     _summary_p(fit)))
     return Table(("series", "peak", "pass rate", "MFU range", "best TFLOP/s", "fitted P, TFLOP/s [95%]"),
                  tuple(rows))
 
@@ -376,7 +360,7 @@ def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
         facts = provenance_facts(own)
         facts.append(("peak", peak_text(own[0].peak, key.dtype)))
         facts.append(("pass rate", summary_line(recs)))
-        facts += performance_facts(s, analysis.metric)
+        facts += performance_facts(summarise(s) if s else None, analysis.metric)
         fit = analysis.fits.get(key)
         facts += fit_facts(fit) if fit else [("roofline fit", analysis.unfitted.get(key, "no usable records"))]
         facts += compile_facts(recs)
@@ -396,8 +380,10 @@ def _method_blocks(analysis: Analysis) -> list[Block]:
     return [Heading(2, "How to read this"), Bullets((
         "MFU is achieved TFLOP/s over the peak TFLOP/s of the dtype; the peak's kind (vendor spec, estimated, "
         "override) is stated per series. An estimated peak makes MFU an estimate too.",
-        "Per-shape intervals are the stored 95% confidence interval of the median time (distribution-free, "
-        "from the raw samples); where a record has none, the interquartile range of its samples is shown.",
+        "One shape is one value everywhere (tables, figures, analysis.json): its median time, or with several "
+        "passes (sweep --repeats) the median of the pass medians. Its interval is the range over passes; with "
+        "one pass, the stored 95% confidence interval of the median time (distribution-free, from the raw "
+        "samples), else the interquartile range of its samples.",
         "The roofline fit is t = t0 + roof(F/P, B/W), fitted on log median time with a robust loss; intervals "
         f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}).",
         f"Comparisons call a leader only where the Holm-corrected test (alpha {st.get('alpha', '?')}) of the "
@@ -432,7 +418,8 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     elif analysis.compare_notes:
         blocks.append(Bullets(analysis.compare_notes))
     blocks.append(Heading(2, "Figures"))
-    blocks += [FigureRef(stem, caption(stem, analysis.metric)) for stem in figures if not is_board_figure(stem)]
+    bars = bars_text(interval_kinds(analysis.series.values()))
+    blocks += [FigureRef(stem, caption(stem, analysis.metric, bars)) for stem in figures if not is_board_figure(stem)]
     blocks += _series_blocks(sweeps, analysis)
     blocks += _method_blocks(analysis)
     return blocks
@@ -518,6 +505,7 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
     return {
         "tool": {"name": "mfu-sweep", "version": __version__},
         "metric": analysis.metric, "settings": dict(analysis.settings),
+        "series": summaries_json(analysis.series),
         "fits": [analysis.fits[k].to_json() for k in sorted(analysis.fits)],
         "unfitted": {str(k): v for k, v in sorted(analysis.unfitted.items())},
         "comparisons": [c.to_json() for c in analysis.comparisons],

@@ -10,7 +10,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fit import RooflineFit
-from mfu_sweep.analysis.series import Series, group_series, shape_seconds
+from mfu_sweep.analysis.series import Series, group_series
+from mfu_sweep.analysis.summary import shape_point, shape_records
 from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
@@ -95,11 +96,14 @@ def time_interval(record: Record) -> tuple[tuple[float, float] | None, str | Non
 
 
 def shape_groups(series: Series) -> list[list[Record]]:
-    """The records of each shape, in FLOP order: one per pass of a ``--repeats`` sweep, else one."""
-    groups: dict[object, list[Record]] = {}
-    for rec in series.records:
-        groups.setdefault(rec.shape, []).append(rec)
-    return list(groups.values())
+    """The records of each shape, in FLOP order (:func:`mfu_sweep.analysis.summary.shape_records`)."""
+    return shape_records(series)
+
+
+def shape_interval_kind(records: Sequence[Record]) -> str | None:
+    """What a shape's interval is (a key of ``INTERVAL_TEXT``): ``"passes"`` for several records, else the
+    record's ``"ci"`` or ``"iqr"`` (None: no interval)."""
+    return "passes" if len(records) > 1 else time_interval(records[0])[1]
 
 
 def shape_time(records: Sequence[Record]) -> tuple[float, tuple[float, float] | None, str | None]:
@@ -108,8 +112,8 @@ def shape_time(records: Sequence[Record]) -> tuple[float, tuple[float, float] | 
     if len(records) == 1:
         interval, kind = time_interval(records[0])
         return records[0].median_s, interval, kind
-    medians = sorted(r.median_s for r in records)
-    return shape_seconds(records), (medians[0], medians[-1]), "passes"
+    point = shape_point(records, None)
+    return point.seconds, (point.low_s, point.high_s), "passes"
 
 
 def metric_points(series: Series, metric: str, x: str = "flops") -> tuple[np.ndarray, np.ndarray, np.ndarray, set[str]]:

@@ -1,0 +1,80 @@
+"""The report's numbers per series (summary table cells, series facts, JSON), all from one summary.
+
+Both the summary table and the series section format :func:`mfu_sweep.analysis.summary.summarise`
+with the same formatters, and ``analysis.json`` stores the same summary unformatted, so the three
+cannot disagree (``tests/test_report_numbers.py`` reads them back and checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mfu_sweep.analysis.compare import format_flops
+from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.summary import SeriesSummary, summarise
+from mfu_sweep.present.export import significant
+from mfu_sweep.present.select import shape_groups, shape_interval_kind
+from mfu_sweep.present.theme import INTERVAL_TEXT
+
+PEAK_NOTE = {"estimated": " (estimated peak)", "override": " (override peak)"}
+
+
+def percent(fraction: float) -> str:
+    """MFU as the report writes it: ``0.5649 -> "56.5%"``."""
+    return f"{fraction:.1%}"
+
+
+def summaries(series: Mapping[SeriesKey, Series]) -> dict[SeriesKey, SeriesSummary]:
+    """:func:`~mfu_sweep.analysis.summary.summarise` of every series."""
+    return {key: summarise(s) for key, s in series.items()}
+
+
+def mfu_range_cell(summary: SeriesSummary | None) -> str:
+    """The summary table's MFU range, e.g. ``"19.9% – 56.5%"`` (``"–"`` without a peak)."""
+    if summary is None or summary.mfu_low is None or summary.mfu_high is None:
+        return "–"
+    return f"{percent(summary.mfu_low)} – {percent(summary.mfu_high)}"
+
+
+def best_cell(summary: SeriesSummary | None) -> str:
+    """The summary table's best TFLOP/s (three significant digits)."""
+    return significant(summary.best.tflops) if summary is not None else "–"
+
+
+def performance_facts(summary: SeriesSummary | None, metric: str) -> list[tuple[str, str]]:
+    """MFU range over the shapes, the best shape and the TFLOP/s range, as (name, text) rows.
+
+    One value per shape (:mod:`mfu_sweep.analysis.summary`), the same numbers as the summary table.
+    """
+    if summary is None:
+        return [("performance", "no usable record (every shape failed)")]
+    rows = []
+    best, worst = summary.best, summary.worst
+    if best.mfu is not None and worst.mfu is not None:
+        rows.append(("MFU range", f"{percent(worst.mfu)} ({worst.shape}) to {percent(best.mfu)} ({best.shape})"
+                                  f"{PEAK_NOTE.get(summary.peak_kind, '')}"))
+    elif metric == "mfu":
+        rows.append(("MFU range", f"unknown: no {summary.key.dtype} peak"))
+    mfu_best = f", MFU {percent(best.mfu)}" if best.mfu is not None else ""
+    passes = f", median of {best.n_passes} passes" if best.n_passes > 1 else ""
+    rows.append(("best shape", f"{best.shape} ({format_flops(best.flops)}): {significant(best.tflops)} TFLOP/s"
+                               f"{mfu_best}{passes}"))
+    rows.append(("TFLOP/s range", f"{significant(worst.tflops)} to {significant(best.tflops)}"))
+    return rows
+
+
+def summaries_json(series: Mapping[SeriesKey, Series]) -> list[dict[str, Any]]:
+    """The summaries behind the tables, for ``analysis.json``."""
+    return [s.to_json() for _, s in sorted(summaries(series).items())]
+
+
+def interval_kinds(series: Iterable[Series]) -> set[str]:
+    """What the figures' error bars are over these series (keys of ``INTERVAL_TEXT``)."""
+    return {k for s in series for recs in shape_groups(s) if (k := shape_interval_kind(recs))}
+
+
+def bars_text(kinds: Iterable[str]) -> str:
+    """The bars' meaning as the figure legends write it, e.g. ``"95% CI of median / range over passes"``."""
+    kinds = sorted(set(kinds))
+    return " / ".join(INTERVAL_TEXT[k] for k in kinds) if kinds else INTERVAL_TEXT[None]
