@@ -385,8 +385,11 @@ def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:
     res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[1].startswith("summary: A leads over 5") and "longest lead: A from 100 MFLOP" in lines[1]
-    assert lines[2].lstrip().startswith("FLOP") and lines[-1].startswith("A vs B (bf16, eager, TFLOP/s): A leads")
+    # it opens with one sentence per pair, then the pair's details
+    assert lines[0].startswith("A vs B (bf16, eager): A leads over 5") and lines[1] == ""
+    assert lines[3].startswith("summary: A leads over 5") and "longest lead: A from 100 MFLOP" in lines[3]
+    assert lines[0].endswith(lines[3].removeprefix("summary: "))
+    assert lines[4].lstrip().startswith("FLOP") and lines[-1].startswith("A vs B (bf16, eager, TFLOP/s): A leads")
 
 
 # -- reusing fits and skipping pairs --------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Step prediction from sweeps. Every sweep here is SYNTHETIC (tests/synthetic.py): made-up times."""
+"""Step prediction from sweeps. Every sweep here is SYNTHETIC (tests/synthetic.py): made-up times, except the
+real short CPU sweep of tests/data/short-sweep/."""
 
 from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,11 +14,12 @@ from synthetic import make_sweep_doc, roofline_time, write_sweep
 from mfu_sweep.analysis.predict import PredictError, predict_step
 from mfu_sweep.cli import main
 from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import parse_document
+from mfu_sweep.results import load_sweeps, parse_document
 from mfu_sweep.workloads import resolve_family, sweep_shapes
 
 FAMILY = "llm:llama-3-8b:tokens=256"
 PEAK = 100.0  # SYNTHETIC peak TFLOP/s
+DATA = Path(__file__).parent / "data"
 
 
 def known_time(flops: float, nbytes: float) -> float:
@@ -61,10 +64,10 @@ def test_unmeasured_shapes_without_a_fit_make_the_step_incomplete() -> None:
 
 def test_unmeasured_shapes_fall_back_to_the_roofline_fit() -> None:
     pytest.importorskip("mfu_sweep.analysis.fit")
-    # SYNTHETIC series on a plain roofline, with the two smallest shapes of the family left out
+    # SYNTHETIC series on a plain roofline, with two shapes inside the measured range left out
     shapes = sorted((s for s, _ in sweep_shapes(FAMILY)), key=lambda s: s.flops)
-    doc = make_sweep_doc("synthetic-roof", P_tflops=50, W_tbs=1, t0_s=5e-6, shapes=shapes[2:], noise=0.0,
-                         n_samples=3, peak_tflops=PEAK)
+    doc = make_sweep_doc("synthetic-roof", P_tflops=50, W_tbs=1, t0_s=5e-6, shapes=shapes[:5] + shapes[7:],
+                         noise=0.0, n_samples=3, peak_tflops=PEAK)
     [p] = predict_step(parse_document(doc), resolve_family(FAMILY))
     fitted = [t for t in p.items if t.source == "fitted"]
     assert p.complete and p.shapes("fitted") == 2 and "fitted roofline" in p.warnings[0]
@@ -131,3 +134,27 @@ def test_a_repeats_sweep_gives_each_shape_the_median_of_its_passes() -> None:
         assert len(passes) == 5 and seconds == passes[2] == shape_seconds(
             [r for r in sweep.records if r.shape == shape])
     assert len(got) == 3
+
+
+def test_the_fit_does_not_stand_in_where_the_time_depends_on_an_unconstrained_parameter() -> None:
+    pytest.importorskip("mfu_sweep.analysis.fit")
+    # SYNTHETIC: the two smallest shapes left out; every measured shape is so large that the overhead t0
+    # sets under 20% of its time (t0 not constrained), while at the left-out shapes it sets about a third
+    shapes = sorted((s for s, _ in sweep_shapes(FAMILY)), key=lambda s: s.flops)
+    doc = make_sweep_doc("synthetic-roof", P_tflops=50, W_tbs=1, t0_s=5e-6, shapes=shapes[2:], noise=0.0,
+                         n_samples=3, peak_tflops=PEAK)
+    [p] = predict_step(parse_document(doc), resolve_family(FAMILY))
+    assert not p.complete and p.shapes("missing") == 2 and p.shapes("fitted") == 0
+    assert "does not stand in for 2 of 14" in p.warnings[0] and "overhead t0" in p.warnings[0]
+
+
+def test_a_fit_that_constrains_nothing_is_never_used() -> None:
+    # real output of a 4-shape CPU sweep (tests/data/short-sweep/README.md): its fit pins down no parameter
+    sweeps = load_sweeps([DATA / "short-sweep" / "cpu-4-shapes.json"])
+    [p] = predict_step(sweeps, resolve_family("llm:qwen3-32b:tokens=8192"), dtype="fp32")
+    assert p.shapes("fitted") == 0 and p.step_s is None
+    assert "pin down none of P, W and t0" in p.warnings[0]
+    result = CliRunner().invoke(main, ["predict", str(DATA / "short-sweep" / "cpu-4-shapes.json"), "--model",
+                                       "qwen3-32b", "--tokens", "8192", "--dtype", "fp32"])
+    assert result.exit_code == 1 and "pin down none of P, W and t0" in result.output
+    assert "Traceback" not in result.output

@@ -39,12 +39,13 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from mfu_sweep.analysis import lsq
+from mfu_sweep.analysis.comparison import format_flops
 from mfu_sweep.analysis.physical import (
     BandwidthRange,
     bytes_tied_to_flops,
@@ -135,6 +136,7 @@ class RooflineFit:
     bandwidth_range: BandwidthRange | None = None
     w_free_tbs: float | None = None
     solver: str = "batch"
+    flop_range: tuple[float, float] | None = None
     boot: np.ndarray = field(default_factory=lambda: np.empty((0, 3)), repr=False, compare=False)
 
     @property
@@ -142,6 +144,42 @@ class RooflineFit:
         """Model parameters in log space, as ``log_time`` takes them."""
         x = [self.t0_s, self.p_tflops, self.w_tbs] + ([self.blend_p] if self.blend_p is not None else [])
         return np.log(np.array(x, dtype=float))
+
+    @property
+    def is_constrained(self) -> bool:
+        """Whether the shapes pin down the fit at all: at least one of P, W and t0 is constrained.
+
+        An unconstrained fit follows the points it was fitted to but says nothing beyond them:
+        figures do not draw it, ``predict`` does not use it and the headline shows no ceiling.
+        """
+        return any(self.constrained.get(name, True) for name in NAMES)
+
+    @property
+    def unconstrained_reason(self) -> str | None:
+        """One phrase saying why the fit is not constrained (None when it is)."""
+        if self.is_constrained:
+            return None
+        where = (f" ({format_flops(self.flop_range[0])} to {format_flops(self.flop_range[1])})"
+                 if self.flop_range else "")
+        return (f"not constrained: the {self.n_shapes} shapes{where} pin down none of P, W and t0; sweep a wider "
+                "FLOP range (a larger --max-flop) or more passes")
+
+    def unsupported_at(self, flops: float, bytes: float) -> str | None:  # noqa: A002
+        """Why the fit cannot stand in for a measurement of a GEMM of ``flops`` and ``bytes``, or None.
+
+        The fit cannot when it is not constrained at all, or when that GEMM's predicted time depends
+        (leverage ``MIN_LEVERAGE`` or more) on a parameter the measured shapes do not constrain:
+        e.g. a compute-bound GEMM far above a sweep of small shapes, where P was never limiting.
+        """
+        if not self.is_constrained:
+            return self.unconstrained_reason
+        jac = np.abs(log_time_jac(self.params, np.log([float(flops)]), np.log([float(bytes)])))[0]
+        loose = [NAMES[name] for j, name in enumerate(PARAMS[:3])
+                 if jac[j] >= MIN_LEVERAGE and not self.constrained.get(name, True)]
+        if not loose:
+            return None
+        return (f"its time there depends on {' and '.join(loose)}, which the measured shapes do not constrain; "
+                "sweep shapes of that size")
 
     @property
     def compute_fraction(self) -> float | None:
@@ -185,7 +223,9 @@ class RooflineFit:
             "r2_log": self.r2_log if math.isfinite(self.r2_log) else None,
             "n_shapes": self.n_shapes, "n_samples": self.n_samples,
             "n_boot": self.n_boot, "seed": self.seed, "alpha": self.alpha, "solver": self.solver,
-            "notes": list(self.notes),
+            "notes": list(self.notes), "is_constrained": self.is_constrained,
+            "unconstrained_reason": self.unconstrained_reason,
+            "flop_range": list(self.flop_range) if self.flop_range else None,
         }
 
 
@@ -401,7 +441,7 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
         constrained["w_tbs"] = False
     if status == "confounded":
         constrained["t0_s"] = False
-    return RooflineFit(
+    fit = RooflineFit(
         key=series.key, model="pnorm" if len(best) == 4 else "max",
         t0_s=float(nat[0]), p_tflops=float(nat[1]), w_tbs=float(nat[2]),
         blend_p=float(nat[3]) if len(best) == 4 else None,
@@ -414,8 +454,13 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
         notes=tuple(w_notes + _notes(series, constrained, skip=("t0_s", "w_tbs") if status == "confounded"
                                      else ("w_tbs",))),
         w_status=status, bandwidth_range=plausible if plausible.known else None, w_free_tbs=w_free,
-        solver=opts.solver, boot=boot,
+        solver=opts.solver, flop_range=(float(data.flops.min()), float(data.flops.max())), boot=boot,
     )
+    if fit.is_constrained:
+        return fit
+    # one phrase instead of one note per parameter
+    per_param = {_unconstrained(name) for name in NAMES}
+    return replace(fit, notes=(fit.unconstrained_reason, *(n for n in fit.notes if n not in per_param)))
 
 
 def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[str, float] | None = None,

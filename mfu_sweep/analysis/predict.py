@@ -6,9 +6,10 @@ its count per step, summed, is the step's GEMM time. The GEMM-only MFU is the
 step's GEMM FLOPs over that time over the series' peak.
 
 Shapes a series did not measure fall back, with a warning, to the series'
-fitted roofline when ``mfu_sweep.analysis.fit`` is installed alongside; otherwise they
-are reported missing and the prediction is incomplete (a caller may still show
-the measured part, clearly labelled partial).
+fitted roofline when ``mfu_sweep.analysis.fit`` is installed alongside, but only where
+the measured shapes constrain what that shape's time depends on
+(:class:`FitPredictor`); otherwise they are reported missing, with the reason, and the
+prediction is incomplete (a caller may still show the measured part, clearly labelled partial).
 
 What the prediction leaves out is listed in :data:`LEFT_OUT`.
 """
@@ -166,7 +167,27 @@ def measured_medians(sweeps: Sequence[Sweep], dtype: str, mode: str) -> dict[str
     return {label: by_shape for label, by_shape in out.items() if by_shape}
 
 
-Predictor = Callable[[Shape], float]
+Predictor = Callable[[Shape], "float | None"]
+
+
+@dataclass(frozen=True)
+class FitPredictor:
+    """Time per call from a roofline fit, only where the fit is backed by the measured shapes.
+
+    Calling it gives None for a shape the fit cannot stand in for; :meth:`refusal` says why
+    (:meth:`mfu_sweep.analysis.fit.RooflineFit.unsupported_at`).
+    """
+
+    fit: Any
+    dtype: Any
+
+    def refusal(self, shape: Shape) -> str | None:
+        return self.fit.unsupported_at(shape.flops, shape.bytes(self.dtype))
+
+    def __call__(self, shape: Shape) -> float | None:
+        if self.refusal(shape) is not None:
+            return None
+        return float(self.fit.predict_time(shape.flops, shape.bytes(self.dtype)))
 
 
 def roofline_predictors(sweeps: Sequence[Sweep], dtype: str, mode: str,
@@ -189,14 +210,11 @@ def roofline_predictors(sweeps: Sequence[Sweep], dtype: str, mode: str,
     for key, series in group_series(list(sweeps)).items():
         if key.dtype != dtype or key.mode != mode or (labels is not None and key.label not in labels):
             continue
-        fit = fit_series(series, n_boot=1)  # only the point estimate is used here
+        # the bootstrap decides which parameters the shapes constrain, which decides where the fit may stand in
+        fit = fit_series(series)
         if fit is not None:
-            out[key.label] = _bind(fit, dt)
+            out[key.label] = FitPredictor(fit, dt)
     return out
-
-
-def _bind(fit: Any, dt: Any) -> Predictor:
-    return lambda shape: float(fit.predict_time(shape.flops, shape.bytes(dt)))
 
 
 def _peak(sweeps: Sequence[Sweep], label: str, dtype: str) -> float | None:
@@ -213,22 +231,30 @@ def predict_series(gemms: Sequence[WorkloadGemm], label: str, dtype: str, mode: 
                    predictor: Predictor | None = None) -> StepPrediction:
     """Times for every GEMM on one series: measured, else fitted, else missing."""
     items = []
+    refused: dict[str, set[Shape]] = {}
     for g in gemms:
+        seconds = None if g.shape in medians or predictor is None else predictor(g.shape)
         if g.shape in medians:
             items.append(GemmTime(g, medians[g.shape], "measured"))
-        elif predictor is not None:
-            items.append(GemmTime(g, predictor(g.shape), "fitted"))
+        elif seconds is not None:
+            items.append(GemmTime(g, seconds, "fitted"))
         else:
             items.append(GemmTime(g, None, "missing"))
+            why = predictor.refusal(g.shape) if isinstance(predictor, FitPredictor) else None
+            if why:
+                refused.setdefault(why, set()).add(g.shape)
     family = gemms[0].family if gemms else ""
     flops = [s.flops for s in medians]
     span = (min(flops), max(flops)) if flops else (0.0, 0.0)
+    total = len({g.shape for g in gemms})
+    refusals = tuple(f"{label}: the roofline fit does not stand in for {len(shapes)} of {total} unmeasured shapes: "
+                     f"{why}" for why, shapes in refused.items())
     return StepPrediction(label, dtype, mode, family, tuple(items), peak_tflops,
-                          _warnings(label, dtype, items, peak_tflops, span))
+                          refusals + _warnings(label, dtype, items, peak_tflops, span, bool(refused)))
 
 
 def _warnings(label: str, dtype: str, items: Sequence[GemmTime], peak_tflops: float | None,
-              span: tuple[float, float]) -> tuple[str, ...]:
+              span: tuple[float, float], refused: bool = False) -> tuple[str, ...]:
     notes = []
     total = len({t.gemm.shape for t in items})
     fitted = {t.gemm.shape for t in items if t.source == "fitted"}
@@ -241,8 +267,8 @@ def _warnings(label: str, dtype: str, items: Sequence[GemmTime], peak_tflops: fl
         notes.append(f"{label}: {len(fitted)} of {total} shapes not measured; their time "
                      f"({share:.0%} of the step) comes from the fitted roofline{extrapolated}")
     if missing:
-        notes.append(f"{label}: {missing} of {total} shapes not measured and no roofline fit available; "
-                     f"the step time is incomplete")
+        why = "the fit does not stand in for them (above)" if refused else "no roofline fit available"
+        notes.append(f"{label}: {missing} of {total} shapes not measured and {why}; the step time is incomplete")
     if peak_tflops is None:
         notes.append(f"{label}: no peak for {dtype}; MFU not computed")
     return tuple(notes)

@@ -258,6 +258,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.spread import replicate_spreads
     from mfu_sweep.cli import board as ranked
+    from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.results import load_sweeps
 
     sweeps = load_sweeps(files)
@@ -276,12 +277,13 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["spreads"] = [s.to_json() for s in spreads]
         click.echo(json.dumps(out, indent=1))
         return
+    for line in pair_sentences(comps):  # the gist first, one sentence per pair; the details follow
+        click.echo(line)
     ranked.echo_boards(fleets, boards, notes)
     for s in spreads:
         click.echo(f"spread: {s.sentence()}")
-    for i, c in enumerate(comps):
-        if i or spreads or fleets or boards:
-            click.echo("")
+    for c in comps:
+        click.echo("")
         _print_comparison(c)
 
 

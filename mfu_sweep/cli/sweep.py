@@ -190,6 +190,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         raise click.ClickException(str(exc)) from None
     finally:
         bar.close()
+    from mfu_sweep.present.headline import sweep_headline
     from mfu_sweep.results import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
@@ -203,6 +204,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if tax:
         click.echo(f"time to first result: {tax}")
     click.echo(f"wrote {plan.output}")
+    click.echo(sweep_headline([result], plan.output))
     if place.launcher and place.world > 1:
         docs = gather_to_rank0(result, place)
         if docs is not None:

@@ -20,6 +20,7 @@ from mfu_sweep.present.theme import (
     CROSSOVER_STYLE,
     LEADER_STRIP,
     MAX_BANDS,
+    UNCONSTRAINED_FIT,
     add_legend,
     check_metric,
     flop_axis,
@@ -87,6 +88,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     if show_fit and fits is None:
         fits = fit_groups({s.key: s for s in series}, copy_bandwidth=measured_copy_bandwidth(sweeps))[0]
     kinds: set[str] = set()
+    extra: list[Any] = []
     fitted = banded = False
     mixed = len({peak_kind(s.peak) for s in series}) > 1
     top = 0.0  # highest point, error bar or fitted value: bootstrap bands may not stretch the axis
@@ -99,7 +101,9 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
                     elinewidth=0.8, markersize=3.5, zorder=3, **point_style(s.device),
                     label=series_name(s.label, s.peak if mixed else None, published=is_published(s.device)))
         fit = (fits or {}).get(s.key) if show_fit else None
-        if fit is not None:
+        if fit is not None and not fit.is_constrained:
+            extra.append(Line2D([], [], linestyle="none", label=f"{safe_text(s.label)}: {UNCONSTRAINED_FIT}"))
+        elif fit is not None:
             grid, yf, band = fit_curve(s, fit, metric)
             ax.plot(grid, yf, color=colors[s.label], linewidth=1.0, zorder=2, gid=f"fit:{s.label}")
             top = max(top, float(np.nanmax(yf, initial=0.0)))
@@ -108,8 +112,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
                 ax.fill_between(grid, band[0], band[1], color=colors[s.label], alpha=0.15, linewidth=0, zorder=1,
                                 gid=f"fit-band:{s.label}")
             fitted = True
-    extra: list[Any] = [Line2D([], [], linestyle="none", label=f"{safe_text(lab)}: no {dtype} peak, not shown")
-                        for lab in no_peak]
+    extra += [Line2D([], [], linestyle="none", label=f"{safe_text(lab)}: no {dtype} peak, not shown")
+              for lab in no_peak]
     if show_compare:
         extra += _draw_comparisons(ax, sweeps, dtype, mode, metric, comparisons, colors)
     flop_axis(ax)

@@ -16,6 +16,7 @@ from mfu_sweep.present.select import interval_proxy, label_colors, metric_points
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
     SHARED_ROOF_COLOR,
+    UNCONSTRAINED_FIT,
     add_legend,
     is_published,
     mode_style,
@@ -24,6 +25,7 @@ from mfu_sweep.present.theme import (
     peak_kind,
     plain_log_axis,
     point_style,
+    safe_text,
     series_name,
 )
 from mfu_sweep.results import Sweep
@@ -36,11 +38,13 @@ def _roof(x: np.ndarray, p_tflops: float | None, w_tbs: float | None) -> np.ndar
 
 
 def _roofs(series: Sequence[Series], fits: Mapping[SeriesKey, RooflineFit] | None, colors: Mapping[str, str]
-           ) -> tuple[list[tuple[str, float | None, float | None, str]], set[str]]:
-    """``(colour, P, W, "spec"|"fit")`` per roof to draw, and the kinds of the spec peaks.
+           ) -> tuple[list[tuple[str, float | None, float | None, str]], set[str], list[list[str]]]:
+    """``(colour, P, W, "spec"|"fit")`` per roof to draw, the kinds of the spec peaks, and the labels of
+    each spec roof that several devices share.
 
     Identical spec roofs (one chip, several labels) are drawn once in dark grey;
-    fitted parameters the shapes do not constrain are left out (a bound, not a measurement).
+    fitted parameters the shapes do not constrain are left out (a bound, not a measurement),
+    and so is a fit that constrains nothing.
     """
     spec: dict[tuple[float, float | None], list[str]] = {}
     kinds: set[str] = set()
@@ -50,15 +54,19 @@ def _roofs(series: Sequence[Series], fits: Mapping[SeriesKey, RooflineFit] | Non
             spec.setdefault((s.peak_tflops, s.peak.memory_bandwidth_tbs), []).append(s.label)
             kinds.add(peak_kind(s.peak))
         fit = (fits or {}).get(s.key)
-        if fit is not None:
+        if fit is not None and fit.is_constrained:
             c = fit.constrained
             p = fit.p_tflops if c.get("p_tflops", True) else None
             w = fit.w_tbs if c.get("w_tbs", True) else None
             if p or w:
                 roofs.append((colors[s.label], p, w, "fit"))
+    shared = []
     for (p, w), labels in spec.items():
-        roofs.insert(0, (colors[labels[0]] if len(set(labels)) == 1 else SHARED_ROOF_COLOR, p, w, "spec"))
-    return roofs, kinds
+        one = len(set(labels)) == 1
+        roofs.insert(0, (colors[labels[0]] if one else SHARED_ROOF_COLOR, p, w, "spec"))
+        if not one:
+            shared.append(sorted(set(labels)))
+    return roofs, kinds, shared
 
 
 def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None,
@@ -66,9 +74,9 @@ def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: st
                   colors: Mapping[str, str] | None = None, legend: bool = True, ax: Axes | None = None) -> Axes:
     """Achieved TFLOP/s against arithmetic intensity (FLOP/byte), log-log, for one dtype and mode.
 
-    Per device: the measured points (with intervals), the peak roof
+    Per device: the measured points (one per shape, with intervals), the peak roof
     ``min(P, W * I)`` from the spec (dotted; only the flat part when the spec
-    has no bandwidth; dark grey when several devices share it), the fitted
+    has no bandwidth; dark grey when several devices share it, the legend names them), the fitted
     roof from ``fits`` (dashed; a ceiling the shapes do not constrain is left
     out) and the ridge points ``I = P / W`` of both (open diamond: spec,
     filled: fit). The fitted roof leaves out the per-call overhead ``t0``, so
@@ -86,7 +94,7 @@ def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: st
         fits = fit_groups({s.key: s for s in series}, copy_bandwidth=measured_copy_bandwidth(sweeps))[0]
     intens = np.array([r.intensity for s in series for r in s.records])
     lo, hi = intens.min() / 2, intens.max() * 2
-    roofs, kinds = _roofs(series, fits if show_fit else None, colors)
+    roofs, kinds, shared = _roofs(series, fits if show_fit else None, colors)
     for _, p, w, _ in roofs:
         if p and w:
             lo, hi = min(lo, p / w / 2), max(hi, p / w * 2)
@@ -111,15 +119,23 @@ def plot_roofline(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: st
     ax.set_xlabel("Arithmetic intensity (FLOP/byte)")
     ax.set_ylabel("Throughput (TFLOP/s)")
     ax.set_title(f"{dtype} · {mode}")
-    extra: list[Any] = []
+    extra: list[Any] = [Line2D([], [], linestyle="none", label=f"{safe_text(s.label)}: {UNCONSTRAINED_FIT}")
+                        for s in series if show_fit and (f := (fits or {}).get(s.key)) and not f.is_constrained]
     proxy = interval_proxy(interval_kinds)
     if proxy is not None:
         extra.append(proxy)
     if kinds:
+        flat = any(w is None for _, _, w, kind in roofs if kind == "spec")
         extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=":",
-                            label=f"{' / '.join(sorted(kinds))} peak roof"))
+                            label=f"spec roof: {' / '.join(sorted(kinds))} peak"
+                                  + (" (flat: the spec gives no memory bandwidth)" if flat else "")
+                                  + ", in the device's colour"))
+    for labels in shared:
+        extra.append(Line2D([], [], color=SHARED_ROOF_COLOR, linestyle=":",
+                            label=f"spec roof shared by {', '.join(safe_text(lab) for lab in labels)}"))
     if any(kind == "fit" for *_, kind in roofs):
-        extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle="--", label="fitted roof (without t0)"))
+        extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle="--",
+                            label="fitted roof min(P, W × intensity), without t0"))
     if any(p and w for _, p, w, _ in roofs):
         extra.append(Line2D([], [], color=ANNOTATION_GREY, marker="D", markerfacecolor="white", markersize=4.5,
                             linestyle="none", label="ridge point (filled: fit)"))

@@ -46,6 +46,7 @@ LEADER_STRIP = 0.045
 # Fit bands are drawn only up to this many devices per panel; more overlapping bands hide the data.
 MAX_BANDS = 2
 CROSSOVER_STYLE = {"runs": "-", "shapes": "-", "fit": (0, (1, 1.5))}
+UNCONSTRAINED_FIT = "fit not constrained, not drawn"  # legend text of a fit the shapes do not pin down
 BARS_PREFIX = "bars: "  # the legend key of error bars: "bars: <what they mean>"
 INTERVAL_TEXT = {"ci": "95% CI of median", "iqr": "interquartile range", "passes": "range over passes",
                  None: "no interval"}
