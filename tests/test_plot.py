@@ -195,7 +195,8 @@ def test_plot_roofline_draws_spec_and_fitted_roofs_with_ridges(pair: list[Sweep]
     n_fit_ridges = sum(f.constrained["p_tflops"] and f.constrained["w_tbs"] for f in fitted)
     assert len(gids(ax, "ridge:fit")) == n_fit_ridges
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert "vendor spec peak roof" in legend and "fitted roof (without t0)" in legend
+    assert "spec roof: vendor spec peak, in the device's colour" in legend
+    assert "fitted roof min(P, W × intensity), without t0" in legend
 
 
 # -- 3./4. first call and compile speedup ----------------------------------------------------------
