@@ -66,8 +66,8 @@ def _rows(obj: dict[str, Any], defs: dict[str, Any], prefix: str = "") -> list[s
     for name, spec in obj.get("properties", {}).items():
         path = f"{prefix}{name}"
         desc = spec.get("description", "").replace("|", "\\|")
-        rows.append(f"| `{path}` | {_type(spec, defs)} | {'yes' if name in required else ''} | "
-                    f"{_limits(spec)} | {desc} |")
+        kind = ", ".join(x for x in (_type(spec, defs), _limits(spec)) if x)
+        rows.append(f"| `{path}` | {kind} | {'yes' if name in required else ''} | {desc} |")
         if spec.get("properties"):
             rows += _rows(spec, defs, f"{path}.")
     return rows
@@ -100,7 +100,7 @@ def schema_markdown(schema: dict[str, Any]) -> str:
     for key, title, blurb in SECTIONS:
         obj = defs[key]
         lines += [f"## {title}", "", obj.get("description", blurb), "",
-                  "| field | type | required | limits | description |", "|---|---|---|---|---|",
+                  "| field | type | required | description |", "|---|---|---|---|",
                   *_rows(obj, defs), "", *_conditions(obj)]
     lines += ["Objects accept fields not listed here (additions within version 1 are optional and backwards "
               "compatible); the listed fields keep their meaning.", ""]
