@@ -186,3 +186,14 @@ def test_layout_page_names_every_module() -> None:
     assert len(modules) > 40
     missing = [m for m in modules if m not in layout]
     assert not missing, f"docs/layout.md does not name {missing}: add a line for each to its tree"
+
+
+def test_shell_completion_as_documented() -> None:
+    install = (DOCS / "install.md").read_text()
+    assert "_MFU_SWEEP_COMPLETE=bash_source mfu-sweep" in install
+    runner = CliRunner()
+    script = runner.invoke(main, [], prog_name="mfu-sweep", env={"_MFU_SWEEP_COMPLETE": "bash_source"})
+    assert "_mfu_sweep_completion()" in script.output
+    env = {"_MFU_SWEEP_COMPLETE": "bash_complete", "COMP_WORDS": "mfu-sweep sweep --dtype ", "COMP_CWORD": "3"}
+    offered = runner.invoke(main, [], prog_name="mfu-sweep", env=env).output.split()
+    assert "plain,bf16" in offered and "plain,fp8" in offered, offered

@@ -29,8 +29,11 @@ def main() -> None:
 
     \b
     Example:
-        mfu-sweep sweep --device cpu --dtype fp32 -o sweeps/my-cpu.json
+        mfu-sweep sweep --device cpu --dtype fp32 -o out/my-cpu.json
+        mfu-sweep report out/my-cpu.json -o out/report/
         mfu-sweep validate sweeps/*.json
+
+    Every command has --help with examples; the documentation is in docs/ (make docs builds it).
     """
 
 

@@ -62,3 +62,8 @@ def positive_float(ctx: click.Context, param: click.Parameter, value: float | No
         raise click.BadParameter(f"{value!r} must be a positive number", ctx=ctx, param=param)
     return value
 
+
+
+# --spec-file, shared by every command that looks up peak specs
+spec_file_option = click.option("--spec-file", type=str, default=None, metavar="FILE",
+                                help="TOML with extra or replacement [[chip]] entries (as in specs/chips.toml).")

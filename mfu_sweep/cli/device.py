@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import click
 
-from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.cli.common import domain_errors, spec_file_option
 from mfu_sweep.dtypes import DTYPES
 
 
@@ -63,7 +63,7 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
               help="Store the block under the key 'ceilings' of this sweep result file (atomically).")
 @click.option("--force", is_flag=True, help="With --into: store even if the file's device differs.")
 @click.option("--chip", default=None, help="Force the spec entry (see `mfu-sweep specs`).")
-@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@spec_file_option
 @domain_errors
 def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budget_s: float, output: str | None,
              into: str | None, force: bool, chip: str | None, spec_file: str | None) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv
+from mfu_sweep.cli.common import domain_errors, invoked_argv, spec_file_option
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
@@ -32,7 +32,7 @@ from mfu_sweep.specs import load_chips
               help="Output label for a source device (default: the source's own name).")
 @click.option("--only", multiple=True, metavar="SRC", help="Import only this source device (repeatable).")
 @click.option("--dtype", default=None, help="nvbench only: the dtype when the benchmark has no dtype axis.")
-@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@spec_file_option
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
 @domain_errors
 def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[str, ...], labels: tuple[str, ...],

@@ -6,13 +6,13 @@ import json
 
 import click
 
-from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.cli.common import domain_errors, spec_file_option
 
 
 @click.command()
 @click.option("--detect", is_flag=True, help="Show which entry this machine's devices map to.")
 @click.option("--device", default="auto", show_default=True, help="Device to detect (with --detect).")
-@click.option("--spec-file", type=str, default=None, help="Extra TOML [[chip]] entries to include.")
+@spec_file_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @domain_errors
 def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> None:

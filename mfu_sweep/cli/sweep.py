@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float
+from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float, spec_file_option
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.measure.sweep import (
     ACCEL_RANGE,
@@ -39,7 +39,8 @@ def _range_default(end: int) -> str:
               help="eager and/or compile (torch.compile); repeat for both. Default: eager.")
 @click.option("--compile-mode", default=None, help="torch.compile mode passed through (default, max-autotune, ...).")
 @click.option("--shape", "shape_specs", multiple=True, metavar="[B]xMxNxK", help="Explicit shape; repeatable.")
-@click.option("--shape-file", type=str, default=None, help="CSV with columns m,n,k[,batch].")
+@click.option("--shape-file", type=str, default=None, metavar="FILE",
+              help="CSV with a header m,n,k[,batch] (# comments allowed), e.g. from `mfu-sweep shapes ... --csv`.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
               help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
                    "repeatable (see `mfu-sweep shapes`).")
@@ -75,7 +76,7 @@ def _range_default(end: int) -> str:
 @click.option("--cold-compile", is_flag=True, help="Fresh, empty compile caches for every shape.")
 @click.option("--no-check", is_flag=True, help="Skip the float64 numerical check.")
 @click.option("--chip", default=None, help="Force the spec entry (see `mfu-sweep specs`).")
-@click.option("--spec-file", type=str, default=None, help="TOML with extra/replacement [[chip]] entries.")
+@spec_file_option
 @click.option("--peak-tflops", type=float, default=None, callback=positive_float,
               help="Override the peak TFLOP/s for every swept dtype.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
