@@ -58,6 +58,7 @@ def test_xla_excerpt_values_and_provenance() -> None:
     assert r.median_s == pytest.approx(4.96e-6) and r.iqr_s == 0
     assert r.extra["source_dtype"] == "bf16xbf16->bf16" and r.extra["source_value"] == 6765006451612
     assert {"imported", "single_value"} <= set(r.flags) and r.timer == "cupti-kernel" and r.mode == "compile"
+    assert r.extra["cache"] == "none"
     assert "maybe_tf32" in rec(b200, "fp32", Shape(1, 256, 256, 256)).flags
     assert r.mfu == pytest.approx(r.tflops / 2250.0)
     imp = b200.extra["import"]
@@ -109,7 +110,8 @@ def test_deepbench_excerpt_k1530_rounding_layouts() -> None:
     assert p100.device["name"] == "NVIDIA Tesla P100" and p100.device["backend"] == "imported"
     assert sorted({r.dtype for r in p100.records}) == ["fp16", "fp32"]
     r = rec(p100, "fp32", Shape(1, 1760, 16, 1760))
-    assert r.samples_s == (55e-6,) and "rounded_source" in r.flags and r.timer == "host"
+    assert r.samples_s == (55e-6,) and "rounded_source" in r.flags and r.timer == "host-mean"
+    assert r.extra["cache"] == "none" and p100.settings["timing"]["timer"] == "host-mean"
     assert r.extra["layout"] == "NN"  # the TN repeat of this shape is dropped, and said so
     assert any("transpose" in n for n in p100.extra["import"]["notes"])
     k = rec(p100, "fp32", Shape(1, 512, 24000, 1536))  # the sheet says K=1530
@@ -129,16 +131,22 @@ def test_deepbench_excerpt_k1530_rounding_layouts() -> None:
 # --- mamf-finder and nvbench -----------------------------------------------------------------------------
 
 
-def test_mamf_finder_log() -> None:
+def test_mamf_finder_log_with_dash_headers() -> None:
+    """SYNTHETIC log (the `- ` header form of 2025-10 on, end="\r" lines); real logs: test_import_formats.py."""
     res = import_sources("mamf-finder", [MAMF])
     (sw,) = res.sweeps.values()
     assert sw.label == "NVIDIA-H100-80GB-HBM3" and sw.peak.chip == "h100-sxm"
     r = rec(sw, "bf16", Shape(1, 2048, 4096, 4096))
     assert r.samples_s[0] == pytest.approx(2 * 2048 * 4096 * 4096 / 701.5e12)
-    assert r.timer == "events" and "rounded_source" in r.flags and r.extra["source_mean_tflops"] == 700.4
+    assert r.timer == "cuda-events+flush" and "rounded_source" in r.flags and r.extra["source_mean_tflops"] == 700.4
+    assert r.extra["cache"] == "flush" and r.mode == "eager"
     zero = rec(sw, "bf16", Shape(1, 3072, 4096, 4096))
     assert zero.status == "error" and zero.samples_s == ()
-    assert "median of 100" in sw.extra["import"]["timing_method"]
+    imp = sw.extra["import"]
+    assert "median of 100" in imp["timing_method"] and "truncated" not in imp
+    assert sw.environment["software"]["versions"] == {"torch": "2.9.0", "cuda": "12.8"}
+    assert sw.environment["software"]["environment"] == {"PYTORCH_TUNABLEOP_ENABLED": "0"}
+    assert imp["tool"] == "mamf-finder.py (benchmark version 2)"
 
 
 def _nvbench_gemm(tmp_path: Path, with_samples: bool) -> Path:
@@ -166,13 +174,14 @@ def test_nvbench_gemm_states(tmp_path) -> None:
     (sw,) = res.sweeps.values()
     (r,) = sw.records
     assert sw.device["name"] == "Quadro GV100" and r.dtype == "bf16" and r.samples_s == (2e-5,)
+    assert r.timer == "nvbench-cold" and r.extra["cache"] == "flush" and "source_mean" not in r.flags
     res = import_sources("nvbench", [_nvbench_gemm(tmp_path, with_samples=True)])
     (r,) = next(iter(res.sweeps.values())).records
     assert r.samples_s == pytest.approx((1e-5, 2e-5, 3e-5)) and "single_value" not in r.flags
 
 
 def test_real_nvbench_file_without_gemm_axes_is_refused() -> None:
-    with pytest.raises(SourceError, match="no M, N, K axes"):
+    with pytest.raises(SourceError, match="no M, N, K axis"):
         import_sources("nvbench", [NVB_REAL])
 
 
@@ -244,7 +253,7 @@ def _no_gemm_section(tmp_path: Path) -> Path:
     ("xla-perf-table", _renamed_key, "unknown dtype key 'q7xq7->q7'"),
     ("deepbench", _no_gemm_section, "no importable 'Dense Matrix Multiplication' section"),
     ("mamf-finder", lambda t: XLA, "not a mamf-finder log"),
-    ("nvbench", lambda t: XLA, "not readable JSON"),
+    ("nvbench", lambda t: XLA, "not nvbench --json, --csv or --md output"),
     ("xla-perf-table", lambda t: t / "missing.txtpb", "no such file"),
 ])
 def test_bad_input_one_line_error_nothing_written(tmp_path, fmt, make, fragment) -> None:
@@ -266,7 +275,7 @@ def test_bad_input_one_line_error_nothing_written(tmp_path, fmt, make, fragment)
     (["--chip", "gfx950=nope"], "unknown chip 'nope'"),
     (["--chip", "sm_999=b200"], "not a device of these sources"),
     (["--only", "sm_999"], "not a device of these sources"),
-    (["--dtype", "bf16"], "--dtype applies to nvbench only"),
+    (["--dtype", "bf16"], "--dtype applies to nvbench and mamf-finder only"),
 ])
 def test_bad_options(tmp_path, args, fragment) -> None:
     res = run("xla-perf-table", str(XLA), "-o", str(tmp_path / "o"), *args)

@@ -26,24 +26,33 @@ from mfu_sweep.specs import load_chips
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
 @click.option("-o", "--output-dir", "output_dir", required=True, type=click.Path(file_okay=False),
               help="Directory for the sweeps, one DIR/<label>.json per device found.")
-@click.option("--chip", "chips", multiple=True, metavar="SRC=ID",
-              help="Map a source device (as the source names it, e.g. sm_90 or NV_P100) to a spec entry.")
-@click.option("--label", "labels", multiple=True, metavar="SRC=NAME",
-              help="Output label for a source device (default: the source's own name).")
-@click.option("--only", multiple=True, metavar="SRC", help="Import only this source device (repeatable).")
-@click.option("--dtype", default=None, help="nvbench only: the dtype when the benchmark has no dtype axis.")
+@click.option("--chip", "chips", multiple=True, metavar="[FILE:]SRC=ID",
+              help="Map a source device (as the source names it, e.g. sm_90 or NV_P100) to a spec entry; "
+                   "FILE:SRC=ID for that device of one file only.")
+@click.option("--label", "labels", multiple=True, metavar="[FILE:]SRC=NAME",
+              help="Output label for a source device (default: the source's own name); FILE:SRC=NAME names the "
+                   "device of one file (FILE as given or its file name), which resolves two files naming one device.")
+@click.option("--only", multiple=True, metavar="[FILE:]SRC", help="Import only this source device (repeatable).")
+@click.option("--dtype", default=None,
+              help="nvbench and mamf-finder: the dtype when the source names none (no dtype axis; a pasted summary).")
+@click.option("--axis", "axes", multiple=True, metavar="DIM=NAME",
+              help="nvbench only: the source axis that is M, N, K, B (batch) or T (dtype), e.g. --axis 'K=Num Cols'.")
 @spec_file_option
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
 @domain_errors
 def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[str, ...], labels: tuple[str, ...],
-            only: tuple[str, ...], dtype: str | None, spec_file: str | None, force: bool) -> None:
+            only: tuple[str, ...], dtype: str | None, axes: tuple[str, ...], spec_file: str | None,
+            force: bool) -> None:
     """Import published GEMM results (another team's measurements) as v1 sweeps.
 
     FORMAT is xla-perf-table (OpenXLA default_matmul_perf_table.txtpb), deepbench
-    (DeepBench results/*.xlsx), mamf-finder (its text log) or nvbench (--json output).
-    Every record keeps the one value the source gives (samples_s of length 1), is
-    flagged `imported`, and the file's `import` block says where the numbers come
-    from and how they were timed. Nothing is written if any source is bad.
+    (DeepBench results/*.xlsx), mamf-finder (a log of any version since 2024, or a
+    pasted summary) or nvbench (--json, --csv or --md output). Every record keeps
+    the value the source gives (samples_s of length 1 unless the source has
+    samples), is flagged `imported`, and carries its timing method in `timer`,
+    `cache` and `mode`; the file's `import` block says where the numbers come from
+    and how they were timed. Nothing is written if any source is bad; a cut log is
+    imported with every record flagged `truncated` and the skipped lines counted.
 
     \b
     Example:
@@ -51,10 +60,11 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import xla-perf-table data/published/xla/rocm-sol/default_matmul_perf_table.txtpb --only gfx942 \
             --chip gfx942=mi325x -o out/
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
+        mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
     """
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
-        dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only,
+        dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),
     )
     out = Path(output_dir)
     targets = {label: out / f"{label}.json" for label in result.sweeps}

@@ -10,12 +10,15 @@ shapes, dtypes, specs); no click, no torch.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mfu_sweep.importers import deepbench, mamf_finder, nvbench, xla_perf_table
+from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.importers import deepbench, mamf_finder, nvbench, options, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip, slug
+from mfu_sweep.importers.sniff import sniff
 from mfu_sweep.results import Sweep
 from mfu_sweep.specs import ChipSpec, load_chips
 
@@ -26,6 +29,7 @@ READERS: dict[str, Callable[..., list[SourceDevice]]] = {
     nvbench.FORMAT: nvbench.read,
 }
 FORMATS = tuple(READERS)
+DTYPE_FORMATS = (nvbench.FORMAT, mamf_finder.FORMAT)  # formats whose sources may not name their dtype
 
 __all__ = ["FORMATS", "ImportResult", "SourceError", "import_sources"]
 
@@ -38,45 +42,68 @@ class ImportResult:
     warnings: tuple[str, ...]
 
 
+def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevice]:
+    """One source's devices, each knowing its file; a wrong-format file names the format it looks like."""
+    if not path.is_file():
+        raise SourceError(f"{str(path)!r}: no such file")
+    if path.stat().st_size == 0:
+        raise SourceError(f"{str(path)!r}: empty file")
+    try:
+        got = READERS[fmt](path, **kwargs)
+    except SourceError as exc:
+        other = sniff(path)
+        if other is not None and other != fmt:
+            raise SourceError(f"{exc} (it looks like {other} output: mfu-sweep import {other} ...)") from None
+        raise
+    return [replace(d, source=str(path)) for d in got]
+
+
 def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mapping[str, str] | None = None,
                    labels: Mapping[str, str] | None = None, dtype: str | None = None,
                    chips: Mapping[str, ChipSpec] | None = None, argv: Sequence[str] = (),
-                   only: Sequence[str] = ()) -> ImportResult:
+                   only: Sequence[str] = (), axes: Mapping[str, str] | None = None) -> ImportResult:
     """Read every source, map each device to a chip, return one sweep per device.
 
     Raises :class:`SourceError` (a ``ValueError``) on the first bad file, naming
     it; nothing is returned for a partly bad input. ``chip_overrides`` and
-    ``labels`` map a source device key (e.g. ``sm_90``, ``NV_P100``) to a chip id
-    or an output label; ``only`` keeps just those source devices.
+    ``labels`` map a source device key (e.g. ``sm_90``, ``NV_P100``), in every
+    file, or ``FILE:KEY`` in one file, to a chip id or an output label; ``only``
+    keeps just those source devices. ``dtype`` (nvbench, mamf-finder) is the
+    dtype where the source names none; ``axes`` (nvbench) maps ``M``, ``N``,
+    ``K``, ``B``, ``T`` to the source's axis names.
     """
     if fmt not in READERS:
         raise SourceError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     chips = load_chips() if chips is None else chips
-    overrides = dict(chip_overrides or {})
-    labels = dict(labels or {})
-    if dtype is not None and fmt != nvbench.FORMAT:
-        raise SourceError(f"--dtype applies to nvbench only; {fmt} sources name their dtypes")
-    kwargs = {"dtype": dtype} if fmt == nvbench.FORMAT else {}
+    if dtype is not None and fmt not in DTYPE_FORMATS:
+        raise SourceError(f"--dtype applies to {' and '.join(DTYPE_FORMATS)} only; {fmt} sources name their dtypes")
+    if dtype is not None and dtype not in DTYPES:
+        raise SourceError(f"--dtype {dtype!r} unknown (known: {', '.join(DTYPES)})")
+    if axes and fmt != nvbench.FORMAT:
+        raise SourceError(f"--axis applies to nvbench only; {fmt} sources name M, N and K themselves")
+    kwargs: dict[str, object] = {"dtype": dtype} if fmt in DTYPE_FORMATS else {}
+    if fmt == nvbench.FORMAT:
+        kwargs["axes"] = dict(axes or {})
     devices: list[SourceDevice] = []
     for p in paths:
-        path = Path(p)
-        if not path.is_file():
-            raise SourceError(f"{str(path)!r}: no such file")
-        devices.extend(READERS[fmt](path, **kwargs))
-    keys = {d.key for d in devices} | {d.name for d in devices}
-    for opt, given in (("--only", dict.fromkeys(only)), ("--chip", overrides), ("--label", labels)):
-        unknown = sorted(set(given) - keys)
-        if unknown:
-            raise SourceError(f"{opt} names {', '.join(map(repr, unknown))}, not a device of these sources "
-                              f"(devices: {', '.join(sorted({d.key for d in devices}))})")
-    if only:
-        devices = [d for d in devices if d.key in only or d.name in only]
+        devices.extend(_read(fmt, Path(p), kwargs))
+    label_of = options.resolve(labels or {}, devices, "--label")
+    chip_of = options.resolve(chip_overrides or {}, devices, "--chip")
+    keep = options.resolve(dict.fromkeys(only, "keep"), devices, "--only")
     warnings: list[str] = []
     out: dict[str, Sweep] = {}
-    for dev in devices:
-        label = slug(labels.get(dev.key) or labels.get(dev.name) or dev.key)
+    origin: dict[str, SourceDevice] = {}
+    for i, dev in enumerate(devices):
+        if only and i not in keep:
+            continue
+        label = slug(label_of.get(i) or dev.key)
         if label in out:
-            raise SourceError(f"two devices of these sources get label {label!r}; pass --label {dev.key}=NAME")
-        chip = map_chip(dev, chips, overrides, warnings)
+            first = origin[label]
+            raise SourceError(
+                f"two devices of these sources get label {label!r} ({first.key!r} of {first.source} and "
+                f"{dev.key!r} of {dev.source}); name one per file: --label "
+                f"{shlex.quote(f'{options.file_spec(dev, devices)}:{dev.key}=NAME')}")
+        chip = map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
         out[label] = build_sweep(dev, fmt, label, chip, argv)
+        origin[label] = dev
     return ImportResult(sweeps=out, warnings=tuple(warnings))

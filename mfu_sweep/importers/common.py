@@ -10,6 +10,11 @@ reads sweeps reads them too.
 Honesty rules kept here, not in each reader: one source value becomes
 ``samples_s`` of length 1 (never an invented spread), a rounded source value is
 flagged ``rounded_source``, and every record is flagged ``imported``.
+
+Timing vocabulary: each record's ``timer`` names how the source timed it, its
+``cache`` says whether caches were flushed before each timed call, and its
+``mode`` how the GEMM was issued (see :data:`TIMERS`); the sweep's
+``settings.timing`` repeats them with the long ``method`` text.
 """
 
 from __future__ import annotations
@@ -39,6 +44,22 @@ SOURCE_CHIPS: dict[str, tuple[str, ...]] = {
     "gfx950": ("mi355x", "mi350x"),
     "gfx942": ("mi300x", "mi325x"),
 }
+
+
+# Every ``timer`` an importer writes -> what it means (docs/importing.md has the table).
+TIMERS: dict[str, str] = {
+    "cuda-events+flush": "one device-event pair (CUDA/HIP) around each call, caches flushed before each call",
+    "cuda-events": "one device-event pair (CUDA/HIP) around each call, no cache flush",
+    "device-events+flush": "an event pair of another torch device (XPU, HPU, MPS) around each call, flushed",
+    "device-events": "an event pair of another torch device (XPU, HPU, MPS) around each call, no flush",
+    "nvbench-cold": "nvbench cold measurement: CUDA events around each isolated launch, L2 flushed before each",
+    "nvbench-batch": "nvbench batch measurement: back-to-back launches timed together, no flush",
+    "cupti-kernel": "CUPTI kernel tracer (kernel time only, no launch overhead)",
+    "roctracer-kernel": "roctracer kernel tracer (kernel time only, no launch overhead)",
+    "host-mean": "host clock around many back-to-back calls, mean per call (launch overhead included)",
+    "imported-best": "only the best value of a whole search (a summary), not a per-shape measurement",
+}
+CACHES = ("flush", "none", "unknown")
 
 
 class SourceError(ValueError):
@@ -74,8 +95,10 @@ class SourceDevice:
     rows: tuple[SourceRow, ...]
     provenance: Mapping[str, Any]
     mode: str = "eager"
-    timer: str = "host"
+    timer: str = "host-mean"
+    cache: str = "unknown"
     details: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
 
 
 def sha256_of(path: Path) -> str:
@@ -152,13 +175,13 @@ def map_chip(dev: SourceDevice, chips: Mapping[str, ChipSpec], overrides: Mappin
     return chip
 
 
-def _record(row: SourceRow, mode: str, timer: str, peak: Peak) -> Record:
+def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
     dt = get_dtype(row.dtype)
     base = dict(
-        shape=row.shape, dtype=row.dtype, mode=mode, flops=row.shape.flops, bytes=row.shape.bytes(dt),
-        intensity=row.shape.intensity(dt), family=row.family, timer=timer,
+        shape=row.shape, dtype=row.dtype, mode=dev.mode, flops=row.shape.flops, bytes=row.shape.bytes(dt),
+        intensity=row.shape.intensity(dt), family=row.family, timer=dev.timer,
         flags=tuple(dict.fromkeys(("imported", *row.flags))),
-        extra={"source_dtype": row.source_dtype, **row.extra},
+        extra={"cache": dev.cache, "source_dtype": row.source_dtype, **row.extra},
     )
     if row.seconds is None or not row.seconds > 0:
         return Record(status="error", error=row.error or "source gives no usable time", **base)
@@ -177,7 +200,9 @@ def build_sweep(dev: SourceDevice, fmt: str, label: str, chip: ChipSpec | None, 
     else:
         peak = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None,
                     source=f"no spec entry for {dev.name!r} (imported; MFU left empty)")
-    records = tuple(_record(r, dev.mode, dev.timer, peak) for r in dev.rows)
+    if dev.timer not in TIMERS or dev.cache not in CACHES:
+        raise AssertionError(f"importer bug: timer {dev.timer!r} / cache {dev.cache!r} not in the vocabulary")
+    records = tuple(_record(r, dev, peak) for r in dev.rows)
     prov = dict(dev.provenance)
     when = prov.get("date") or "unknown"
     run_id = hashlib.sha256(f"{fmt}|{prov.get('source_sha256')}|{dev.key}".encode()).hexdigest()[:32]
@@ -190,7 +215,8 @@ def build_sweep(dev: SourceDevice, fmt: str, label: str, chip: ChipSpec | None, 
                 "count": 1, "label": label, "source_key": dev.key, **source_identity(dev, fmt).device_fields()},
         peak=peak,
         records=records,
-        settings={"imported": True, "timing": {"method": prov.get("timing_method")}},
+        settings={"imported": True, "timing": {"method": prov.get("timing_method"), "timer": dev.timer,
+                                               "cache": dev.cache, "mode": dev.mode}},
         extra={"import": {"format": fmt, **prov}},
     )
 

@@ -46,6 +46,9 @@ PRECISION_NOTES = {
 LAYOUT_ORDER = {"NN": 0, "NT": 1, "TN": 2, "TT": 3}
 TIMING = ("host-timed mean of 400 back-to-back cuBLAS/rocBLAS calls after 1 warm-up, launch overhead included, "
           "no cache flush, truncated to whole microseconds (code/nvidia/gemm_bench.cu)")
+TIMING_INTEL = ("host-timed (MKL dsecnd) mean of 10 back-to-back MKL sgemm calls after 1 warm-up, no cache flush "
+                "(code/intel/gemm/bench.cpp at 29a5181c3a10b46f30fc133ac411db49cda23e52; the version that produced "
+                "the sheet is not recorded)")
 UNKNOWN = ("GPU clocks, boost and power state during the run", "cuBLAS/rocBLAS algorithm chosen",
            "whether the machine was otherwise idle")
 K_QUIRK = (1530, 1536)
@@ -204,12 +207,12 @@ def read(path: Path) -> list[SourceDevice]:
     software = {k: v for k, v in specs.items() if k not in ("GPU Model",)}
     vendor = "AMD" if key.startswith("AMD") else "Intel" if key.startswith("IA") else "NVIDIA"
     return [SourceDevice(
-        key=key, name=gpu, rows=tuple(kept), mode="eager", timer="host",
+        key=key, name=gpu, rows=tuple(kept), mode="eager", timer="host-mean", cache="none",
         details={"software": software},
         provenance={
             "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
             "tool": f"Baidu DeepBench gemm_bench ({vendor} build)",
-            "timing_method": TIMING if vendor != "Intel" else "Intel MKL build (code/intel/gemm); not checked here",
+            "timing_method": TIMING if vendor != "Intel" else TIMING_INTEL,
             "timer_resolution_s": 1e-6,
             "device_key": key, "sheets": sheets,
             "dtype_keys": {d: next(r.source_dtype for r in kept if r.dtype == d) for d in sheets.values()},

@@ -1,32 +1,39 @@
-"""nvbench JSON (``--json FILE``; NVIDIA/nvbench ``nvbench/json_printer.cu``, read by
-``python/scripts/nvbench_compare.py``).
+"""nvbench output: ``--json`` (``nvbench/json_printer.cu``), ``--csv`` and ``--md`` (see
+:mod:`mfu_sweep.importers.nvbench_text`); the format is recognised from the content.
 
-Layout: ``meta.version.json`` (file format, 1.0.0), ``devices[]`` (``id``,
+JSON layout: ``meta.version.json`` (file format, 1.0.0), ``devices[]`` (``id``,
 ``name``, ``sm_version``, ``sm_default_clock_rate`` ...) and ``benchmarks[]``
 with ``states[]``; a state has ``device``, ``axis_values`` (``[{name, type,
 value}]``), ``summaries`` (``[{tag, data: [{name, type, value}]}]``, values
 as strings) and ``is_skipped``. nvbench has no GEMM of its own, so a GEMM
-benchmark must name its axes ``M``, ``N``, ``K`` (optionally ``B``/``Batch``)
-and give the dtype as an axis named ``T``/``dtype``/``type`` or via ``--dtype``.
+benchmark must have axes for ``M``, ``N``, ``K`` (optionally ``B``/``Batch``)
+and the dtype as an axis named ``T``/``dtype``/``type`` or via ``--dtype``;
+``--axis M=NAME`` maps differently named axes.
 
 How it was measured: ``nv/cold/time/gpu/*`` are isolated launches timed by CUDA
 events with the L2 flushed before each (cold), the launch hidden behind a
 blocking kernel, stopping when the relative noise falls under the limit. This
-reader uses the median (``nv/cold/time/gpu/median``) or, in older files, the
-mean (flag ``source_mean``); where the state has a sample-times sidecar
-(``nv/json/bin:nv/cold/sample_times``, float32 per sample) beside the JSON, all
-samples are imported.
+reader uses the median (``nv/cold/time/gpu/median``, JSON only) or the mean
+(flag ``source_mean``; CSV and markdown print only the mean, "GPU Time");
+where the state has a sample-times sidecar (``nv/json/bin:nv/cold/sample_times``,
+float32 per sample) beside the JSON, all samples are imported. A state with
+only the batch (hot) time ("Batch GPU", back-to-back launches, no flush) is
+imported with timer ``nvbench-batch``.
 """
 
 from __future__ import annotations
 
 import json
 from array import array
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.importers import nvbench_text
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
+from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "nvbench"
@@ -37,24 +44,31 @@ TYPE_NAMES = {
     "f16": "fp16", "half": "fp16", "__half": "fp16", "float16": "fp16", "fp16": "fp16",
     "fp8": "fp8", "e4m3": "fp8", "__nv_fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "f8e4m3fn": "fp8",
 }
-DTYPE_AXES = ("t", "dtype", "type")
-BATCH_AXES = ("b", "batch")
+TARGETS = {"m": ("m",), "n": ("n",), "k": ("k",), "b": ("b", "batch"), "t": ("t", "dtype", "type")}
 SAMPLES_TAG = "nv/json/bin:nv/cold/sample_times"
 UNKNOWN = ("SM clock during the run beyond the default clock rate", "driver and CUDA versions",
            "which GEMM library the benchmark called")
+COLD_METHOD = ("cold isolated launches timed by CUDA events, L2 flushed before each, launch hidden behind a "
+               "blocking kernel; {stat}")
+BATCH_METHOD = "batch (hot) measurement: many back-to-back launches timed together, no flush; mean per launch"
 
 
-def _summary(state: dict, tag: str, field: str = "value") -> Any:
+def _summary(state: dict, tag: str, field_name: str = "value") -> Any:
     for s in state.get("summaries") or []:
         if s.get("tag") == tag:
             for d in s.get("data") or []:
-                if d.get("name") == field:
+                if d.get("name") == field_name:
                     return d.get("value")
     return None
 
 
-def _axes(state: dict) -> dict[str, Any]:
-    return {str(a.get("name", "")).lower(): a.get("value") for a in state.get("axis_values") or []}
+def _float(value: Any, where: str, what: str) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise SourceError(f"{where}: {what} {value!r} is not a number") from None
 
 
 def _samples(base: Path, state: dict) -> tuple[float, ...]:
@@ -69,89 +83,153 @@ def _samples(base: Path, state: dict) -> tuple[float, ...]:
     return tuple(float(x) for x in data if x > 0)
 
 
-def _row(state: dict, where: str, dtype_opt: str | None, base: Path) -> SourceRow:
-    axes = _axes(state)
+def _json_states(root: dict, name: str, base: Path) -> list[State]:
+    devices = {d.get("id"): d for d in root.get("devices") or [] if isinstance(d, dict)}
+    out = []
+    for bench in root.get("benchmarks") or []:
+        for j, st in enumerate(bench.get("states") or []):
+            where = f"{name!r}: benchmark {bench.get('name')!r} state {st.get('name', j)!r}"
+            dev = devices.get(st.get("device"), {})
+            median = _float(_summary(st, "nv/cold/time/gpu/median"), where, "GPU time")
+            mean = _float(_summary(st, "nv/cold/time/gpu/mean"), where, "GPU time")
+            out.append(State(
+                where=where, device=str(dev.get("name") or f"device {st.get('device')}"),
+                axes={str(a.get("name", "")): str(a.get("value")) for a in st.get("axis_values") or []},
+                cold_s=median if median is not None else mean, cold_stat="median" if median is not None else "mean",
+                batch_s=_float(_summary(st, "nv/batch/time/gpu/mean"), where, "batch GPU time"),
+                skipped=(f"skipped by nvbench: {st.get('skip_reason', '')}".strip() if st.get("is_skipped") else None),
+                samples_s=_samples(base, st), sample_size=int(_summary(st, "nv/cold/sample_size") or 0),
+                details={k: dev.get(k) for k in ("sm_version", "sm_default_clock_rate")},
+            ))
+    return out
+
+
+def _axis(state: State, target: str, mapping: Mapping[str, str]) -> str | None:
+    lower = {k.lower(): v for k, v in state.axes.items()}
+    if target in mapping:
+        src = mapping[target]
+        if src.lower() not in lower:
+            raise SourceError(f"{state.where}: --axis {target.upper()}={src}: no such axis "
+                              f"(has: {', '.join(state.axes) or 'none'})")
+        return lower[src.lower()]
+    return next((lower[a] for a in TARGETS[target] if a in lower), None)
+
+
+def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
+    vals = {t: _axis(state, t, mapping) for t in ("m", "n", "k", "b")}
+    missing = [t.upper() for t in ("m", "n", "k") if vals[t] is None]
+    if missing:
+        raise SourceError(f"{state.where}: no {', '.join(missing)} axis (has: {', '.join(state.axes) or 'none'}); "
+                          "name them M, N, K or map them with --axis M=NAME")
     try:
-        dims = [int(axes[d]) for d in ("m", "n", "k")]
-    except KeyError:
-        raise SourceError(f"{where}: no M, N, K axes (has: {', '.join(sorted(axes)) or 'none'})") from None
-    except (TypeError, ValueError):
-        raise SourceError(f"{where}: M, N, K axes must be integers") from None
-    batch = int(next((axes[b] for b in BATCH_AXES if b in axes), 1))
-    try:
-        shape = Shape(batch, *dims)
+        return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")))
+    except ValueError:
+        raise SourceError(f"{state.where}: M, N, K, B axes must be integers, got "
+                          f"{[vals[t] for t in ('m', 'n', 'k', 'b')]!r}") from None
     except ShapeError as exc:
-        raise SourceError(f"{where}: {exc}") from None
-    key = next((str(axes[a]) for a in DTYPE_AXES if a in axes), None)
+        raise SourceError(f"{state.where}: {exc}") from None
+
+
+def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch: bool) -> SourceRow:
+    shape = _shape(state, mapping)
+    key = _axis(state, "t", mapping)
     if key is not None and key.lower() not in TYPE_NAMES:
-        raise SourceError(f"{where}: unknown dtype key {key!r}")
+        raise SourceError(f"{state.where}: unknown dtype key {key!r} (known: {', '.join(sorted(TYPE_NAMES))})")
     dtype = TYPE_NAMES[key.lower()] if key is not None else dtype_opt
     if dtype is None:
-        raise SourceError(f"{where}: no dtype axis (T, dtype or type); pass --dtype")
-    if state.get("is_skipped"):
-        return SourceRow(shape=shape, dtype=dtype, seconds=None, source_dtype=key or dtype, family="nvbench",
-                         error=f"skipped by nvbench: {state.get('skip_reason', '')}".strip())
-    median = _summary(state, "nv/cold/time/gpu/median")
-    flags: tuple[str, ...] = ()
-    if median is None:
-        median = _summary(state, "nv/cold/time/gpu/mean")
-        flags = ("source_mean",)
-    try:
-        seconds = float(median) if median is not None else None
-    except ValueError:
-        raise SourceError(f"{where}: GPU time {median!r} is not a number") from None
-    samples = _samples(base, state)
-    return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=key or f"--dtype {dtype}",
-                     flags=flags, samples_s=samples, family="nvbench",
-                     error=None if seconds else "no nv/cold/time/gpu summary",
-                     extra={"source_value": seconds, "source_unit": "s (nv/cold/time/gpu/"
-                            + ("mean)" if flags else "median)"),
-                            "source_samples": int(_summary(state, "nv/cold/sample_size") or 0)})
+        raise SourceError(f"{state.where}: no dtype axis (T, dtype or type); pass --dtype")
+    source_dtype = key or f"--dtype {dtype}"
+    if state.skipped:
+        return SourceRow(shape=shape, dtype=dtype, seconds=None, source_dtype=source_dtype, family="nvbench",
+                         error=state.skipped)
+    seconds = state.batch_s if batch else state.cold_s
+    stat = "mean" if batch else state.cold_stat
+    flags = (("source_mean",) if stat == "mean" else ()) + (("rounded_source",) if state.rounded else ())
+    unit = "nv/batch/time/gpu/mean" if batch else f"nv/cold/time/gpu/{stat}"
+    return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=source_dtype, flags=flags,
+                     samples_s=() if batch else state.samples_s, family="nvbench",
+                     error=None if seconds else f"no {unit} value",
+                     extra={"source_value": seconds, "source_unit": f"s ({unit})",
+                            "source_samples": state.sample_size})
 
 
-def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
+def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
+    """States, file-level details, lines skipped by reason, and the output kind (json, csv, md)."""
     name = str(path)
     try:
-        root = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise SourceError(f"{name!r}: not readable JSON ({exc})") from None
-    if not isinstance(root, dict) or "benchmarks" not in root or "devices" not in root:
-        raise SourceError(f"{name!r}: not an nvbench JSON file (needs 'devices' and 'benchmarks')")
-    if dtype is not None and dtype not in DTYPES:
-        raise SourceError(f"--dtype {dtype!r} unknown (known: {', '.join(DTYPES)})")
-    devices = {d.get("id"): d for d in root.get("devices") or []}
-    version = ((root.get("meta") or {}).get("version") or {})
-    rows: dict[Any, dict[tuple, SourceRow]] = {}
-    repeats: dict[Any, int] = {}
-    for bench in root.get("benchmarks") or []:
-        for j, state in enumerate(bench.get("states") or []):
-            where = f"{name!r}: benchmark {bench.get('name')!r} state {state.get('name', j)!r}"
-            row = _row(state, where, dtype, path.parent)
-            got = rows.setdefault(state.get("device"), {})
-            if (row.shape, row.dtype) in got:
-                repeats[state.get("device")] = repeats.get(state.get("device"), 0) + 1
-                continue
-            got[(row.shape, row.dtype)] = row
-    if not rows:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{name!r}: cannot read as text ({exc})") from None
+    head = text.lstrip()[:4096]
+    if head.startswith("{"):
+        try:
+            root = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise SourceError(f"{name!r}: not readable JSON ({exc})") from None
+        if not isinstance(root, dict) or "benchmarks" not in root or "devices" not in root:
+            raise SourceError(f"{name!r}: not an nvbench JSON file (needs 'devices' and 'benchmarks')")
+        version = (root.get("meta") or {}).get("version") or {}
+        info = {"nvbench": (version.get("nvbench") or {}).get("string"),
+                "json": (version.get("json") or {}).get("string", "unversioned")}
+        return _json_states(root, name, path.parent), info, Counter(), "json"
+    if nvbench_text.is_csv(head):
+        states, skipped = nvbench_text.csv_states(text, name)
+        return states, {}, skipped, "csv"
+    if nvbench_text.is_markdown(head):
+        states, skipped, info = nvbench_text.md_states(text, name)
+        return states, info, skipped, "md"
+    raise SourceError(f"{name!r}: not nvbench --json, --csv or --md output (no JSON object, 'Benchmark,Device,' "
+                      "header or '# Benchmark Results' section)")
+
+
+def read(path: Path, dtype: str | None = None, axes: Mapping[str, str] | None = None) -> list[SourceDevice]:
+    name = str(path)
+    mapping = {k.lower(): v for k, v in (axes or {}).items()}
+    bad = sorted(set(mapping) - set(TARGETS))
+    if bad:
+        raise SourceError(f"--axis {bad[0].upper()}=...: only M, N, K, B (batch) and T (dtype) can be mapped")
+    states, info, skipped, kind = _load(path)
+    if not states:
         raise SourceError(f"{name!r}: no benchmark states")
-    out = []
-    for dev_id, got in rows.items():
-        dev = devices.get(dev_id, {})
-        dname = str(dev.get("name") or f"device {dev_id}")
-        out.append(SourceDevice(
-            key=dname, name=dname, rows=tuple(got.values()), mode="eager", timer="events",
-            details={"software": {"nvbench": (version.get("nvbench") or {}).get("string"),
-                                  "sm_version": dev.get("sm_version"),
-                                  "sm_default_clock_rate": dev.get("sm_default_clock_rate")}},
-            provenance={
-                "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
-                "tool": f"nvbench {(version.get('nvbench') or {}).get('string', '?')} (JSON "
-                        f"{(version.get('json') or {}).get('string', 'unversioned')})",
-                "timing_method": "cold isolated launches timed by CUDA events, L2 flushed before each, launch "
-                                 "hidden behind a blocking kernel; median (or mean where flagged source_mean)",
-                "device_key": dname, "dtype_keys": {r.dtype: r.source_dtype for r in got.values()},
-                "notes": [f"{repeats[dev_id]} states repeat a shape and dtype (other axes differ); the first kept"]
-                if repeats.get(dev_id) else [], "unknown": list(UNKNOWN),
-            },
-        ))
-    return out
+    by_device: dict[str, list[State]] = {}
+    for st in states:
+        by_device.setdefault(st.device, []).append(st)
+    return [_device(name, path, dname, sts, info, skipped, kind, dtype, mapping) for dname, sts in by_device.items()]
+
+
+def _device(name: str, path: Path, dname: str, states: list[State], info: Mapping[str, Any], skipped: Counter,
+            kind: str, dtype: str | None, mapping: Mapping[str, str]) -> SourceDevice:
+    batch = all(s.cold_s is None for s in states if not s.skipped) and any(s.batch_s for s in states)
+    got: dict[tuple, SourceRow] = {}
+    repeats = 0
+    for st in states:
+        row = _row(st, dtype, mapping, batch)
+        if (row.shape, row.dtype) in got:
+            repeats += 1
+            continue
+        got[(row.shape, row.dtype)] = row
+    notes = [f"{repeats} states repeat a shape and dtype (other axes differ); the first kept"] if repeats else []
+    notes += [f"{n} line(s) skipped: {why}" for why, n in sorted(skipped.items())]
+    truncated = any(why.startswith("cut") for why in skipped)
+    rows = [replace(r, flags=(*r.flags, "truncated")) if truncated else r for r in got.values()]
+    if kind == "md":
+        notes.append("markdown output lists no skipped states and prints times to 3 significant decimals "
+                     "(flag rounded_source)")
+    stat = "mean" if kind != "json" or any("source_mean" in r.flags for r in rows) else "median"
+    method = BATCH_METHOD if batch else COLD_METHOD.format(
+        stat="median" if stat == "median" else "mean (flag source_mean; the median is hidden in CSV/markdown)")
+    first = states[0].details
+    return SourceDevice(
+        key=dname, name=dname, rows=tuple(rows), mode="eager", timer="nvbench-batch" if batch else "nvbench-cold",
+        cache="none" if batch else "flush",
+        details={"software": {"nvbench": info.get("nvbench"), **{k: v for k, v in first.items() if v is not None}}},
+        provenance={
+            "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
+            "tool": f"nvbench {info.get('nvbench') or '?'} ({kind} output"
+                    + (f", JSON {info.get('json')})" if kind == "json" else ")"),
+            "timing_method": method, "device_key": dname,
+            "dtype_keys": {r.dtype: r.source_dtype for r in rows}, "notes": notes, "unknown": list(UNKNOWN),
+            **({"truncated": True} if truncated else {}),
+            **({"skipped_lines": dict(skipped)} if skipped else {}),
+        },
+    )

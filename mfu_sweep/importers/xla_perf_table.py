@@ -134,7 +134,7 @@ def read(path: Path) -> list[SourceDevice]:
                              + ", ".join(f"{k} ({n})" for k, n in sorted(skipped.items())))
             devices.append(SourceDevice(
                 key=key, name=key, rows=tuple(rows), mode="compile",
-                timer="roctracer-kernel" if key.startswith("gfx") else "cupti-kernel",
+                timer="roctracer-kernel" if key.startswith("gfx") else "cupti-kernel", cache="none",
                 provenance={
                     "source_file": path.name, "source_sha256": sha, **prov,
                     "tool": "OpenXLA xla/tools/matmul_perf_table_gen.cc (XLA picks the GEMM backend after "
