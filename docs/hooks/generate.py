@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,8 @@ def cli_markdown(group: click.Group, prog: str = "mfu-sweep") -> str:
 
 def on_files(files: Files, config: Any) -> Files:
     """Add the generated schema reference, the changelog and the committed figures to the site."""
+    if str(ROOT) not in sys.path:  # document the checkout being built, not another install of the package
+        sys.path.insert(0, str(ROOT))
     from mfu_sweep.cli import main
 
     files.append(File.generated(config, "reference/cli.md", content=cli_markdown(main)))
