@@ -41,7 +41,8 @@ def output_dir(path: str, option: str = "--output") -> Path:
 
 
 def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--metric``, ``--dtype``, ``--mode``, ``--n-boot`` and ``--seed``, shared by ``plot`` and ``report``."""
+    """``--metric``, ``--y-scale``, ``--dtype``, ``--mode``, ``--n-boot`` and ``--seed``, shared by ``plot``
+    and ``report``."""
     fn = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
                       help="Seed of the bootstrap resamples (fits and comparisons).")(fn)
     fn = click.option("--n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
@@ -50,6 +51,9 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Only this mode (eager, compile); repeat for several. Default: all.")(fn)
     fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
                       help="Only this dtype (fp32, bf16 ...); repeat for several. Default: all.")(fn)
+    fn = click.option("--y-scale", type=click.Choice(["auto", "log", "linear"]), default="auto", show_default=True,
+                      help="MFU / TFLOP/s axis of the vs-FLOPs figure; auto: log when the values span more "
+                           "than a decade.")(fn)
     fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
                       help="What the y axes and comparisons use: mfu (fraction of peak) or tflops.")(fn)
     return fn
@@ -82,7 +86,7 @@ def _wrote(paths: list[Path]) -> None:
 @selection_options
 @domain_errors
 def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: tuple[str, ...], metric: str,
-         dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int) -> None:
+         y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int) -> None:
     """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
     compile speedup, MFU heatmaps of m x n grids and a status overview.
 
@@ -105,7 +109,7 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
-                           kinds=kinds or None)
+                           kinds=kinds or None, y_scale=y_scale)
     try:
         for name, fig in figures.items():
             _wrote(save_figure(fig, out, name, formats or ("png",)))
@@ -119,8 +123,8 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
               help="Directory for index.md, index.html, analysis.json and figures/.")
 @selection_options
 @domain_errors
-def report(files: tuple[str, ...], output: str, metric: str, dtypes: tuple[str, ...], modes: tuple[str, ...],
-           n_boot: int, seed: int) -> None:
+def report(files: tuple[str, ...], output: str, metric: str, y_scale: str, dtypes: tuple[str, ...],
+           modes: tuple[str, ...], n_boot: int, seed: int) -> None:
     """Fit, compare and plot result files in one go, and write a report:
     index.md (figures beside it in figures/), a self-contained index.html
     (figures embedded, no external files) and analysis.json.
@@ -144,6 +148,6 @@ def report(files: tuple[str, ...], output: str, metric: str, dtypes: tuple[str, 
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
     try:
-        _wrote(write_report(sweeps, out, analysis=analysis))
+        _wrote(write_report(sweeps, out, analysis=analysis, y_scale=y_scale))
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {output!r} ({exc.strerror or exc})") from None

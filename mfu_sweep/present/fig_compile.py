@@ -8,11 +8,14 @@ from typing import Any
 import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
+    BARS_PREFIX,
+    INTERVAL_TEXT,
     RatioLocator,
     add_legend,
     flop_axis,
@@ -47,14 +50,16 @@ def plot_first_call(sweeps: Sequence[Sweep], *, dtype: str | None = None, quanti
     ax = new_ax(ax)
     colors = label_colors(sweeps, colors)
     drawn = False
+    several = False
     for s in pick_series(sweeps, dtype, None):
-        pts = [(r.flops, getattr(r, field)) for r in s.records if getattr(r, field)]
+        pts = first_call_points(s, field)
         if not pts:
             continue
-        x, y = zip(*pts, strict=True)
+        x, y, lo, hi = (np.array(c) for c in zip(*pts, strict=True))
+        several |= bool(np.any(hi > lo))
         style = mode_style(s.mode)
-        ax.plot(x, y, color=colors[s.label], marker=style["marker"], label=series_name(s.label, mode=s.mode),
-                linestyle=style["linestyle"] if is_family(s) else "none")
+        ax.errorbar(x, y, yerr=[y - lo, hi - y], color=colors[s.label], marker=style["marker"], elinewidth=0.8,
+                    label=series_name(s.label, mode=s.mode), linestyle=style["linestyle"] if is_family(s) else "none")
         drawn = True
     if not drawn:
         return no_data_panel(ax, f"no first-call times for {dtype}")
@@ -66,8 +71,24 @@ def plot_first_call(sweeps: Sequence[Sweep], *, dtype: str | None = None, quanti
     ax.set_ylabel(ylabel)
     ax.set_title(f"{dtype} · first call" + (" / steady" if quantity == "ratio" else ""))
     if legend:
-        add_legend(ax)
+        bars = [Line2D([], [], color=ANNOTATION_GREY, marker="|", markersize=7, linestyle="none",
+                       label=f"{BARS_PREFIX}{INTERVAL_TEXT['passes']}")] if several else []
+        add_legend(ax, bars)
     return ax
+
+
+def first_call_points(series: Series, field: str) -> list[tuple[float, float, float, float]]:
+    """``(flops, median, low, high)`` of ``field`` (first-call time or ratio) per shape over its passes.
+
+    One point per shape, like every other figure: the passes of a ``--repeats`` sweep are their
+    median with the range over passes, not a comb of points.
+    """
+    out = []
+    for records in shape_groups(series):
+        values = [float(v) for r in records if (v := getattr(r, field))]
+        if values:
+            out.append((records[0].flops, float(np.median(values)), min(values), max(values)))
+    return out
 
 
 # --------------------------------------------------------------------------- 4. compile speedup

@@ -23,8 +23,10 @@ from mfu_sweep.present.theme import (
     UNCONSTRAINED_FIT,
     add_legend,
     check_metric,
+    check_y_scale,
     flop_axis,
     is_published,
+    log_value_axis,
     metric_label,
     mode_style,
     new_ax,
@@ -34,6 +36,7 @@ from mfu_sweep.present.theme import (
     point_style,
     safe_text,
     series_name,
+    spans_decades,
 )
 from mfu_sweep.results import Sweep
 
@@ -41,7 +44,7 @@ from mfu_sweep.results import Sweep
 def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None, metric: str = "mfu",
              fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
              show_fit: bool = True, show_compare: bool = True, colors: Mapping[str, str] | None = None,
-             legend: bool = True, ax: Axes | None = None) -> Axes:
+             legend: bool = True, y_scale: str = "auto", ax: Axes | None = None) -> Axes:
     """MFU (or TFLOP/s) against GEMM size for every device of one dtype and mode.
 
     Draws the measured medians with their intervals (the stored 95% CI of the
@@ -69,6 +72,9 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
         Label -> colour; default :func:`series_colors` of every label in ``sweeps``.
     legend:
         Draw a legend on the Axes; :func:`figure_legend` moves it below a multi-panel figure.
+    y_scale:
+        ``"log"``, ``"linear"`` or ``"auto"`` (default: log when the points span more than a decade,
+        so values near zero, e.g. a CPU's bf16 MFU of 1%, are not flattened against the axis).
     ax:
         Axes to draw on; a new single-column figure when None.
 
@@ -77,6 +83,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     matplotlib.axes.Axes
     """
     check_metric(metric)
+    check_y_scale(y_scale)
     dtype, mode = pick_value(sweeps, "dtype", dtype), pick_value(sweeps, "mode", mode)
     ax = new_ax(ax)
     colors = label_colors(sweeps, colors)
@@ -92,10 +99,12 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     fitted = banded = False
     mixed = len({peak_kind(s.peak) for s in series}) > 1
     top = 0.0  # highest point, error bar or fitted value: bootstrap bands may not stretch the axis
+    values: list[float] = []  # every point and bar end, for the log axis' decision and its lower limit
     for s in series:
         x, y, yerr, k = metric_points(s, metric)
         kinds |= k
         top = max(top, float(np.max(y + yerr[1], initial=0.0)))
+        values += [*y, *(y - yerr[0]), *(y + yerr[1])]
         style = mode_style(mode)
         ax.errorbar(x, y, yerr=yerr, color=colors[s.label], marker=style["marker"], linestyle="none",
                     elinewidth=0.8, markersize=3.5, zorder=3, **point_style(s.device),
@@ -118,10 +127,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
         extra += _draw_comparisons(ax, sweeps, dtype, mode, metric, comparisons, colors)
     flop_axis(ax)
     ax.set_ylabel(metric_label(metric, {peak_kind(s.peak) for s in series}))
-    if metric == "mfu":
-        percent_axis(ax.yaxis)
     strip = any(isinstance(h, Patch) for h in extra)  # headroom so the leader strip covers no data
-    ax.set_ylim(0, (top or 1.0) * 1.08 / (1 - 1.5 * LEADER_STRIP if strip else 1.0))
+    _scale_y(ax, metric, values, top, strip, y_scale)
     ax.set_title(f"{dtype} · {mode}")
     if banded:
         extra.insert(0, Patch(facecolor=ANNOTATION_GREY, alpha=0.25, linewidth=0, label="fit: 95% bootstrap band"))
@@ -133,6 +140,20 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     if legend:
         add_legend(ax, extra)
     return ax
+
+
+def _scale_y(ax: Axes, metric: str, values: Sequence[float], top: float, strip: bool, y_scale: str) -> None:
+    """Log or linear y axis (``auto``: log over more than a decade) with room for the leader strip on top."""
+    room = 1 - 1.5 * LEADER_STRIP if strip else 1.0
+    if y_scale == "log" or (y_scale == "auto" and spans_decades(values)):
+        log_value_axis(ax, percent=metric == "mfu")
+        pos = [v for v in values if v > 0]
+        lo, hi = math.log10(min(pos) / 1.3), math.log10((top or max(pos)) * 1.15)
+        ax.set_ylim(10**lo, 10 ** (lo + (hi - lo) / room))
+        return
+    if metric == "mfu":
+        percent_axis(ax.yaxis)
+    ax.set_ylim(0, (top or 1.0) * 1.08 / room)
 
 
 def _panel_comparisons(sweeps: Sequence[Sweep], dtype: str, mode: str, metric: str,
@@ -190,6 +211,10 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
                        gid=f"crossover-interval:{x.method}")
             ax.axvline(x.flops, color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(x.method, ":"),
                        linewidth=0.9, zorder=1, gid=f"crossover:{x.method}")
+            ax.text(x.flops, 1 - 1.6 * LEADER_STRIP, f" {safe_text(x.from_label)} → {safe_text(x.to_label)} ",
+                    transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top", fontsize=5.5,
+                    color=ANNOTATION_GREY, zorder=5, gid=f"crossover-label:{x.method}",
+                    bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6})
     proxies: list[Any] = []
     if spans:
         unmeasured = any(not c.runs_measured for c in comps)
@@ -198,5 +223,5 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
                                    + ("; run-to-run variation not measured" if unmeasured else "")))
     for m in sorted(methods):
         proxies.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(m, ":"),
-                              label=f"crossover ({m}) ± interval"))
+                              label=f"crossover ({m}) ± interval, labelled old leader → new leader"))
     return proxies

@@ -136,7 +136,8 @@ def _panels(sweeps: Sequence[Sweep], draw: Any, keys: Sequence[Any], height: flo
 def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
                  colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
-                 boards: Sequence[Any] = (), kinds: Collection[str] | None = None) -> dict[str, Figure]:
+                 boards: Sequence[Any] = (), kinds: Collection[str] | None = None,
+                 y_scale: str = "auto") -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
@@ -147,7 +148,9 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     in ``boards`` (``leaderboard-<dtype>-<mode>``). ``fits``, ``comparisons`` and
     ``fleets`` default to computing them (see ``mfu_sweep.present.report.analyse``); with
     more than a handful of devices of one dtype and mode, no pairs are compared. ``kinds``
-    (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all.
+    (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all. ``y_scale``
+    (``auto``, ``log``, ``linear``) is the MFU/TFLOP/s axis of the vs-flops panels (see
+    :func:`~mfu_sweep.present.fig_mfu.plot_mfu`).
     """
     check_metric(metric)
     unknown = sorted(set(kinds or ()) - set(FIGURE_KINDS))
@@ -169,7 +172,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
         if keys and "vs-flops" in want:
             figs[f"{metric}-vs-flops"] = _panels(sweeps, lambda ax, k: plot_mfu(
                 sweeps, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
-                ax=ax), keys)
+                y_scale=y_scale, ax=ax), keys)
         if keys and "roofline" in want:
             figs["roofline"] = _panels(sweeps, lambda ax, k: plot_roofline(
                 sweeps, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)

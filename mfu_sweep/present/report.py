@@ -518,16 +518,17 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
 
 
 def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: Analysis | None = None,
-                 metric: str = "mfu") -> list[Path]:
+                 metric: str = "mfu", y_scale: str = "auto") -> list[Path]:
     """Analyse (unless ``analysis`` is given), draw and write ``index.md``, ``index.html``,
     ``analysis.json`` and ``figures/*.png`` under ``directory``; return the paths written.
+    ``y_scale`` is passed to :func:`~mfu_sweep.present.figures.make_figures`.
     """
     analysis = analysis or analyse(sweeps, metric)
     out = Path(directory)
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
     figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
-                           fleets=analysis.fleets, boards=analysis.leaderboards)
+                           fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale)
     written: list[Path] = []
     images: dict[str, bytes] = {}
     for stem, fig in figures.items():

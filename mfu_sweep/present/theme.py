@@ -290,4 +290,28 @@ def percent_axis(axis: Any) -> None:
     axis.set_major_formatter(mticker.FuncFormatter(fmt))
 
 
+Y_SCALES = ("auto", "log", "linear")
+
+
+def spans_decades(values: Iterable[float], decades: float = 1.0) -> bool:
+    """Whether the positive ``values`` span more than ``decades`` powers of ten (``auto`` picks a log axis)."""
+    pos = [v for v in values if v > 0 and math.isfinite(v)]
+    return bool(pos) and max(pos) / min(pos) > 10**decades
+
+
+def check_y_scale(scale: str) -> None:
+    if scale not in Y_SCALES:
+        raise ValueError(f"y_scale={scale!r} must be one of {', '.join(Y_SCALES)}")
+
+
+def log_value_axis(ax: Axes, percent: bool) -> None:
+    """Log y axis for MFU (``percent``: fractions shown as ``1%``, ``10%``) or TFLOP/s (``0.1``, ``10``)."""
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(DecadeLocator(6))
+    ax.yaxis.set_minor_locator(mticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=40))
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
+    ax.yaxis.set_major_formatter(mticker.FuncFormatter(
+        (lambda v, _: f"{v * 100:.6g}%") if percent else (lambda v, _: f"{v:.6g}")))
+
+
 # --------------------------------------------------------------------------- 2. roofline
