@@ -33,10 +33,10 @@ def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
     """A short human reading of one property's schema: type, constant, enum or reference."""
     if "$ref" in spec:
         name = spec["$ref"].rsplit("/", 1)[-1]
-        if name == "num_or_null":
-            return "number or null"
-        anchor = next((title for key, title, _ in SECTIONS if key == name), name)
-        return f"[{anchor.lower()}](#{anchor.lower().replace(' ', '-')})"
+        title = next((title for key, title, _ in SECTIONS if key == name), None)
+        if title is None:  # a small shared definition such as num_or_null: spell it out
+            return _type(defs[name], defs)
+        return f"[{title.lower()}](#{title.lower().replace(' ', '-')})"
     if "const" in spec:
         return f"`{json.dumps(spec['const'])}`"
     if "enum" in spec:
