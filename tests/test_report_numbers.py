@@ -36,6 +36,7 @@ INPUTS = {
     "cpu": lambda: load_sweeps([ROOT / "sweeps/amd-epyc-zen5-cpu.json"]),
     "published": lambda: load_sweeps([ROOT / "sweeps/published/sm_90.json"]),
     "fleet": _fleet,
+    "short": lambda: load_sweeps([ROOT / "tests/data/short-sweep/cpu-4-shapes.json"]),
 }
 
 
@@ -115,3 +116,12 @@ def test_report_tables_and_json_agree(name: str) -> None:
             assert f"MFU {hi:.1f}%" in facts["best shape"]
         else:
             assert row[col["MFU range"]] == "–" and js["mfu_range"] is None
+
+
+def test_a_fit_that_constrains_nothing_gives_no_ceiling_in_the_summary_table() -> None:
+    sweeps = INPUTS["short"]()
+    analysis = analyse(sweeps, fit_n_boot=50, compare_n_boot=10)
+    header, row = _tables(to_markdown(build_report(sweeps, analysis, [])))["Summary"]
+    assert row[header.index("fitted P, TFLOP/s [95%]")] == "fit not constrained (see notes)"
+    (fit,) = analysis_json(analysis)["fits"]
+    assert fit["is_constrained"] is False

@@ -243,8 +243,8 @@ FIGURE_CAPTIONS = {
         "95% bootstrap band when a panel has at most two devices; a fit whose parameters the shapes do not "
         "constrain is not drawn, and the legend says so); strip along the top: the device that leads "
         "significantly (blank: ambiguous); vertical lines: crossovers (solid: from data, dotted: from fits), "
-        "interval shaded, labelled with their pair. The {metric} axis is logarithmic when the values span more "
-        "than a decade."),
+        "interval shaded, labelled with their pair. The {metric} axis is logarithmic where the values span more "
+        "than a decade (unless --y-scale says otherwise)."),
     "roofline": (
         "Achieved TFLOP/s against arithmetic intensity, one point per shape (bars: {bars}). Dotted: the spec roof "
         "min(peak TFLOP/s, memory bandwidth × intensity) (only the flat peak when the spec has no bandwidth); "
@@ -303,6 +303,8 @@ def _summary_table(sweeps: Sequence[Sweep], analysis: Analysis) -> Table:
 def _summary_p(fit: RooflineFit | None) -> str:
     if fit is None:
         return "not fitted"
+    if not fit.is_constrained:
+        return "fit not constrained (see notes)"
     if not fit.constrained.get("p_tflops", True):
         return f"{significant(fit.p_tflops)} (not constrained)"
     return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
@@ -385,7 +387,9 @@ def _method_blocks(analysis: Analysis) -> list[Block]:
         "one pass, the stored 95% confidence interval of the median time (distribution-free, from the raw "
         "samples), else the interquartile range of its samples.",
         "The roofline fit is t = t0 + roof(F/P, B/W), fitted on log median time with a robust loss; intervals "
-        f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}).",
+        f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}). A fit "
+        "whose shapes pin down none of P, W and t0 is not constrained: its numbers are shown with that note, "
+        "but the figures draw no curve for it.",
         f"Comparisons call a leader only where the Holm-corrected test (alpha {st.get('alpha', '?')}) of the "
         "local trend of the ratio is significant over a run of FLOP counts; elsewhere the verdict is ambiguous. "
         "The test is against run-to-run variation when both devices were swept in several passes (method runs), "
