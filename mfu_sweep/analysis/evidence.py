@@ -77,10 +77,14 @@ SCALE_WIDTH = 4.0  # the noise scale is taken over a kernel this many times wide
 ICI_GAMMA = 1.0  # intervals of +- 1 standard error decide how far a smooth may reach (bias-averse)
 MIN_BANDWIDTH = 0.1  # decades of FLOPs, Gaussian sd
 HAC_LAGS = 3  # neighbouring shapes (in FLOP order) whose noise may be correlated (shapes)
-RUN_LAGS = 8  # the same for the deviations of one pass (runs), which measure it directly
+RUN_LAGS = 12  # the same for the deviations of one pass (runs), which measure it directly
 ROBUST_PASSES = 2
 MIN_SHAPES = 5  # fewer points than this: the shape scatter cannot be estimated
 NOT_MEASURED = "run-to-run variation not measured"
+# What the shapes method cannot tell from a lead (docs/statistics-calibration.md: 97% false leads under a
+# 2% drift in FLOP order, 15% shuffled); said in every comparison that rests on it.
+ONE_PASS_LIMIT = ("verdicts from one pass per side: a slow drift of the machine or an offset of a whole sweep "
+                  "can pass for a lead; sweep both with --repeats 2 or more to measure it")
 
 
 @dataclass(frozen=True)
@@ -210,23 +214,28 @@ def pooled_run_variance(log_flops: np.ndarray, var: np.ndarray, n_runs: np.ndarr
     x = np.asarray(log_flops, dtype=float)
     df = np.where(np.isfinite(var), n_runs - 1, 0.0)
     v = np.where(df > 0, var, 0.0)
-    dist = np.abs(x[:, None] - x[None, :])
-    order = np.argsort(dist, axis=1, kind="stable")
-    cum = np.cumsum(df[order], axis=1)
-    k = np.minimum((cum < pool_df).sum(axis=1), len(x) - 1)
-    radius = np.take_along_axis(dist, order, axis=1)[np.arange(len(x)), k]
-    inside = dist <= radius[:, None] * (1 + 1e-12) + 1e-15
+    inside = _pool_members(x, df, pool_df)
     pooled_df = inside @ df
     with np.errstate(invalid="ignore", divide="ignore"):
         pooled = (inside @ (df * v)) / pooled_df
     return np.where(pooled_df > 0, pooled, np.nan), pooled_df
 
 
+def _pool_members(x: np.ndarray, df: np.ndarray, pool_df: int) -> np.ndarray:
+    """(points, points) bool: the shapes nearest in log FLOPs whose df reach ``pool_df``, ties included."""
+    dist = np.abs(x[:, None] - x[None, :])
+    order = np.argsort(dist, axis=1, kind="stable")
+    cum = np.cumsum(df[order], axis=1)
+    k = np.minimum((cum < pool_df).sum(axis=1), len(x) - 1)
+    radius = np.take_along_axis(dist, order, axis=1)[np.arange(len(x)), k]
+    return dist <= radius[:, None] * (1 + 1e-12) + 1e-15
+
+
 @dataclass(frozen=True)
 class RunSide:
     """One series at the points: mean over passes, pooled variance of one pass and its df, passes per point,
     the variance (with df) of the mean over passes that is common to all shapes (a pass-level offset), and
-    the autocorrelation by lag of one pass's deviations along FLOPs (``rho[k]``; 0 beyond ``HAC_LAGS``)."""
+    the autocorrelation by lag of one pass's deviations along FLOPs (``rho[k]``; 0 beyond ``RUN_LAGS``)."""
 
     mean: np.ndarray
     var: np.ndarray
@@ -254,18 +263,26 @@ def run_side(log_flops: np.ndarray, values: np.ndarray, pool_df: int = POOL_DF) 
         mean = np.nansum(v, axis=0) / n
         var = np.nansum((v - mean) ** 2, axis=0) / (n - 1)
     var = np.where(n >= 2, var, np.nan)
-    pooled, df = pooled_run_variance(log_flops, var, n, pool_df)
+    pooled, _ = pooled_run_variance(log_flops, var, n, pool_df)
     common, common_df = _pass_offsets(v, mean)
-    return RunSide(mean=mean, var=pooled, df=df, n_runs=n, common=common, common_df=common_df,
-                   rho=_pass_autocorrelation(v, mean, pooled, RUN_LAGS))
+    rho = _pass_autocorrelation(v, mean, pooled, RUN_LAGS)
+    df = effective_pool_df(log_flops, np.where(np.isfinite(var), n - 1, 0.0), rho, pool_df)
+    return RunSide(mean=mean, var=pooled, df=df, n_runs=n, common=common, common_df=common_df, rho=rho)
 
 
 def _pass_autocorrelation(values: np.ndarray, mean: np.ndarray, var: np.ndarray,
-                          lags: int = HAC_LAGS) -> np.ndarray:
+                          lags: int = RUN_LAGS) -> np.ndarray:
     """Autocorrelation along FLOPs of the deviations of each pass from the mean (pass offsets removed).
 
     Near zero when passes are shuffled; positive when passes ran in FLOP order
     through a slow drift of the machine, which then widens the smooth's variance.
+    Removing each pass's offset biases the sample autocorrelation down by about
+    the long-run variance factor ``1 + 2 sum rho_k`` over the number of points
+    (the offset's share is counted once, in ``RunSide.common``); that bias is
+    added back (fixed point, three steps). No taper: the lags are used as a
+    covariance, not as weights of a long-run variance, and a Bartlett taper
+    halved the variance of the widest smooths (11% false leads at 2 passes
+    in FLOP order through a drift).
     """
     dev = values - mean[None, :]
     with np.errstate(invalid="ignore"):
@@ -277,10 +294,31 @@ def _pass_autocorrelation(values: np.ndarray, mean: np.ndarray, var: np.ndarray,
     c0 = np.nanmean(z * z)
     if not np.isfinite(c0) or c0 <= 0:
         return rho
-    for k in range(1, min(lags, n - 1) + 1):
-        r = np.nanmean(z[:, :-k] * z[:, k:]) / c0
-        rho[k] = min(max(float(r), 0.0), 0.95) * (1 - k / (lags + 1)) if np.isfinite(r) else 0.0
+    top = min(lags, n - 1)
+    with np.errstate(invalid="ignore"):
+        raw = np.array([np.nanmean(z[:, :-k] * z[:, k:]) / c0 for k in range(1, top + 1)])
+    raw = np.where(np.isfinite(raw), raw, 0.0)
+    r = raw
+    for _ in range(3):
+        r = np.clip(raw + (1 + 2 * np.clip(r, 0.0, None).sum()) / n, 0.0, 0.95)
+    rho[1:top + 1] = np.where(raw > 0, r, np.clip(raw, 0.0, None))
     return rho
+
+
+def effective_pool_df(log_flops: np.ndarray, df: np.ndarray, rho: np.ndarray, pool_df: int = POOL_DF) -> np.ndarray:
+    """Degrees of freedom of :func:`pooled_run_variance` when neighbouring shapes' deviations are correlated.
+
+    Squared deviations of shapes at lag ``k`` (in FLOP order) covary by
+    ``rho[k]**2``, so a pool of ``m`` shapes swept through a drift holds fewer
+    than ``sum df`` independent pieces: ``(sum df)**2 / sum_jl min(df_j, df_l) rho_jl**2``.
+    """
+    x = np.asarray(log_flops, dtype=float)
+    inside = _pool_members(x, df, pool_df).astype(float)
+    lag = np.abs(np.arange(len(x))[:, None] - np.arange(len(x))[None, :])
+    shared = np.minimum(df[:, None], df[None, :]) * rho[lag] ** 2
+    den = np.einsum("ij,jk,ik->i", inside, shared, inside)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (inside @ df) ** 2 / den, 0.0)
 
 
 def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float = 0.05, min_run: int = 2,
@@ -328,9 +366,11 @@ def _run_level(d: np.ndarray, v: np.ndarray, ok: np.ndarray, cov: np.ndarray,
     s = np.zeros((len(d), len(d)))
     s[np.ix_(ok, ok)] = smoother
     parts = s**2 * np.where(ok, v, 0.0)[None, :]
-    var = np.einsum("ij,jk,ik->i", s, cov, s) + sum(side.common for side in sides)
+    var = np.maximum(np.einsum("ij,jk,ik->i", s, cov, s), parts.sum(axis=1)) + sum(side.common for side in sides)
     common_df2 = sum(side.common**2 / side.common_df for side in sides)
-    df = var**2 / np.maximum((parts**2 / df_point[None, :]).sum(axis=1) + common_df2, 1e-300)
+    # the points' variances are pooled from overlapping neighbours, so their errors move together:
+    # combine them as perfectly correlated (Satterthwaite over independent parts gave df in the hundreds)
+    df = var**2 / np.maximum((parts / np.sqrt(df_point[None, :])).sum(axis=1) ** 2 + common_df2, 1e-300)
     return s @ d, var, df
 
 
@@ -448,7 +488,8 @@ def shapes_evidence(log_flops: np.ndarray, log_ratio: np.ndarray, *, alpha: floa
     q = student_t.ppf(1 - alpha / 2, dof)  # the shape's own interval: sd from all residuals' df
     p = _t_test(trend, se, df)  # the test: local df, so a noisy stretch is not over-trusted
     adj, verdict = _decide(trend, p, np.exp(log_flops), alpha, min_run)
-    return Evidence(d, d - q * sd, d + q * sd, trend, p, adj, verdict, "shapes", False, (NOT_MEASURED,))
+    return Evidence(d, d - q * sd, d + q * sd, trend, p, adj, verdict, "shapes", False,
+                    (NOT_MEASURED, ONE_PASS_LIMIT))
 
 
 def _uncalled(d: np.ndarray, method: str, why: str) -> Evidence:
