@@ -58,6 +58,7 @@ from mfu_sweep.stats import median_ci_indices
 LN_TERA = 12 * math.log(10)
 METRICS = ("mfu", "tflops")
 MAD_TO_SIGMA = 1.4826
+MAD_EFFICIENCY = 0.37  # asymptotic efficiency of the MAD against the sd, normal noise: its effective df share
 Z95 = 1.959964
 # Standard error of a median relative to that of one value, for normal noise.
 MEDIAN_SE = math.sqrt(math.pi / 2)
@@ -255,7 +256,11 @@ def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> t
     floor = np.nan_to_num(np.nanmean(np.where(np.isnan(log_ratio), np.nan, median_var), axis=1))
     var = np.fmax(np.nan_to_num(own, nan=pooled), np.maximum(pooled, floor))
     pooled_dof = float(np.median(dof[dof >= 1])) if (dof >= 1).any() else 1.0
-    return np.maximum(var, 1e-300), np.where(dof >= 1, dof, pooled_dof)
+    # A MAD is worth 37% of the residuals a standard deviation would use (normal noise); the floor by the
+    # median over devices adds what the other devices measured, nothing with 2 or 3 (whose log ratios to
+    # the median of the others mirror each other), about one device's worth for each further device.
+    worth = MAD_EFFICIENCY * max(1, n_dev - 2)
+    return np.maximum(var, 1e-300), worth * np.where(dof >= 1, dof, pooled_dof)
 
 
 @dataclass(frozen=True)

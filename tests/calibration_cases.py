@@ -1,0 +1,213 @@
+"""SYNTHETIC calibration cases for the statistics. Every number here is MADE UP.
+
+The cases are the layouts users create: two sweeps with unequal passes (1/2/3/5
+against each other), per-pass offsets, a slow drift with passes in FLOP order
+or shuffled, imported single-value data (one row, no passes) against multi-pass
+sweeps, and fleets of 2, 3, 4 and 8 devices. Each case is scored over many
+seeds by calling the library functions directly (never the CLI per seed):
+
+* the false-lead rate: the share of seeds in which identical chips show any
+  lead (pairs), or in which a healthy device is called ahead or behind in a
+  band or flagged for a run (fleets);
+* the coverage of every interval the JSON reports: per shape (``ratio_low`` /
+  ``ratio_high``), per band (leaderboard ``cells[].low/high``), data crossovers
+  (``low_flops`` / ``high_flops``) and fits (``*_ci``).
+
+:func:`max_false` is the binomial threshold the tests use: the most false
+leads allowed in ``n`` seeds such that a method whose true false-lead rate is
+10% passes with probability at most 5%. ``tests/test_calibration.py`` runs a
+small set; ``benchmarks/calibration.py`` runs them all with more seeds and
+prints the table of the docs (docs/statistics-calibration.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.stats import binom
+from synthetic import NoiseModel, log_ratio_seed_crossover, synthetic_pairs
+from synthetic_fleet import fleet_docs
+
+from mfu_sweep.analysis.evidence import Evidence, lead_evidence
+from mfu_sweep.analysis.leaderboard import Leaderboard, leaderboard
+from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts import _Raw, data_crossovers
+from mfu_sweep.results import parse_document
+
+ALPHA = 0.05
+BUG_RATE = 0.10  # a false-lead rate the tests must catch ...
+CATCH = 0.95  # ... with at least this probability
+COVERAGE = (0.90, 0.98)  # accepted mean coverage of a nominal 95% interval
+
+# SYNTHETIC noise models beyond tests/synthetic.py's (log time; 0.01 is about 1%)
+PASS_OFFSETS = NoiseModel("per-pass offsets 1%", shape_shift=0.01, pass_shift=0.01)
+PER_SHAPE_5 = NoiseModel("per-shape 5%", shape_shift=0.05)
+PER_SHAPE_2 = NoiseModel("per-shape 2%", shape_shift=0.02)
+DRIFT = NoiseModel("drift", shape_shift=0.005, drift=0.02, drift_len=4.0)
+
+
+def max_false(n: int, bug: float = BUG_RATE, catch: float = CATCH) -> int:
+    """Most false leads allowed in ``n`` seeds so that a true rate of ``bug`` exceeds it with probability >= ``catch``.
+
+    The largest ``c`` with ``P(Binomial(n, bug) <= c) <= 1 - catch``; e.g. 200
+    seeds allow 12 (6%): a 10% bug shows 12 or fewer with probability 0.038.
+    """
+    c = int(binom.ppf(1 - catch, n, bug))
+    while c >= 0 and binom.cdf(c, n, bug) > 1 - catch:
+        c -= 1
+    if c < 0:
+        raise ValueError(f"{n} seeds cannot catch a {bug:.0%} false-lead rate with probability {catch}")
+    return c
+
+
+# -- pairs: two sweeps compared shape by shape (mfu_sweep.analysis.evidence) ---------------------------
+
+
+@dataclass(frozen=True)
+class PairCase:
+    """Two SYNTHETIC identical chips measured in ``passes`` = (passes of a, passes of b).
+
+    One pass on a side is a file without a pass index or an imported table of
+    one value per shape. ``shuffle``: every pass in its own random order
+    (``sweep --repeats``), else all passes in FLOP order.
+    """
+
+    name: str
+    model: NoiseModel
+    passes: tuple[int, int]
+    shuffle: bool = True
+    n_shapes: int = 48
+
+    def draw(self, seeds: int, seed: int, truth: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray,
+                                                                                    np.ndarray, np.ndarray]:
+        """(log FLOPs, truth, log speed of a per (seed, pass, shape), the same of b)."""
+        p = synthetic_pairs(self.model, seeds=seeds, truth=truth, repeats=max(self.passes), shuffle=self.shuffle,
+                            seed=seed, n_shapes=self.n_shapes)
+        ra, rb = self.passes
+        return p.log10_flops * math.log(10), p.truth, p.pass_values("a")[:, :ra], p.pass_values("b")[:, :rb]
+
+
+@dataclass(frozen=True)
+class PairScore:
+    seeds: int
+    false_leads: int  # seeds with any lead between identical chips
+    coverage: float  # mean share of shapes whose interval covers the true ratio
+    methods: frozenset[str]
+    notes: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def rate(self) -> float:
+        return self.false_leads / self.seeds
+
+
+def pair_evidence(case: PairCase, seeds: int, seed: int = 0,
+                  truth: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[Evidence]]:
+    x, t, va, vb = case.draw(seeds, seed, truth)
+    return x, t, [lead_evidence(x, va[s], vb[s], alpha=ALPHA) for s in range(seeds)]
+
+
+def score_pair(case: PairCase, seeds: int, seed: int = 0) -> PairScore:
+    """False leads and per-shape coverage of identical chips."""
+    _, truth, evs = pair_evidence(case, seeds, seed)
+    return PairScore(seeds, sum(bool((e.verdict != 0).any()) for e in evs),
+                     float(np.mean([np.mean((e.low <= truth) & (truth <= e.high)) for e in evs])),
+                     frozenset(e.method for e in evs), frozenset(n for e in evs for n in e.notes))
+
+
+@dataclass(frozen=True)
+class CrossScore:
+    seeds: int
+    found: int  # seeds whose data crossovers are the planted pattern (a->b, b->a)
+    covered: int  # crossovers (of the found seeds) whose [low_flops, high_flops] holds the true crossing
+    wrong: int  # seeds with a lead for the wrong chip, away from the planted steps
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / max(2 * self.found, 1)
+
+
+def score_crossovers(case: PairCase, seeds: int, seed: int = 0, size: float = math.log(1.1)) -> CrossScore:
+    """The seed's pattern (a leads 1-100 GFLOP, b 0.1-1 TFLOP, a above) and its data crossover intervals."""
+    lo, hi = 6.0, 13.0
+    x10 = np.linspace(lo, hi, case.n_shapes)
+    truth = log_ratio_seed_crossover(x10, size)
+    x, _, evs = pair_evidence(case, seeds, seed, truth)
+    flops = np.exp(x)
+    raw = [_Raw(float(f), f"s{i}", np.zeros(1), np.zeros(1), 0.0, "matched", None) for i, f in enumerate(flops)]
+    found = covered = wrong = 0
+    for e in evs:
+        cross = data_crossovers(raw, e, "a", "b")
+        wrong += bool(((e.verdict * np.sign(truth)) < 0).any())
+        if [(c.from_label, c.to_label) for c in cross] == [("a", "b"), ("b", "a")]:
+            found += 1
+            covered += sum(c.low_flops <= 10**t <= c.high_flops for c, t in zip(cross, (11.0, 12.0), strict=True))
+    return CrossScore(seeds, found, covered, wrong)
+
+
+# -- fleets: every device against the median of the others (mfu_sweep.analysis.leaderboard) ------------
+
+FLEET_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))
+
+
+@dataclass(frozen=True)
+class FleetCase:
+    """``n_devices`` SYNTHETIC devices, per-shape run-to-run noise ``shape_noise``; ``slow`` as in fleet_docs."""
+
+    name: str
+    n_devices: int
+    shape_noise: float = 0.03
+    slow: tuple[tuple[int, tuple[float, float, float]], ...] = ()
+
+    def board(self, seed: int) -> Leaderboard:
+        docs = fleet_docs(self.n_devices, flops=FLEET_FLOPS, shape_noise=self.shape_noise, slow=dict(self.slow),
+                          seed=seed)
+        series = group_series([sw for d in docs for sw in parse_document(d, validate=False)])
+        return leaderboard(list(series.values()), "tflops", alpha=ALPHA)
+
+    def true_log_ratio(self, labels: Sequence[str], flops: np.ndarray) -> np.ndarray:
+        """(devices, shapes): true log ratio of each device to the median of the *others* (computed here)."""
+        truth = np.zeros((self.n_devices, len(flops)))
+        for rank, (factor, lo, hi) in self.slow:
+            truth[rank] = np.where((flops >= lo) & (flops <= hi), -math.log(factor), 0.0)
+        ref = np.array([np.median(np.delete(truth, d, axis=0), axis=0) for d in range(self.n_devices)])
+        order = [int(lbl.rsplit(".r", 1)[1]) for lbl in labels]
+        return (truth - ref)[order]
+
+
+@dataclass(frozen=True)
+class FleetScore:
+    seeds: int
+    false_flags: int  # seeds where a healthy device (true ratio 1 in every band) got a verdict or a run
+    cells: int
+    covered: int  # band cells whose [low, high] holds the true band ratio
+    slow_found: int  # seeds where every slow device is behind in a band it is slow in
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / max(self.cells, 1)
+
+
+def score_fleet(case: FleetCase, seeds: int, seed: int = 0) -> FleetScore:
+    slow_ranks = {r for r, _ in case.slow}
+    false_flags = cells = covered = found = 0
+    for s in range(seed, seed + seeds):
+        lb = case.board(s)
+        flops = np.array([e.flops for e in lb.evidence[lb.devices[0]]])  # the shapes' own FLOPs, all devices alike
+        truth = case.true_log_ratio(lb.labels, flops)
+        row = {lbl: i for i, lbl in enumerate(lb.labels)}
+        healthy = {lbl for lbl in lb.labels if not np.any(truth[row[lbl]])}
+        flagged = {c.label for c in lb.cells if c.verdict != 0} | {r.label for r in lb.runs}
+        false_flags += bool(flagged & healthy)
+        hits = 0
+        for c in lb.cells:
+            band = lb.bands[c.band]
+            inside = (flops >= band.low_flops) & (flops < band.high_flops)
+            true_ratio = math.exp(float(np.mean(truth[row[c.label], inside])))
+            cells += 1
+            covered += c.low <= true_ratio <= c.high
+            hits += c.verdict < 0 and true_ratio < 1 and int(c.label.rsplit(".r", 1)[1]) in slow_ranks
+        found += hits > 0
+    return FleetScore(seeds, false_flags, cells, covered, found)
