@@ -421,3 +421,16 @@ def compile_summary(records: Sequence[Record]) -> str | None:
             text += f", compile {compile_total:.1f} s"
         parts.append(text)
     return "; ".join(parts) or None
+
+
+def timing_of(sweep: Sweep, rec: Record) -> tuple[str, str, str]:
+    """How one record was timed: ``(timer, cache, mode)``, for comparing two sides' methods.
+
+    ``timer`` is the record's (a measured sweep: ``host``, ``events``, ``graph``;
+    an import: ``cuda-events+flush``, ``cupti-kernel``, ``host-mean`` ...).
+    ``cache`` is the record's own (imports) or the measured sweep's ``--cache``
+    policy (``rotate``, ``flush``), ``unknown`` for files written before either.
+    ``mode`` is ``eager``/``compile`` (or another torch.compile mode).
+    """
+    cache = rec.extra.get("cache") or sweep.settings.get("cache") or "unknown"
+    return rec.timer, str(cache), rec.mode

@@ -18,11 +18,13 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
-from mfu_sweep.results import validate_file
+from mfu_sweep.results import load_sweeps, timing_of, validate_file
 from mfu_sweep.shapes import Shape
 
 DATA = Path(__file__).parent / "data" / "import"
@@ -316,6 +318,12 @@ def test_every_importer_writes_the_documented_vocabulary(tmp_path) -> None:
                 seen.add(r.timer)
     assert seen == {"cuda-events+flush", "imported-best", "cupti-kernel", "roctracer-kernel", "host-mean",
                     "nvbench-cold"}
+    sw = only(import_sources("mamf-finder", [GPU0]).sweeps)
+    assert timing_of(sw, sw.records[0]) == ("cuda-events+flush", "flush", "eager")
+    (measured,) = load_sweeps([Path(__file__).parent / "data" / "short-sweep" / "cpu-4-shapes.json"])
+    assert timing_of(measured, measured.records[0]) == ("host", "rotate", measured.records[0].mode)
+    (old,) = load_sweeps([Path(__file__).parent / "golden" / "v1_sweep.json"])  # written before --cache
+    assert timing_of(old, old.records[0])[1] == "unknown"
     docs = (Path(__file__).parents[1] / "docs" / "importing.md").read_text()
     assert all(f"`{t}`" in docs for t in TIMERS)
 
@@ -350,3 +358,40 @@ def test_mixed_formats_in_one_call_name_the_odd_file(tmp_path) -> None:
     assert "looks like mamf-finder" in line
     line = one_line_error(run("xla-perf-table", str(PR60), "-o", str(tmp_path / "o")), PR60.name)
     assert "looks like mamf-finder" in line
+
+
+@settings(max_examples=80, deadline=None)
+@given(cut=st.integers(min_value=1, max_value=2073), drop=st.lists(st.integers(min_value=0, max_value=40), max_size=4))
+def test_any_cut_or_lost_lines_of_a_log_is_an_error_or_a_flagged_import(tmp_path_factory, cut, drop) -> None:
+    """No cut of the real log and no lost lines give a traceback, and a log without its summary is flagged."""
+    lines = GPU0.read_text()[:cut].split("\n")
+    text = "\n".join(ln for i, ln in enumerate(lines) if i not in drop)
+    f = tmp_path_factory.mktemp("cut") / "cut.txt"
+    f.write_text(text)
+    try:
+        sw = only(import_sources("mamf-finder", [f]).sweeps)
+    except SourceError as exc:
+        assert "cut.txt" in str(exc)
+        return
+    full = {r.shape: r.median_s for r in only(import_sources("mamf-finder", [GPU0]).sweeps).records}
+    assert all(full[r.shape] == r.median_s for r in sw.records if r.status == "ok")  # never a mangled value
+    if "Tried" not in text and not any("summary_only" in r.flags for r in sw.records):
+        assert all("truncated" in r.flags for r in sw.records)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cut=st.integers(min_value=1, max_value=1497))
+def test_any_cut_of_a_csv_is_an_error_or_a_flagged_import(tmp_path_factory, cut) -> None:
+    f = tmp_path_factory.mktemp("cut") / "cut.csv"
+    text = NVB_CSV.read_text().replace("U32", "F32")[:cut]
+    f.write_text(text)
+    try:
+        sw = only(import_sources("nvbench", [f], axes=AXES).sweeps)
+    except SourceError as exc:
+        assert "cut.csv" in str(exc)
+        return
+    full = {r.shape: r.median_s for r in only(import_sources("nvbench", [_as_f32(NVB_CSV, tmp_path_factory.mktemp(
+        "full"))], axes=AXES).sweeps).records}
+    assert all(full[r.shape] == r.median_s for r in sw.records)  # never a value cut short
+    # a cut right after a newline leaves a valid shorter file (CSV has no end marker); any other cut is flagged
+    assert ("truncated" in sw.records[0].flags) == (not text.endswith("\n"))

@@ -84,11 +84,15 @@ def csv_states(text: str, name: str) -> tuple[list[State], Counter]:
                  or (i > skip_at and not h.endswith(")") and header.count(h) == 1 and h.lower() not in SUMMARY_NAMES)]
     skipped: Counter = Counter()
     states = []
+    unterminated = not text.endswith("\n")  # nvbench ends every row with a newline: a last row without one was cut
     for n, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
+        last = n == len(rows)
+        if last and unterminated:
+            skipped["cut mid-row at the end of the file"] += 1
+            continue
         if len(row) != len(header):
-            last = n == len(rows)
             skipped["cut mid-row at the end of the file" if last else
                     f"{len(row)} cells where the header has {len(header)}"] += 1
             continue
@@ -163,7 +167,7 @@ def md_states(text: str, name: str) -> tuple[list[State], Counter, dict[str, Any
                 header = cells
             elif set("".join(cells)) <= set("-: "):
                 continue
-            elif len(cells) != len(header):
+            elif len(cells) != len(header) or not ln.rstrip().endswith("|"):
                 skipped["cut mid-row at the end of the file" if n == len(lines) - 1 else
                         f"{len(cells)} cells where the table header has {len(header)}"] += 1
             else:
