@@ -24,6 +24,7 @@ from mfu_sweep.analysis.fit import fit_groups  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.analysis.summary import summarise  # noqa: E402
 from mfu_sweep.present.fig_compile import plot_first_call  # noqa: E402
+from mfu_sweep.present.fig_grid import plot_heatmap  # noqa: E402
 from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
 from mfu_sweep.present.fig_roofline import plot_roofline  # noqa: E402
 from mfu_sweep.present.report import analyse  # noqa: E402
@@ -142,3 +143,13 @@ def test_published_crossovers_are_labelled_with_their_pair() -> None:
         assert text.get_position()[0] == x.flops
         assert text.get_text().strip() == f"{x.from_label} → {x.to_label}"
     assert ax.get_yscale() == "log"  # 5 to 1700 TFLOP/s
+
+
+def test_grid_heatmap_cells_are_the_shapes_values_of_the_report() -> None:
+    grid = load_sweeps([SWEEPS / "amd-epyc-cpu-grid.json"])
+    (s,) = group_series(grid).values()
+    ax = plot_heatmap(grid, k=256, ax=_ax())
+    cells = np.ma.compressed(ax.collections[0].get_array())
+    expected = [100 * p.mfu for p in summarise(s).points if p.shape.endswith("x256")]
+    assert len(cells) == len(expected) > 4
+    np.testing.assert_allclose(sorted(cells), sorted(expected), rtol=1e-12)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +10,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
+from mfu_sweep.analysis.series import shape_seconds
 from mfu_sweep.present.select import all_records, choose_value, metric_value, pick_value
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
@@ -82,16 +82,17 @@ def plot_heatmap(sweeps: Sequence[Sweep], *, k: int, label: str | None = None, d
     ns = sorted({r.shape.n for _, r in recs})
     values = np.full((len(ms), len(ns)), np.nan)
     status = np.full((len(ms), len(ns)), "", dtype=object)
-    cells: dict[tuple[int, int], list[float]] = {}
+    cells: dict[tuple[int, int], list[tuple[Sweep, Record]]] = {}
     for sw, r in recs:
         i, j = ms.index(r.shape.m), ns.index(r.shape.n)
-        v = metric_value(r, r.median_s, sw.peak, metric) if r.ok else None
-        if v is not None:
-            cells.setdefault((i, j), []).append(v)
+        if r.ok and r.median_s:
+            cells.setdefault((i, j), []).append((sw, r))
         elif r.status != "ok":
             status[i, j] = STATUS_ABBREV.get(r.status, r.status)
-    for (i, j), vs in cells.items():
-        values[i, j] = statistics.median(vs)
+    for (i, j), cell in cells.items():
+        # one value per shape, as in every view: its time is the median of the pass medians
+        sw, r = cell[0]
+        values[i, j] = metric_value(r, shape_seconds([rec for _, rec in cell]), sw.peak, metric) or math.nan
         status[i, j] = ""
     scale = 100.0 if metric == "mfu" else 1.0
     annotate = len(ms) <= 12 and len(ns) <= 12 if annotate is None else annotate
