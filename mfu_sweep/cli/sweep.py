@@ -25,8 +25,8 @@ from mfu_sweep.measure.sweep import (
 
 def _range_default(end: int) -> str:
     """The default square-family bound ``end`` (0: smallest, 1: largest) as help text, e.g. ``CPU 2e10, else 1e13``."""
-    cpu, accel = CPU_RANGE[end], ACCEL_RANGE[end]
-    return f"{cpu:g}" if cpu == accel else f"CPU {cpu:g}, else {accel:g}"
+    cpu, accel = (f"{x:g}".replace("e+0", "e").replace("e+", "e") for x in (CPU_RANGE[end], ACCEL_RANGE[end]))
+    return cpu if cpu == accel else f"CPU {cpu}, else {accel}"
 
 
 @click.command()
