@@ -84,6 +84,7 @@ def test_help_text_has_no_known_defects(name: str) -> None:
     assert not re.search(r"\bissues?\s*#?\d+", text, re.I), "an issue number in user-facing help"
     assert not re.search(r"\b1 (cores|threads|shapes|passes|devices)\b", text), "a plural after 1"
     assert "Sentinel" not in text
+    assert not re.search(r"\de\+0\d", text), "a number printed as 1e+06 (write 1e6)"
     assert not re.search(r"\[CPU (\S+), else \1\]", text), "a default that names the same value twice"
     for path in re.findall(r"(?<![\w/])(data/\S+)", text):  # example inputs under the committed data/ exist
         assert glob.glob(str(ROOT / path.rstrip(".,;"))), f"{name} --help names {path}, which does not exist"
