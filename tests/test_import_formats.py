@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -124,9 +125,13 @@ def test_per_file_label_by_path_and_chip(tmp_path) -> None:
     twin = tmp_path / "twin"
     twin.mkdir()
     shutil.copy(XLA, twin / XLA.name)
-    # two tables with the same file name: the name alone is ambiguous, the path is not
-    one_line_error(run("xla-perf-table", str(XLA), str(twin / XLA.name), "-o", str(tmp_path / "o")),
-                   "label 'sm_100_B200'", f"--label {twin / XLA.name}:sm_100_B200=NAME")
+    # two tables with the same file name: the name alone is ambiguous, the path is not; one error lists
+    # every clash with the option that fixes it, and applying them all works
+    line = one_line_error(run("xla-perf-table", str(XLA), str(twin / XLA.name), "-o", str(tmp_path / "o")),
+                          "label 'sm_100_B200'", "also 'sm_90', 'gfx950'", f"--label {twin / XLA.name}:sm_90=NAME")
+    fixes = [re.sub(r":(\w+)=NAME$", r":\1=\1-twin", a) for a in shlex.split(line.split("per file: ", 1)[1])]
+    res = run("xla-perf-table", str(XLA), str(twin / XLA.name), "-o", str(tmp_path / "o"), *fixes)
+    assert res.exit_code == 0 and len(list((tmp_path / "o").glob("*-twin.json"))) == 3, res.output
     one_line_error(run("xla-perf-table", str(XLA), str(twin / XLA.name), "-o", str(tmp_path / "o"),
                        "--label", f"{XLA.name}:sm_90=a"), "matches several sources")
     labels = {f"{twin / XLA.name}:{k}": f"twin-{k}" for k in ("sm_100_B200", "sm_90", "gfx950")}

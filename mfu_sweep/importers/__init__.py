@@ -58,6 +58,24 @@ def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevi
     return [replace(d, source=str(path)) for d in got]
 
 
+def _check_labels(labelled: Sequence[tuple[SourceDevice, str]], devices: Sequence[SourceDevice]) -> None:
+    """One error for every label two devices would share, with the per-file ``--label`` that fixes each."""
+    seen: dict[str, SourceDevice] = {}
+    clashes: list[tuple[str, SourceDevice, SourceDevice]] = []
+    for dev, label in labelled:
+        if label in seen:
+            clashes.append((label, seen[label], dev))
+        else:
+            seen[label] = dev
+    if not clashes:
+        return
+    label, first, dev = clashes[0]
+    more = f"; also {', '.join(repr(c[0]) for c in clashes[1:])}" if len(clashes) > 1 else ""
+    fixes = " ".join(f"--label {shlex.quote(f'{options.file_spec(d, devices)}:{d.key}=NAME')}" for _, _, d in clashes)
+    raise SourceError(f"two devices of these sources get label {label!r} ({first.key!r} of {first.source} and "
+                      f"{dev.key!r} of {dev.source}){more}; name them per file: {fixes}")
+
+
 def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mapping[str, str] | None = None,
                    labels: Mapping[str, str] | None = None, dtype: str | None = None,
                    chips: Mapping[str, ChipSpec] | None = None, argv: Sequence[str] = (),
@@ -90,20 +108,11 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     label_of = options.resolve(labels or {}, devices, "--label")
     chip_of = options.resolve(chip_overrides or {}, devices, "--chip")
     keep = options.resolve(dict.fromkeys(only, "keep"), devices, "--only")
+    kept = [(i, dev, slug(label_of.get(i) or dev.key)) for i, dev in enumerate(devices) if not only or i in keep]
+    _check_labels([(dev, label) for _, dev, label in kept], devices)
     warnings: list[str] = []
     out: dict[str, Sweep] = {}
-    origin: dict[str, SourceDevice] = {}
-    for i, dev in enumerate(devices):
-        if only and i not in keep:
-            continue
-        label = slug(label_of.get(i) or dev.key)
-        if label in out:
-            first = origin[label]
-            raise SourceError(
-                f"two devices of these sources get label {label!r} ({first.key!r} of {first.source} and "
-                f"{dev.key!r} of {dev.source}); name one per file: --label "
-                f"{shlex.quote(f'{options.file_spec(dev, devices)}:{dev.key}=NAME')}")
+    for i, dev, label in kept:
         chip = map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
         out[label] = build_sweep(dev, fmt, label, chip, argv)
-        origin[label] = dev
     return ImportResult(sweeps=out, warnings=tuple(warnings))
