@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from mfu_sweep.cli import contended
 from mfu_sweep.cli.common import domain_errors
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -118,8 +119,9 @@ def _fit_line(fit: Any) -> str:
               help="Bootstrap resamples for the intervals.")
 @_seed
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@contended.exclude_option
 @domain_errors
-def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: bool) -> None:
+def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: bool, exclude_contended: bool) -> None:
     """Fit t = t0 + max(F/P, B/W) (or a smooth variant) to every series.
 
     Reports the effective compute ceiling P and bandwidth W with their
@@ -137,7 +139,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import load_sweeps
 
-    sweeps = load_sweeps(files)
+    sweeps = contended.apply(load_sweeps(files), exclude_contended)
     fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
                                copy_bandwidth=measured_copy_bandwidth(sweeps))
     if not fits:
@@ -219,10 +221,11 @@ def _print_comparison(c: Any) -> None:
               help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
 @_seed
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@contended.exclude_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
             n_boot: int, min_run: int, no_fit: bool, fit_n_boot: int, baseline: str | None, pairwise: bool,
-            seed: int, as_json: bool) -> None:
+            seed: int, as_json: bool, exclude_contended: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). A series leads
@@ -258,10 +261,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.spread import replicate_spreads
     from mfu_sweep.cli import board as ranked
+    from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.results import load_sweeps
 
-    sweeps = load_sweeps(files)
+    sweeps = contended.apply(load_sweeps(files), exclude_contended)
     series = group_series(sweeps)
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
@@ -273,6 +277,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     spreads = replicate_spreads(sweeps) if whole and not ranking else []
     if as_json:
         out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps], **ranked.boards_json(fleets, boards, notes)}
+        reasons = [r for r in (contention_reason(sweeps, c.a, c.b) for c in comps) if r]
+        if reasons:
+            out["contention"] = reasons
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         click.echo(json.dumps(out, indent=1))
@@ -285,6 +292,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     for c in comps:
         click.echo("")
         _print_comparison(c)
+        reason = contention_reason(sweeps, c.a, c.b)
+        if reason:
+            click.echo(f"contention: {reason}")
 
 
 # -- export ------------------------------------------------------------------------

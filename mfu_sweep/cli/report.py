@@ -15,6 +15,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
@@ -41,8 +42,8 @@ def output_dir(path: str, option: str = "--output") -> Path:
 
 
 def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--metric``, ``--y-scale``, ``--dtype``, ``--mode``, ``--n-boot`` and ``--seed``, shared by ``plot``
-    and ``report``."""
+    """``--metric``, ``--y-scale``, ``--dtype``, ``--mode``, ``--n-boot``, ``--seed`` and ``--exclude-contended``,
+    shared by ``plot`` and ``report``."""
     fn = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
                       help="Seed of the bootstrap resamples (fits and comparisons).")(fn)
     fn = click.option("--n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
@@ -56,16 +57,18 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                            "than a decade.")(fn)
     fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
                       help="What the y axes and comparisons use: mfu (fraction of peak) or tflops.")(fn)
-    return fn
+    return exclude_option(fn)
 
 
-def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...]) -> list[Any]:
+def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],
+          exclude_contended: bool = False) -> list[Any]:
     """The selected sweeps, their labels checked (one device per label) before anything is created."""
     from mfu_sweep.analysis.series import check_labels
+    from mfu_sweep.cli.contended import apply
     from mfu_sweep.present.select import filter_sweeps
     from mfu_sweep.results import load_sweeps
 
-    sweeps = filter_sweeps(load_sweeps(files), dtypes, modes)
+    sweeps = apply(filter_sweeps(load_sweeps(files), dtypes, modes), exclude_contended)
     check_labels(sweeps)
     return sweeps
 
@@ -86,7 +89,8 @@ def _wrote(paths: list[Path]) -> None:
 @selection_options
 @domain_errors
 def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: tuple[str, ...], metric: str,
-         y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int) -> None:
+         y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int,
+         exclude_contended: bool) -> None:
     """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
     compile speedup, MFU heatmaps of m x n grids and a status overview.
 
@@ -104,7 +108,7 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     from mfu_sweep.present.figures import make_figures, save_figure
     from mfu_sweep.present.report import analyse
 
-    sweeps = _load(files, dtypes, modes)
+    sweeps = _load(files, dtypes, modes, exclude_contended)
     out = output_dir(output)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
@@ -124,7 +128,7 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
 @selection_options
 @domain_errors
 def report(files: tuple[str, ...], output: str, metric: str, y_scale: str, dtypes: tuple[str, ...],
-           modes: tuple[str, ...], n_boot: int, seed: int) -> None:
+           modes: tuple[str, ...], n_boot: int, seed: int, exclude_contended: bool) -> None:
     """Fit, compare and plot result files in one go, and write a report:
     index.md (figures beside it in figures/), a self-contained index.html
     (figures embedded, no external files) and analysis.json.
@@ -143,7 +147,7 @@ def report(files: tuple[str, ...], output: str, metric: str, y_scale: str, dtype
     _use_agg()
     from mfu_sweep.present.report import analyse, write_report
 
-    sweeps = _load(files, dtypes, modes)
+    sweeps = _load(files, dtypes, modes, exclude_contended)
     out = output_dir(output)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)

@@ -69,7 +69,12 @@ def _range_default(end: int) -> str:
 @click.option("--max-samples", type=click.IntRange(3, 100_000), default=100, show_default=True,
               help="Most timed samples per shape and pass.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, callback=positive_float,
-              help="Per-shape limit in seconds (compile + measurement); the shape becomes status timeout.")
+              help="Per-shape limit in seconds (compile + measurement), counted from the moment the shape starts "
+                   "on a ready worker; the shape becomes status timeout.")
+@click.option("--start-timeout", "start_timeout_s", type=float, default=300.0, show_default=True,
+              callback=positive_float,
+              help="Limit in seconds for starting a worker and initialising its device (reported per record as "
+                   "worker_start_s), separate from --timeout.")
 @click.option("--isolate", type=click.Choice(["sweep", "shape", "none"]), default="sweep", show_default=True,
               help="sweep: one worker process, restarted after a failure; shape: a fresh worker per shape; "
                    "none: in-process (debugging, no timeout).")
@@ -108,7 +113,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
           force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
-          cache: str, threads: int | None) -> None:
+          cache: str, threads: int | None, start_timeout_s: float) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
     The file is rewritten atomically after every shape; an interrupted sweep
@@ -169,7 +174,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
                   "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
                   **place.settings()},
-        label_suffix=suffix + place.label_suffix, repeats=repeats,
+        label_suffix=suffix + place.label_suffix, repeats=repeats, start_timeout_s=start_timeout_s,
     )
     if output is None:
         plan = _plan_with_default_output(plan, label, default_label, suffix)
@@ -201,6 +206,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         click.echo(f"capped by device memory: {len(cap['dropped'])} square shape(s) need more than "
                    f"{cap['fraction']:.0%} of {cap['memory_bytes'] / 2**30:.0f} GiB and were left out; the largest "
                    f"kept is {cap['max_flops_kept'] or 0:.3g} FLOP", err=True)
+    from mfu_sweep.contention import contention_note
+
+    busy = contention_note([result])
+    if busy:
+        click.echo(busy, err=True)
     tax = compile_summary(result.records)
     if tax:
         click.echo(f"time to first result: {tax}")

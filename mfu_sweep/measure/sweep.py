@@ -26,6 +26,7 @@ from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
 from mfu_sweep.measure.passes import order_seeds, plan_passes
 from mfu_sweep.measure.task import Task
+from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
 from mfu_sweep.results import (
     Record,
@@ -146,6 +147,9 @@ class SweepPlan:
     argv: Sequence[str] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     repeats: int = 1
+    start_timeout_s: float | None = 300.0
+    watch: bool = True
+    """Observe the machine (contention per shape, clock probe); off only to measure what watching costs."""
 
 
 def utc_now() -> str:
@@ -188,7 +192,8 @@ def _make_runner(plan: SweepPlan) -> InProcessRunner | SubprocessRunner:
         return InProcessRunner(plan.device, plan.spec_file, plan.chip)
     cold = _cold_env if plan.cold_compile else None
     return SubprocessRunner(plan.device, plan.spec_file, plan.chip,
-                            per_task=plan.isolate == "shape" or plan.cold_compile, env_for_task=cold)
+                            per_task=plan.isolate == "shape" or plan.cold_compile, env_for_task=cold,
+                            start_timeout_s=plan.start_timeout_s)
 
 
 _COLD_ROOT: list[str] = []
@@ -231,6 +236,7 @@ def _header(plan: SweepPlan, hello: dict[str, Any]) -> Sweep:
     if plan.chip:
         peak = replace(peak, overrides={**peak.overrides, "chip": plan.chip})
     settings = {**plan.settings, "isolate": plan.isolate, "timeout_s": plan.timeout_s,
+                "start_timeout_s": plan.start_timeout_s,
                 "compile_cache": "cold (fresh cache per shape)" if plan.cold_compile else "warm (caches reused)",
                 "repeats": plan.repeats, "order_seeds": order_seeds(_seed(plan), plan.repeats),
                 "pass_worker": "same process" if plan.isolate == "none" else "fresh"}
@@ -344,14 +350,15 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
         if lock.note and notify:
             notify(lock.note)
         _check_output(plan)  # again under the lock: another writer may have finished meanwhile
-        return _run_locked(plan, progress, on_start, on_pass)
+        return _run_locked(plan, progress, on_start, on_pass, notify)
     finally:
         lock.release()
 
 
 def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable[[Sweep, int], None] | None,
-                on_pass: Callable[[int, int], None] | None) -> Sweep:
+                on_pass: Callable[[int, int], None] | None, notify: Callable[[str], None] | None = None) -> Sweep:
     runner = _make_runner(plan)
+    watch = SweepWatch() if plan.watch else None
     try:
         sweep = _header(plan, runner.hello)
         plan, capped = _capped(plan, sweep.device)
@@ -359,6 +366,8 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
             sweep = replace(sweep, settings={**sweep.settings, "memory_cap": capped})
         if plan.resume:
             sweep = _resume_from(plan, sweep)
+        if watch:
+            sweep = watch.on_header(sweep, plan.resume, notify)
         done = {(r.run_pass, r.key) for r in sweep.records}
         passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done)
         if on_start:
@@ -377,9 +386,12 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
             for task in p.todo:
                 if progress:
                     progress(task, None)
-                record = replace(finish_record(runner.run(task, plan.timeout_s), sweep.peak), pass_index=p.index)
+                if watch:
+                    watch.begin()
+                raw = runner.run(task, plan.timeout_s)
+                record = replace(finish_record(watch.end(raw) if watch else raw, sweep.peak), pass_index=p.index)
                 records.append(record)
-                sweep = sweep.with_records(records)
+                sweep = watch.with_block(sweep.with_records(records)) if watch else sweep.with_records(records)
                 save_sweep(plan.output, sweep)
                 if progress:
                     progress(task, record)

@@ -29,6 +29,25 @@ from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
 from mfu_sweep.results import Record
 
 STDERR_TAIL_LINES = 20
+# Backends whose first GEMM initialises the device cheaply (a thread pool, a CUDA context and cuBLAS
+# handle): done at start-up so it counts against --start-timeout, not the first shape's --timeout.
+# Neuron/XLA compile even a tiny GEMM (minutes): their initialisation stays with the first shape.
+WARM_BACKENDS = ("cpu", "cuda")
+
+
+def initialise_device(backend: Any) -> float | None:
+    """Run one tiny fp32 GEMM so lazy device initialisation is done; its seconds, or None when skipped."""
+    if getattr(backend, "name", None) not in WARM_BACKENDS:
+        return None
+    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.shapes import Shape
+
+    t0 = time.perf_counter()
+    shape, dt = Shape(1, 64, 64, 64), get_dtype("fp32")
+    fn = backend.gemm_fn(shape, dt, "eager", backend.make_inputs(shape, dt, 1, 0), None)
+    fn(0)
+    backend.sync()
+    return time.perf_counter() - t0
 
 
 def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:
@@ -44,6 +63,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     info = backend.describe()
     peak = backend.peak(load_chips(spec_file), chip)
     environment = backend.environment()
+    environment["device_init_s"] = initialise_device(backend)
     if soak_s > 0:
         environment["soak"] = backend.soak(soak_s)
     return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
@@ -211,9 +231,16 @@ class SubprocessRunner:
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
         env = self.env_for_task(task) if self.env_for_task else None
+        started_s = None
         if self.per_task or self.worker is None:
             self.close()
-            self._start(env)
+            t0 = time.monotonic()
+            try:
+                self._start(env)
+            except RuntimeError as exc:  # the shape never started: say so, let the sweep go on
+                return blank_record(task, "error", f"worker start-up (limit --start-timeout "
+                                    f"{self.start_timeout_s:g} s): {exc}", timeout_phase="start-up")
+            started_s = round(time.monotonic() - t0, 3)
             if self.per_task:
                 self.restarts += 1
         assert self.worker is not None
@@ -222,13 +249,20 @@ class SubprocessRunner:
         except WorkerDied as exc:
             self.worker.close()
             self.worker = None
-            return blank_record(task, exc.status, str(exc))
-        return Record.from_json(answer["record"])
+            return blank_record(task, exc.status, str(exc), **_start_fields(started_s))
+        record = Record.from_json(answer["record"])
+        return replace(record, extra={**record.extra, **_start_fields(started_s)}) if started_s is not None else record
 
     def close(self, abandon: bool = False) -> None:
         if self.worker is not None:
             self.worker.close(abandon)
             self.worker = None
+
+
+def _start_fields(started_s: float | None) -> dict[str, Any]:
+    """``worker_start_s``: start-up and device initialisation of a worker started for this shape (not timed
+    against its --timeout)."""
+    return {} if started_s is None else {"worker_start_s": started_s}
 
 
 def _serve() -> None:

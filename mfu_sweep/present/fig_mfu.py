@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 from mfu_sweep.analysis.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey
+from mfu_sweep.present.machine_facts import legend_notes
 from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
@@ -123,6 +124,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
             fitted = True
     extra += [Line2D([], [], linestyle="none", label=f"{safe_text(lab)}: no {dtype} peak, not shown")
               for lab in no_peak]
+    extra += [Line2D([], [], linestyle="none", label=safe_text(note))
+              for s in series for note in legend_notes(s.label, s.peak, s.records)]
     if show_compare:
         extra += _draw_comparisons(ax, sweeps, dtype, mode, metric, comparisons, colors)
     flop_axis(ax)

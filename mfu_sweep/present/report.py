@@ -36,6 +36,7 @@ from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
+from mfu_sweep.present.machine_facts import machine_facts
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_numbers import (
     bars_text,
@@ -361,6 +362,7 @@ def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
         blocks.append(Heading(3, str(key)))
         facts = provenance_facts(own)
         facts.append(("peak", peak_text(own[0].peak, key.dtype)))
+        facts += machine_facts(own[0].peak, recs)
         facts.append(("pass rate", summary_line(recs)))
         facts += performance_facts(summarise(s) if s else None, analysis.metric)
         fit = analysis.fits.get(key)

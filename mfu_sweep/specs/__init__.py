@@ -64,6 +64,8 @@ class Peak:
     scope: str = "chip"
     notes: str = ""
     overrides: Mapping[str, object] = field(default_factory=dict)
+    basis: str = ""
+    """Why the peak differs from the plain estimate, in words (e.g. a measured clock); empty otherwise."""
 
     def for_dtype(self, dtype: str) -> float | None:
         value = self.tflops.get(dtype)
@@ -80,6 +82,7 @@ class Peak:
             "scope": self.scope,
             "notes": self.notes,
             "overrides": dict(self.overrides),
+            **({"basis": self.basis} if self.basis else {}),
         }
 
     @classmethod
@@ -94,6 +97,7 @@ class Peak:
             scope=str(data.get("scope", "chip")),
             notes=str(data.get("notes", "")),
             overrides=dict(data.get("overrides") or {}),
+            basis=str(data.get("basis") or ""),
         )
 
     @classmethod

@@ -1,0 +1,40 @@
+"""Report rows about the machine a series ran on: the basis of its peak and contention while measuring."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, is_flagged
+from mfu_sweep.results import Record
+from mfu_sweep.specs import Peak
+
+
+def machine_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:
+    """("peak basis", why) when the peak was re-estimated; ("contention", how many records, how busy)."""
+    rows = []
+    if peak.basis:
+        rows.append(("peak basis", peak.basis))
+    observed = [r for r in records if isinstance(r.extra.get(MACHINE_FIELD), Mapping)]
+    if not observed:
+        return rows
+    flagged = [r for r in observed if is_flagged(r)]
+    if flagged:
+        worst = max(contention_share(r.extra[MACHINE_FIELD]) or 0.0 for r in flagged)
+        passes = sorted({r.run_pass for r in flagged})
+        rows.append(("contention", f"{len(flagged)} of {len(records)} records flagged contended in "
+                     f"{len(passes)} pass(es) (others took up to {worst:.0%} of the device; threshold "
+                     f"{CONTENDED_SHARE:.0%}); kept, unless --exclude-contended"))
+    else:
+        rows.append(("contention", f"none of {len(observed)} observed records (threshold {CONTENDED_SHARE:.0%})"))
+    return rows
+
+
+def legend_notes(label: str, peak: Peak, records: Sequence[Record]) -> list[str]:
+    """Short legend lines of a series: why its peak was re-estimated, how many points were contended."""
+    out = []
+    if peak.basis:
+        out.append(f"{label}: {peak.basis}")
+    flagged = sum(is_flagged(r) for r in records)
+    if flagged:
+        out.append(f"{label}: {flagged} of {len(records)} points measured under contention")
+    return out
