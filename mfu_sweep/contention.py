@@ -24,10 +24,10 @@ from mfu_sweep.results import Record, Sweep
 
 FLAG = "contended"
 MACHINE_FIELD = "machine"
-# Others' share of the worker's cores at or above which a shape counts as contended. Calibrated on this
-# project's 2-core VMs (docs/machine-state.md): one busy-loop process beside a 2-thread sweep reads
-# 0.26-0.5 per shape (it gets a time slice against two spinning workers), idle background reads 0.00-0.03;
-# 0.10 sits between them with room for the background of a busy desktop.
+# Others' share of the worker's cores at or above which a shape counts as contended (docs/machine-state.md
+# has the calibration): a quiet 2-core VM's background reads ~0.05 over seconds; one busy-loop neighbour
+# beside a 2-thread sweep takes about a third of the cores (fair share: 1 of 3 runnable threads), so 0.33;
+# 0.10 sits between them, and a neighbour using a tenth of the cores already moves a CPU GEMM's time.
 CONTENDED_SHARE = 0.10
 # A GPU shape is contended when other compute processes used at least this share of the SM time.
 GPU_CONTENDED_UTIL = 0.10
