@@ -31,7 +31,7 @@ from mfu_sweep.contention import (
     is_contended,
     pass_summaries,
 )
-from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, ClockReading, _Chain, measure_clock
+from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
 from mfu_sweep.measure.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
 from mfu_sweep.measure.machine import (
     CpuTicks,
@@ -44,7 +44,7 @@ from mfu_sweep.measure.machine import (
     parse_proc_stat,
     reading,
 )
-from mfu_sweep.measure.watch import peak_from_clock, spec_clock_ghz
+from mfu_sweep.measure.watch import peak_from_probe, spec_clock_ghz
 from mfu_sweep.results import Record, Sweep, load_sweeps, save_sweep
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import Peak
@@ -243,22 +243,39 @@ def _cpu_peak(tf=0.3):
     return Peak(chip="cpu", tflops={"fp32": tf}, memory_bandwidth_tbs=None, source="est", estimated=True)
 
 
-def test_peak_follows_the_measured_clock_only_when_it_beats_the_spec_clock():
-    device = {"backend": "cpu", "threads": 2, "reported_clock_ghz": 2.6}
+def test_peak_follows_the_measured_clock_and_fma_ceiling_only_when_they_beat_the_estimate():
+    device = {"backend": "cpu", "threads": 2, "physical_cores_usable": 2, "reported_clock_ghz": 2.6}
 
     def estimate(threads, clock_ghz):
-        return _cpu_peak(0.1 * clock_ghz)
+        return replace(_cpu_peak(0.1 * clock_ghz), tflops={"fp32": 0.1 * clock_ghz, "bf16": 0.2 * clock_ghz})
 
     spec = spec_clock_ghz(device)
-    fast, block = peak_from_clock(_cpu_peak(), device, ClockReading(spec * 1.3), estimate)
+    base = estimate(2, spec)
+    fast, block = peak_from_probe(base, device, {"clock": {"measured_ghz": spec * 1.3}}, estimate)
     assert fast.tflops["fp32"] == pytest.approx(0.1 * spec * 1.3) and block["used_for_peak"]
     assert "spec clock" in fast.basis and fast.basis in fast.notes and block["reason"] == fast.basis
-    same, block = peak_from_clock(_cpu_peak(), device, ClockReading(spec * 1.01), estimate)
-    assert same == _cpu_peak() and not block["used_for_peak"]
-    failed, block = peak_from_clock(_cpu_peak(), device, ClockReading(None, error="x"), estimate)
-    assert failed == _cpu_peak() and "not measured" in block["reason"]
-    forced = replace(_cpu_peak(), override=True)
-    assert peak_from_clock(forced, device, ClockReading(spec * 2), estimate)[0] == forced
+    same, block = peak_from_probe(base, device, {"clock": {"measured_ghz": spec * 1.01}}, estimate)
+    assert same == base and not block["used_for_peak"]
+    # An FMA ceiling above the estimate lifts that dtype only (bf16 has its own, higher rate here).
+    fma = {"vfmadd231ps-ymm": {"dtype": "fp32", "gflops_per_core": 0.1 * spec * 1e3, "threads": 2}}
+    lifted, block = peak_from_probe(base, device, {"clock": {"measured_ghz": spec}, "fma": fma}, estimate)
+    assert lifted.tflops["fp32"] == pytest.approx(2 * 0.1 * spec) and lifted.tflops["bf16"] == base.tflops["bf16"]
+    assert "FMA-throughput ceiling" in lifted.basis and block["ceilings_tflops"]["fp32"] == pytest.approx(0.2 * spec)
+    failed, block = peak_from_probe(base, device, {"error": "probe process died (signal 4)"}, estimate)
+    assert failed == base and "signal 4" in block["error"] and "not measured" in block["reason"]
+    forced = replace(base, override=True)
+    assert peak_from_probe(forced, device, {"clock": {"measured_ghz": spec * 2}}, estimate)[0] == forced
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86-64 machine code")
+def test_fma_probe_reads_a_plausible_flop_per_cycle_for_the_units_this_cpu_has():
+    from mfu_sweep.specs.cpu import load_cpuinfo
+
+    flags = load_cpuinfo().flags
+    got = measure_fma(1, flags, 3.0, rounds=1, round_s=0.05)
+    assert set(got) == {k for k, (needs, *_r) in KERNELS.items() if all(f in flags for f in needs)}
+    for row in got.values():  # 12 independent accumulators: 1 to 4 pipes x 8 or 16 lanes x 2-4 FLOP
+        assert 4 <= row["flop_per_cycle"] <= 300
 
 
 # ---- counting, exclusion, compare, schema --------------------------------------------------------

@@ -21,6 +21,16 @@ What the method assumes (x86-64 only; anything else reports "not available"):
 * A scalar chain is not an AVX-512 FMA load: a core that lowers its clock for
   wide vector work runs GEMMs slower than this, so a peak from this clock is
   an upper bound (MFU against it is conservative).
+
+Beside the clock it measures the FMA-throughput ceiling per dtype the CPU
+reports a unit for (:data:`KERNELS`): 12 independent accumulators (more than
+FMA latency x pipes on every x86 core: 4-5 cycles x 2 pipes) of
+``vfmadd231ps`` (fp32; 2 FLOP per lane) or ``vdpbf16ps`` (bf16 pairs; 4 FLOP per
+fp32 lane), operands zeroed so no denormal path is taken. GFLOP/s per core over
+the measured clock is FLOP/cycle; the ceiling is what no GEMM can beat.
+Probes run in a child process (:func:`probe_machine`), so an instruction the
+CPU refuses (SIGILL) or a denied executable mapping ends as a reason in the
+record, never in the sweep.
 """
 
 from __future__ import annotations
@@ -71,11 +81,30 @@ class ClockReading:
         return {**out, **self.extra}
 
 
-class _Chain:
-    """The chain loaded into executable memory (kept alive as long as the function is used)."""
+# name: (cpuinfo flags needed, dtype, FLOP per loop iteration, machine code of ``void f(uint64 n)``).
+# Assembled from: mov rcx, rdi; zero ymm/zmm0-13; loop: 12 x <op> {y,z}mm<i>, {y,z}mm12, {y,z}mm13;
+# dec rcx; jnz loop; vzeroupper; ret.
+_ZERO_Y = "c4411c57e4c4411457edc5fc57c0c5f457c9c5ec57d2c5e457dbc5dc57e4c5d457edc5cc57f6c5c457ffc4413c57c0c4413457c9" \
+          "c4412c57d2c4412457db"
+_ZERO_Z = "62511d48efe462511548efed62f17d48efc062f17548efc962f16d48efd262f16548efdb62f15d48efe462f15548efed" \
+          "62f14d48eff662f14548efff62513d48efc062513548efc962512d48efd262512548efdb"
+_FMA_Y = "c4c21db8c5c4c21db8cdc4c21db8d5c4c21db8ddc4c21db8e5c4c21db8edc4c21db8f5c4c21db8fdc4421db8c5c4421db8cd" \
+         "c4421db8d5c4421db8dd"
+_FMA_Z = "62d21d48b8c562d21d48b8cd62d21d48b8d562d21d48b8dd62d21d48b8e562d21d48b8ed62d21d48b8f562d21d48b8fd" \
+         "62521d48b8c562521d48b8cd62521d48b8d562521d48b8dd"
+_DP_Z = "62d21e4852c562d21e4852cd62d21e4852d562d21e4852dd62d21e4852e562d21e4852ed62d21e4852f562d21e4852fd" \
+        "62521e4852c562521e4852cd62521e4852d562521e4852dd"
+KERNELS: dict[str, tuple[tuple[str, ...], str, int, str]] = {
+    "vfmadd231ps-ymm": (("avx2", "fma"), "fp32", 12 * 8 * 2, f"4889f9{_ZERO_Y}{_FMA_Y}48ffc975bfc5f877c3"),
+    "vfmadd231ps-zmm": (("avx512f",), "fp32", 12 * 16 * 2, f"4889f9{_ZERO_Z}{_FMA_Z}48ffc975b3c5f877c3"),
+    "vdpbf16ps-zmm": (("avx512f", "avx512_bf16"), "bf16", 12 * 16 * 4, f"4889f9{_ZERO_Z}{_DP_Z}48ffc975b3c5f877c3"),
+}
 
-    def __init__(self) -> None:
-        code = chain_code()
+
+class _Code:
+    """Machine code in executable memory, callable as ``uint64 f(uint64 n)`` (kept alive with the object)."""
+
+    def __init__(self, code: bytes) -> None:
         self.buf = mmap.mmap(-1, mmap.PAGESIZE * (len(code) // mmap.PAGESIZE + 1),
                              prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         self.buf.write(code)
@@ -84,6 +113,13 @@ class _Chain:
 
     def __call__(self, n: int) -> int:
         return int(self.fn(n))
+
+
+class _Chain(_Code):
+    """The add chain (:func:`chain_code`)."""
+
+    def __init__(self) -> None:
+        super().__init__(chain_code())
 
 
 def _time_threads(chain: Callable[[int], int], iters: int, threads: int) -> list[float]:
@@ -127,3 +163,74 @@ def measure_clock(threads: int, rounds: int = 3, round_s: float = 0.15,
     except (OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
         return ClockReading(None, threads=threads, error=f"clock probe failed: {type(exc).__name__}: {exc}"[:200])
     return ClockReading(max(got), tuple(got), threads=threads)
+
+
+def _rate(fn: Callable[[int], int], work_per_iter: float, threads: int, rounds: int, round_s: float) -> list[float]:
+    """Work per CPU-second per thread (median over threads), for each round, all threads at once."""
+    fn(1000)
+    t = max(_time_threads(fn, 20_000, 1)[0], 1e-6)
+    iters = max(10_000, int(20_000 * round_s / t))
+    return [statistics.median(iters * work_per_iter / max(s, 1e-9) for s in _time_threads(fn, iters, threads))
+            for _ in range(rounds)]
+
+
+def measure_fma(threads: int, flags: frozenset[str], clock_ghz: float | None, rounds: int = 3,
+                round_s: float = 0.15) -> dict[str, Any]:
+    """Per kernel the CPU has flags for: GFLOP/s per core (best round), FLOP/cycle at ``clock_ghz``, dtype."""
+    out: dict[str, Any] = {}
+    for name, (needs, dtype, flop, code) in KERNELS.items():
+        if not all(f in flags for f in needs):
+            continue
+        per_core = max(_rate(_Code(bytes.fromhex(code)), flop, max(1, threads), rounds, round_s)) / 1e9
+        out[name] = {"dtype": dtype, "gflops_per_core": round(per_core, 3), "threads": threads,
+                     "flop_per_cycle": round(per_core / clock_ghz, 2) if clock_ghz else None}
+    return out
+
+
+def fma_ceilings(fma: dict[str, Any], cores: int) -> dict[str, float]:
+    """Per dtype, the best measured FMA-throughput ceiling in TFLOP/s over ``cores`` physical cores."""
+    best: dict[str, float] = {}
+    for row in fma.values():
+        tf = row["gflops_per_core"] * cores / 1e3
+        best[row["dtype"]] = max(best.get(row["dtype"], 0.0), tf)
+    return best
+
+
+def probe_machine(threads: int, timeout_s: float = 60.0) -> dict[str, Any]:
+    """Clock and FMA ceilings measured in a child process: ``{"clock": ..., "fma": ...}`` or ``{"error": ...}``."""
+    import json
+    import subprocess
+    import sys
+
+    try:
+        out = subprocess.run([sys.executable, "-m", "mfu_sweep.measure.clockprobe", str(threads)],
+                             capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"probe process: {type(exc).__name__}: {exc}"[:200]}
+    if out.returncode != 0:
+        how = f"signal {-out.returncode}" if out.returncode < 0 else f"exit code {out.returncode}"
+        return {"error": f"probe process died ({how}): {out.stderr.strip()[-200:]}"}
+    try:
+        return json.loads(out.stdout)
+    except ValueError:
+        return {"error": f"probe process sent garbage: {out.stdout[:100]!r}"}
+
+
+def _main(argv: list[str]) -> None:
+    import json
+
+    from mfu_sweep.specs.cpu import load_cpuinfo
+
+    threads = int(argv[0]) if argv else 1
+    clock = measure_clock(threads)
+    try:
+        fma = measure_fma(threads, load_cpuinfo().flags, clock.ghz) if clock.error is None else {}
+    except (OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
+        fma = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+    print(json.dumps({"clock": clock.to_json(), "fma": fma}))
+
+
+if __name__ == "__main__":
+    import sys
+
+    _main(sys.argv[1:])

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, flag_record, pass_summaries
-from mfu_sweep.measure.clockprobe import ClockReading, measure_clock
+from mfu_sweep.measure.clockprobe import fma_ceilings, probe_machine
 from mfu_sweep.measure.gpu_neighbours import GpuNeighbours
 from mfu_sweep.measure.machine import HostMonitor, busy_before, machine_block
 from mfu_sweep.results import Record, Sweep
@@ -40,33 +40,64 @@ def clock_basis(measured: float, spec: float) -> str:
             "peak re-estimated from the measured clock")
 
 
-def peak_from_clock(peak: Peak, device: Mapping[str, Any], clock: ClockReading,
-                    estimate: Callable[..., Peak] = estimate_cpu_peak) -> tuple[Peak, dict[str, Any]]:
-    """(peak, clock block): the CPU peak re-estimated at the measured clock when that beats the spec clock.
+def cores_counted(device: Mapping[str, Any]) -> int:
+    """Cores the CPU peak counts: threads used, at most the physical cores usable."""
+    threads = int(device.get("threads") or 1)
+    phys = device.get("physical_cores_usable")
+    return min(threads, int(phys)) if phys else threads
 
-    Only an estimated CPU peak (no ``--chip``, no ``--peak-tflops``) changes;
-    otherwise the block says why the spec peak stays.
+
+def _raise_to_ceilings(peak: Peak, ceilings: Mapping[str, float]) -> tuple[dict[str, float], list[str]]:
+    """Per-dtype peaks lifted to a measured FMA ceiling above them; dtypes at the fp32 rate follow fp32."""
+    tflops, raised = dict(peak.tflops), []
+    fp32 = peak.tflops.get("fp32")
+    for dtype, value in peak.tflops.items():
+        ceiling = ceilings.get(dtype) or (ceilings.get("fp32") if value == fp32 else None)
+        if ceiling and ceiling > value * (1 + CLOCK_MARGIN):
+            tflops[dtype] = ceiling
+            raised.append(dtype)
+    return tflops, raised
+
+
+def peak_from_probe(peak: Peak, device: Mapping[str, Any], probe: Mapping[str, Any],
+                    estimate: Callable[..., Peak] = estimate_cpu_peak) -> tuple[Peak, dict[str, Any]]:
+    """(peak, clock block) after the clock and FMA probes (:func:`~mfu_sweep.measure.clockprobe.probe_machine`).
+
+    Only an estimated CPU peak (no ``--chip``, no ``--peak-tflops``) changes: to
+    the estimate at the measured clock when that clock beats the spec clock by
+    more than :data:`CLOCK_MARGIN`, then, per dtype, to a measured FMA-throughput
+    ceiling above it. The block and ``peak.basis`` say what was done, in words.
     """
-    block = clock.to_json()
+    clock = dict(probe.get("clock") or {})
+    ghz = clock.get("measured_ghz")
     spec = spec_clock_ghz(device)
-    block["spec_clock_ghz"] = spec
-    block["used_for_peak"] = False
-    if clock.ghz is None:
-        block["reason"] = "clock not measured; the peak uses the spec clock"
-        return peak, block
+    fma = probe.get("fma") or {}
+    block = {**clock, "fma": fma, "spec_clock_ghz": spec, "used_for_peak": False}
+    if probe.get("error"):
+        block["error"] = probe["error"]
     if peak.chip != "cpu" or not peak.estimated or peak.override or peak.overrides:
         block["reason"] = "peak not estimated from a clock (spec entry or override): kept"
         return peak, block
-    if spec is not None and clock.ghz <= spec * (1 + CLOCK_MARGIN):
-        block["reason"] = (f"measured {clock.ghz:.2f} GHz is within {CLOCK_MARGIN:.0%} of or below the spec clock "
-                           f"{spec:.2f} GHz: the spec clock stays")
+    new, reasons = peak, []
+    if ghz and spec and ghz > spec * (1 + CLOCK_MARGIN):
+        threads = device.get("threads")
+        new = estimate(threads=int(threads) if threads else None, clock_ghz=ghz)
+        reasons.append(clock_basis(ghz, spec))
+    ceilings = fma_ceilings(fma, cores_counted(device)) if fma and "error" not in fma else {}
+    block["ceilings_tflops"] = ceilings
+    tflops, raised = _raise_to_ceilings(new, ceilings)
+    if raised:
+        reasons.append(f"the measured FMA-throughput ceiling is above the estimate for {', '.join(raised)}: "
+                       "peak set to the ceiling")
+    if not reasons:
+        why = "clock not measured" if not ghz else f"measured {ghz:.2f} GHz is within {CLOCK_MARGIN:.0%} of or " \
+              f"below the spec clock {spec or 0:.2f} GHz"
+        block["reason"] = f"{why}; no FMA ceiling above the estimate: the spec-clock peak stays"
         return peak, block
-    threads = device.get("threads")
-    new = estimate(threads=int(threads) if threads else None, clock_ghz=clock.ghz)
-    basis = clock_basis(clock.ghz, spec) if spec else f"clock measured at ~{clock.ghz:.2f} GHz (no spec clock)"
+    basis = "; ".join(reasons)
     block.update(used_for_peak=True, reason=basis)
-    return replace(new, source=f"{new.source}; clock measured ({clock.method})", notes=f"{basis}. {peak.notes}",
-                   basis=basis), block
+    return replace(new, tflops=tflops, source=f"{new.source}; measured ({clock.get('method', 'clock probe')})",
+                   notes=f"{basis}. {peak.notes}", basis=basis), block
 
 
 @dataclass
@@ -92,8 +123,8 @@ class SweepWatch:
             self.clock = old.get("clock")
             return sweep
         if sweep.device.get("backend") == "cpu" and self.probe_clock:
-            peak, self.clock = peak_from_clock(sweep.peak, sweep.device,
-                                               measure_clock(int(sweep.device.get("threads") or 1)))
+            probe = probe_machine(cores_counted(sweep.device))
+            peak, self.clock = peak_from_probe(sweep.peak, sweep.device, probe)
             sweep = replace(sweep, peak=peak)
         return self.with_block(sweep)
 
