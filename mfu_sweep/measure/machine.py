@@ -122,6 +122,42 @@ def own_ticks(procs: Mapping[int, ProcStat], parent: int) -> dict[int, int]:
             if p.pid == parent or p.ppid == parent or p.session in sessions}
 
 
+def child_pids(pid: int, root: Path = PROC) -> list[int] | None:
+    """Children of ``pid`` from ``/proc/<pid>/task/*/children``; None where the kernel has no such file."""
+    try:
+        tasks = os.listdir(root / str(pid) / "task")
+    except OSError:
+        return None
+    out: list[int] = []
+    for tid in tasks:
+        text = _read(root / str(pid) / "task" / tid / "children")
+        if text is None:
+            return None if not out and tid == tasks[0] else out
+        out += [int(c) for c in text.split()]
+    return out
+
+
+def own_processes(parent: int, root: Path = PROC) -> dict[int, int] | None:
+    """Ticks of ``parent`` and all its descendants: a walk of the children files (a few reads), or a scan of
+    every process (:func:`own_ticks`) where the kernel lacks them."""
+    todo, seen = [parent], {}
+    while todo:
+        pid = todo.pop()
+        text = _read(root / str(pid) / "stat")
+        if text is None:
+            continue  # exited meanwhile: its time arrives with the parent's reaped children
+        try:
+            seen[pid] = parse_pid_stat(text).ticks
+        except (ValueError, IndexError):
+            continue
+        kids = child_pids(pid, root)
+        if kids is None:
+            procs = read_processes(root)
+            return own_ticks(procs, parent) if procs else None
+        todo += [k for k in kids if k not in seen]
+    return seen or None
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One look at the machine: when, the cores' ticks, the sweep's own processes and reaped children."""
@@ -154,8 +190,7 @@ class HostMonitor:
             cpu = None
         if cpu is None:
             missing.append("/proc/stat")
-        procs = read_processes(self.root)
-        own = own_ticks(procs, os.getpid()) if procs else None
+        own = own_processes(os.getpid(), self.root)
         if own is None:
             missing.append("/proc/<pid>/stat")
         times = os.times()
