@@ -192,9 +192,15 @@ def test_every_per_shape_layout(tmp_path, era, middle_is_k, stat, timer, cache) 
     assert r.timer == timer and r.extra["cache"] == cache and r.flops == 2 * 2048 * 4096 * 8192
     assert ("source_shape_reordered" in r.flags) == middle_is_k and ("source_min_time" in r.flags) == (stat == "max")
     assert sw.device["name"] == H100 and sw.environment["software"]["versions"]["cuda"] == "12.8"
+    method = sw.extra["import"]["timing_method"]
     if era == "v4":
         assert r.extra["power_w"] == 688 and r.extra["clock_mhz"] == 1980 and "suspect_power" in r.flags
         assert r.extra["search_phase"] == "wave"
+        assert "20 cuda-event-timed" in method and "scout readings" in method  # --scout_num_iterations default
+    else:
+        assert "100 cuda-event-timed" in method
+    assert sw.extra["import"]["source_summary"][1] == {"statistic": "median", "tflops": 701.5,
+                                                       "shape": "2048x4096x8192"}
 
 
 @pytest.mark.parametrize("text,stat,tflops,shape,flags", [

@@ -56,8 +56,10 @@ _LINE = re.compile(r"^\s*(\d+)\s*\|\s*(?:([a-z]+)\s+)?(?P<vals>[\d.]+.*?)\s*@\s*
 _TOKEN = re.compile(r"([\d.]+)\((mean|median|max)\)")
 _PLAIN = re.compile(r"^([\d.]+)\s*TFLOPS$")
 _POWER = re.compile(r"\|\s*(\d+)W(?:\s+(\d+)MHz)?(\s+SUSPECT)?\s*$")
-_ITERS = re.compile(r"--num_iterations[ =](\d+)")
-_WARMUP = re.compile(r"--num_warmup_iterations[ =](\d+)")
+_ITERS = re.compile(r"(?<![\w])--num_iterations[ =](\d+)")
+_WARMUP = re.compile(r"(?<![\w])--num_warmup_iterations[ =](\d+)")
+_SCOUT_ITERS = re.compile(r"--scout_num_iterations[ =](\d+)")
+_SCOUT_WARMUP = re.compile(r"--scout_num_warmup_iterations[ =](\d+)")
 _DTYPE_ARG = re.compile(r"--dtype[ =]([\w.]+)")
 UNKNOWN = ("clocks and power during each shape (unless the log prints them)",
            "the mean/median spread beyond the three printed numbers")
@@ -243,6 +245,15 @@ def _other_outcomes(summary: Summary, best: Outcome) -> dict[str, Any]:
             for o in summary.outcomes if o is not best}
 
 
+def _iterations(command: str, scouts: bool) -> tuple[int, int]:
+    """Timed and warm-up calls per shape: the logged command line's, else the script's defaults."""
+    if scouts:
+        return (int(m.group(1)) if (m := _SCOUT_ITERS.search(command)) else 20,
+                int(m.group(1)) if (m := _SCOUT_WARMUP.search(command)) else 8)
+    return (int(m.group(1)) if (m := _ITERS.search(command)) else 100,
+            int(m.group(1)) if (m := _WARMUP.search(command)) else 50)
+
+
 def _timing(summary_only: bool, flushed: bool, stat: str, iters: int, warm: int, events: str) -> tuple[str, str, str]:
     """(record timer, cache, long description)."""
     cache = "flush" if flushed else "none"
@@ -286,12 +297,14 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
         rows = [_flag(r, "truncated") for r in rows]
     software = _software(sections.get("Critical software versions", []))
     events = "cuda" if ("cuda" in software or "hip" in software or not software) else "device"
-    iters = int(m.group(1)) if (m := _ITERS.search(command)) else 100
-    warm = int(m.group(1)) if (m := _WARMUP.search(command)) else 50
+    scouts = any("search_phase" in r.extra for r in rows)  # fast-mamf --search auto: per-shape lines are scouts
+    iters, warm = _iterations(command, scouts)
     flushed = summary.cache_flushed if summary_only else any(
         r.extra.get("source_statistic") == "median" for r in rows)
     stat = rows[0].extra.get("source_statistic", "median")
     timer, cache, method = _timing(summary_only, flushed, stat, iters, warm, events)
+    if scouts:
+        method += " (fast-mamf --search auto: the per-shape lines are its scout readings)"
     version = next((ln.split(":", 1)[1].strip() for ln in sections.get("Additional notes", [])
                     if ln.startswith("benchmark version")), None)
     device = _device(sections)
@@ -306,10 +319,18 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
             "timing_method": method, "device_key": device, "dtype_keys": {dtype: key}, "notes": notes,
             "unknown": list(UNKNOWN) + ([] if env else ["whether PYTORCH_TUNABLEOP_ENABLED was set"]),
             **({"measured_on": f"{started} (the machine's local time)"} if started else {}),
+            **({"source_summary": _summary_json(summary)} if summary else {}),
             **({"truncated": True} if truncated else {}),
             **({"skipped_lines": dict(skipped)} if skipped else {}),
         },
     )]
+
+
+def _summary_json(summary: Summary) -> list[dict[str, Any]]:
+    """The log's "best" lines as printed (statistic, TFLOP/s, printed shape, power, clock)."""
+    return [{"statistic": o.stat, "tflops": o.tflops, "shape": "x".join(map(str, o.shape)) if o.shape else None,
+             **({"power_w": o.power_w} if o.power_w is not None else {}),
+             **({"clock_mhz": o.clock_mhz} if o.clock_mhz is not None else {})} for o in summary.outcomes]
 
 
 def _flag(row: SourceRow, flag: str) -> SourceRow:
