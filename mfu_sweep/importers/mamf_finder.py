@@ -254,10 +254,11 @@ def _iterations(command: str, scouts: bool) -> tuple[int, int]:
             int(m.group(1)) if (m := _WARMUP.search(command)) else 50)
 
 
-def _timing(summary_only: bool, flushed: bool, stat: str, iters: int, warm: int, events: str) -> tuple[str, str, str]:
+def _timing(summary_only: bool, flushed: bool, stat: str, iters: int, warm: int, events: str,
+            fp8: bool) -> tuple[str, str, str]:
     """(record timer, cache, long description)."""
     cache = "flush" if flushed else "none"
-    calls = f"{iters} {events}-event-timed torch.mm calls after {warm} warm-ups"
+    calls = f"{iters} {events}-event-timed {'torch._scaled_mm' if fp8 else 'torch.mm'} calls after {warm} warm-ups"
     how = (f"{calls}, a 256 MiB buffer zeroed before each call (cache flush)" if flushed
            else f"{calls}, no cache flush (version 1)")
     which = "median" if stat == "median" else "minimum" if stat in ("max", "mamf") else stat
@@ -302,13 +303,14 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
     flushed = summary.cache_flushed if summary_only else any(
         r.extra.get("source_statistic") == "median" for r in rows)
     stat = rows[0].extra.get("source_statistic", "median")
-    timer, cache, method = _timing(summary_only, flushed, stat, iters, warm, events)
+    timer, cache, method = _timing(summary_only, flushed, stat, iters, warm, events, dtype == "fp8")
     if scouts:
         method += " (fast-mamf --search auto: the per-shape lines are its scout readings)"
     version = next((ln.split(":", 1)[1].strip() for ln in sections.get("Additional notes", [])
                     if ln.startswith("benchmark version")), None)
     device = _device(sections)
-    started = next((ln.split("on", 1)[1].strip() for ln in lines if ln.startswith("Benchmark started on")), None)
+    started = next((ln.removeprefix("Benchmark started on").strip() for ln in lines
+                    if ln.startswith("Benchmark started on")), None)
     env = _software(sections.get("Critical environment variables", []))
     return [SourceDevice(
         key=device, name=device, rows=tuple(rows), mode="eager", timer=timer, cache=cache,
