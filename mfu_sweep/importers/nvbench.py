@@ -213,7 +213,7 @@ def _device(name: str, path: Path, dname: str, states: list[State], info: Mappin
     truncated = any(why.startswith("cut") for why in skipped)
     rows = [replace(r, flags=(*r.flags, "truncated")) if truncated else r for r in got.values()]
     if kind == "md":
-        notes.append("markdown output lists no skipped states and prints times to 3 significant decimals "
+        notes.append("markdown output lists no skipped states and prints times to 3 decimals of their unit "
                      "(flag rounded_source)")
     stat = "mean" if kind != "json" or any("source_mean" in r.flags for r in rows) else "median"
     method = BATCH_METHOD if batch else COLD_METHOD.format(
