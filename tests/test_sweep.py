@@ -289,7 +289,7 @@ def test_cache_flush_sweep_labels_itself_and_records_the_policy(tmp_path: Path, 
     assert rec.status == "ok" and rec.timer == "host+flush" and rec.extra["cache"] == "flush"
     assert rec.extra["input_sets"] == 1 and rec.extra["flush_bytes"] >= 2**20
     # the peak estimate follows the thread count: one core
-    assert "1 cores" in sweep.peak.source
+    assert "fp32: 1 core x" in sweep.peak.source
 
 
 def test_run_argv_is_this_invocation_not_the_host_program(tmp_path: Path) -> None:
