@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
+from mfu_sweep.importers.mamf_summary import parse_summary
 from mfu_sweep.results import load_sweeps, timing_of, validate_file
 from mfu_sweep.shapes import Shape
 
@@ -371,7 +372,7 @@ def test_mixed_formats_in_one_call_name_the_odd_file(tmp_path) -> None:
     assert "looks like mamf-finder" in line
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=80, deadline=None, derandomize=True)
 @given(cut=st.integers(min_value=1, max_value=2073), drop=st.lists(st.integers(min_value=0, max_value=40), max_size=4))
 def test_any_cut_or_lost_lines_of_a_log_is_an_error_or_a_flagged_import(tmp_path_factory, cut, drop) -> None:
     """No cut of the real log and no lost lines give a traceback, and a log without its summary is flagged."""
@@ -386,11 +387,11 @@ def test_any_cut_or_lost_lines_of_a_log_is_an_error_or_a_flagged_import(tmp_path
         return
     full = {r.shape: r.median_s for r in only(import_sources("mamf-finder", [GPU0]).sweeps).records}
     assert all(full[r.shape] == r.median_s for r in sw.records if r.status == "ok")  # never a mangled value
-    if "Tried" not in text and not any("summary_only" in r.flags for r in sw.records):
+    if parse_summary(text.split("\n")) is None and not any("summary_only" in r.flags for r in sw.records):
         assert all("truncated" in r.flags for r in sw.records)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(cut=st.integers(min_value=1, max_value=1497))
 def test_any_cut_of_a_csv_is_an_error_or_a_flagged_import(tmp_path_factory, cut) -> None:
     f = tmp_path_factory.mktemp("cut") / "cut.csv"
