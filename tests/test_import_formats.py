@@ -142,6 +142,12 @@ def test_per_file_label_by_path_and_chip(tmp_path) -> None:
     assert res.sweeps["twin-gfx950"].peak.chip == "mi350x" and res.sweeps["gfx950"].peak.chip == "mi355x"
     with pytest.raises(SourceError, match="has no device 'sm_999'"):
         import_sources("xla-perf-table", [XLA], labels={f"{XLA.name}:sm_999": "x"})
+    # --only per file: one device of the twin, all of the first table
+    res = import_sources("xla-perf-table", [XLA, twin / XLA.name], only=[f"{twin / XLA.name}:gfx950"],
+                         labels={f"{twin / XLA.name}:gfx950": "twin-gfx950"})
+    assert sorted(res.sweeps) == ["twin-gfx950"]
+    res = import_sources("mamf-finder", [GPU0, GPU1], only=[f"{GPU1.name}:{H100}"])
+    assert [sw.extra["import"]["source_file"] for sw in res.sweeps.values()] == [GPU1.name]
 
 
 # --- mamf-finder: every layout, SYNTHETIC lines from the script's format strings ----------------------------

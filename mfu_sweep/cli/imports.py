@@ -57,7 +57,7 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
     \b
     Example:
         mfu-sweep import xla-perf-table data/published/xla/openxla-main/default_matmul_perf_table.txtpb -o out/
-        mfu-sweep import xla-perf-table data/published/xla/rocm-sol/default_matmul_perf_table.txtpb --only gfx942 \
+        mfu-sweep import xla-perf-table data/published/xla/rocm-sol/default_matmul_perf_table.txtpb --only gfx942 \\
             --chip gfx942=mi325x -o out/
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
