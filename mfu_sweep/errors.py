@@ -12,3 +12,16 @@ from __future__ import annotations
 
 class BackendError(RuntimeError):
     """The requested device is absent or unusable; the message says why."""
+
+
+DEVICE_HINT = "try --device cpu, or see what this machine has with `mfu-sweep specs --detect`"
+
+
+def with_hint(message: str) -> str:
+    """A device error's message without a leading class name, with :data:`DEVICE_HINT` where it has no fix."""
+    for prefix in ("BackendError: ", "RuntimeError: "):
+        if message.startswith(prefix):
+            message = message[len(prefix):]
+    if "--device" in message or "try " in message:
+        return message
+    return f"{message}; {DEVICE_HINT}"

@@ -363,14 +363,22 @@ def _clean(value: Any) -> Any:
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write JSON so that readers see the old file or the new one, never half of one."""
+    _write_atomic(path, lambda fh: (json.dump(_clean(data), fh, indent=1, allow_nan=False), fh.write("\n")))
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` so that readers see the old file or the new one, never half of one."""
+    _write_atomic(path, lambda fh: fh.write(text))
+
+
+def _write_atomic(path: str | Path, write: Callable[[Any], Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as fh:
-            json.dump(_clean(data), fh, indent=1, allow_nan=False)
-            fh.write("\n")
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

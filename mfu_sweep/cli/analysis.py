@@ -17,6 +17,7 @@ import click
 
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 
@@ -30,11 +31,9 @@ def _write_or_echo(text: str, output: str | None, force: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    path = Path(output)
-    if path.exists() and not force:
-        raise click.ClickException(f"{output} exists; use --force to overwrite")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    from mfu_sweep.results import write_text_atomic
+
+    write_text_atomic(check_output_file(output, force), text)
     click.echo(f"wrote {output}", err=True)
 
 
@@ -69,6 +68,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
     from mfu_sweep.results import write_json_atomic
 
     rules = [Relabel.parse(r) for r in relabels]
+    check_output_file(output, force)
     with output_lock(output) as lock:
         if lock.note:
             click.echo(f"note: {lock.note}", err=True)
@@ -334,4 +334,6 @@ def export(files: tuple[str, ...], fmt: str, what: str, metric: str, fit_n_boot:
     from mfu_sweep.results import load_sweeps
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot}}[what]
+    if output is not None:
+        check_output_file(output, force)  # before the fits, which take a while
     _write_or_echo(export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw), output, force)

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-from mfu_sweep.errors import BackendError
+from mfu_sweep.errors import BackendError, with_hint
+from mfu_sweep.outputs import os_error_message
 
 
 def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -22,15 +23,23 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     The library's validation errors are ``ValueError`` subclasses whose messages
     name the field and the bad value; :class:`BackendError` says why a device
-    is unusable. Both become ``click.ClickException`` (exit code 1).
+    is unusable (a hint on what to try is added where it has none). Both become
+    ``click.ClickException`` (exit code 1). An ``OSError`` that reaches here (a
+    disk filling up mid-run) is worded by ``mfu_sweep.outputs.os_error_message``.
     """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except (ValueError, BackendError) as exc:
+        except BackendError as exc:
+            raise click.ClickException(with_hint(str(exc))) from None
+        except ValueError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            if exc.filename is None:
+                raise click.ClickException(f"{exc.strerror or exc}") from None
+            raise click.ClickException(os_error_message(exc, exc.filename)) from None
 
     return wrapper
 

@@ -61,12 +61,15 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
               help="Write the block to this JSON file.")
 @click.option("--into", "into", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Store the block under the key 'ceilings' of this sweep result file (atomically).")
-@click.option("--force", is_flag=True, help="With --into: store even if the file's device differs.")
+@click.option("--force", is_flag=True,
+              help="Overwrite an existing -o file; with --into: store even if the file's device differs.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the block as JSON on stdout (the summary lines then go to stderr).")
 @click.option("--chip", default=None, help="Force the spec entry (see `mfu-sweep specs`).")
 @spec_file_option
 @domain_errors
 def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budget_s: float, output: str | None,
-             into: str | None, force: bool, chip: str | None, spec_file: str | None) -> None:
+             into: str | None, force: bool, as_json: bool, chip: str | None, spec_file: str | None) -> None:
     """Measure achievable copy bandwidth and best GEMM TFLOP/s on a device.
 
     The copy is device-to-device (bytes read plus written), the GEMMs are the
@@ -75,15 +78,20 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     \b
     Example:
         mfu-sweep ceilings --device cpu
+        mfu-sweep ceilings --device cpu --json > cpu-ceilings.json
         mfu-sweep ceilings --device cuda -o h100-ceilings.json
         mfu-sweep ceilings --device cuda --into sweeps/h100-sxm-cuda.json
     """
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.outputs import check_output_file
     from mfu_sweep.results import write_json_atomic
 
+    if output:  # fail before measuring when the file cannot be written
+        check_output_file(output, force)
     if into:  # fail before measuring when another writer (a sweep) holds the file
+        check_output_file(into, force=True, flag="--into")
         from mfu_sweep.filelock import output_lock
 
         with output_lock(into) as lock:
@@ -93,16 +101,16 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     timing = TimingConfig(**{**vars(CEILING_TIMING), "budget_s": budget_s})
     block = measure_ceilings(backend, dtypes or None, sizes or None, timing, spec_file, chip)
     dev = block["device"]
-    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}")
+    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}", err=as_json)
     for line in summary_lines(block):
-        click.echo(line)
+        click.echo(line, err=as_json)
     if output:
         write_json_atomic(output, block)
-        click.echo(f"wrote {output}")
+        click.echo(f"wrote {output}", err=as_json)
     if into:
         add_to_result(into, block, force=force)
-        click.echo(f"stored as 'ceilings' in {into}")
-    if not (output or into):
+        click.echo(f"stored as 'ceilings' in {into}", err=as_json)
+    if as_json:
         click.echo(json.dumps(block, indent=1))
 
 

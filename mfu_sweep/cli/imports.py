@@ -17,6 +17,7 @@ from mfu_sweep.cli.common import domain_errors, invoked_argv, spec_file_option
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
+from mfu_sweep.outputs import check_output_dir
 from mfu_sweep.results import save_sweep, summary_line
 from mfu_sweep.specs import load_chips
 
@@ -62,6 +63,7 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
     """
+    check_output_dir(output_dir, force=True, flag="-o")  # writable; existing files are checked below
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
         dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),

@@ -7,7 +7,6 @@ options, checks the output directory and prints what it wrote.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,18 +26,15 @@ def _use_agg() -> None:
     matplotlib.use("Agg", force=True)
 
 
-def output_dir(path: str, option: str = "--output") -> Path:
-    """Create ``path`` if needed and check it is a writable directory; a one-line error otherwise."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise click.BadParameter(f"{path!r} exists and is not a directory", param_hint=option)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise click.ClickException(f"output directory {path!r} cannot be created ({exc.strerror or exc})") from None
-    if not os.access(out, os.W_OK | os.X_OK):
-        raise click.ClickException(f"output directory {path!r} is not writable")
-    return out
+REPORT_FILES = ("index.md", "index.html", "analysis.json", "figures")
+FORCE = click.option("--force", is_flag=True, help="Overwrite files an earlier run left in the output directory.")
+
+
+def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -> Path:
+    """Create ``path`` if needed and check it takes ``products`` (``mfu_sweep.outputs``); a one-line error."""
+    from mfu_sweep.outputs import check_output_dir
+
+    return check_output_dir(path, force, products)
 
 
 def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,10 +82,11 @@ def _wrote(paths: list[Path]) -> None:
               help="File format; repeat for several. Default: png.")
 @click.option("--figure", "kinds", multiple=True, type=click.Choice(FIGURE_KINDS),
               help="Only this kind of figure; repeat for several. Default: all the sweeps support.")
+@FORCE
 @selection_options
 @domain_errors
-def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: tuple[str, ...], metric: str,
-         y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int,
+def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: tuple[str, ...], force: bool,
+         metric: str, y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int,
          exclude_contended: bool) -> None:
     """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
     compile speedup, MFU heatmaps of m x n grids and a status overview.
@@ -114,6 +111,7 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            kinds=kinds or None, y_scale=y_scale)
+    output_dir(output, force, tuple(f"{name}.{fmt}" for name in figures for fmt in formats or ("png",)))
     try:
         for name, fig in figures.items():
             _wrote(save_figure(fig, out, name, formats or ("png",)))
@@ -125,9 +123,10 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", default="report", show_default=True, type=click.Path(),
               help="Directory for index.md, index.html, analysis.json and figures/.")
+@FORCE
 @selection_options
 @domain_errors
-def report(files: tuple[str, ...], output: str, metric: str, y_scale: str, dtypes: tuple[str, ...],
+def report(files: tuple[str, ...], output: str, force: bool, metric: str, y_scale: str, dtypes: tuple[str, ...],
            modes: tuple[str, ...], n_boot: int, seed: int, exclude_contended: bool) -> None:
     """Fit, compare and plot result files in one go, and write a report:
     index.md (figures beside it in figures/), a self-contained index.html
@@ -148,7 +147,7 @@ def report(files: tuple[str, ...], output: str, metric: str, y_scale: str, dtype
     from mfu_sweep.present.report import analyse, write_report
 
     sweeps = _load(files, dtypes, modes, exclude_contended)
-    out = output_dir(output)
+    out = output_dir(output, force, REPORT_FILES)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
     try:

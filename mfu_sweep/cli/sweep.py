@@ -12,6 +12,7 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float, spec_file_option
 from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.errors import BackendError, with_hint
 from mfu_sweep.measure.sweep import (
     ACCEL_RANGE,
     ACCEL_REPEATS,
@@ -192,8 +193,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         click.echo(f"\ninterrupted: finished shapes are saved in {plan.output}; "
                    f"continue with the same command plus --resume", err=True)
         sys.exit(130)
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from None
+    except RuntimeError as exc:  # BackendError too: the worker could not open the device
+        raise click.ClickException(with_hint(str(exc)) if isinstance(exc, BackendError) else str(exc)) from None
     finally:
         bar.close()
     from mfu_sweep.present.headline import sweep_headline

@@ -28,6 +28,7 @@ from mfu_sweep.measure.passes import order_seeds, plan_passes
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
+from mfu_sweep.outputs import OutputError, check_output_file
 from mfu_sweep.results import (
     Record,
     ResultError,
@@ -304,18 +305,17 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
 
 
 def _check_output(plan: SweepPlan) -> None:
+    """The output can be written and the overwrite rule holds (``mfu_sweep.outputs``), before the device opens."""
     out = plan.output
-    if out.exists() and not (plan.resume or plan.force):
-        raise SweepError(f"output {str(out)!r} exists; pass --resume to continue it or --force to overwrite")
+    if plan.resume and plan.force:
+        raise SweepError("--resume continues a file and --force overwrites it; pass one of them")
     if plan.resume and not out.exists():
-        raise SweepError(f"cannot resume {str(out)!r}: no such file")
-    parent = out.parent if str(out.parent) else Path(".")
+        raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise SweepError(f"output directory {str(parent)!r} cannot be created ({exc.strerror})") from None
-    if not os.access(parent, os.W_OK):
-        raise SweepError(f"output directory {str(parent)!r} is not writable")
+        check_output_file(out, force=plan.resume or plan.force,
+                          exists_hint="pass --resume to continue it or --force to overwrite it")
+    except OutputError as exc:
+        raise SweepError(str(exc)) from None
 
 
 ProgressFn = Callable[[Task, Record | None], None]

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from mfu_sweep.errors import BackendError
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
 from mfu_sweep.results import Record
 
@@ -226,7 +227,10 @@ class SubprocessRunner:
         if "error" in answer:
             self.worker.close()
             self.worker = None
-            raise RuntimeError(answer["error"])
+            error = str(answer["error"])
+            if error.startswith("BackendError: "):  # the device is absent or unusable: a user's error
+                raise BackendError(error.removeprefix("BackendError: "))
+            raise RuntimeError(error)
         return answer
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:

@@ -1,0 +1,146 @@
+"""Where a command writes: one up-front check for every writer, and one way to say why a write failed.
+
+Every command that writes (``sweep``, ``merge``, ``export``, ``import``, ``ceilings``,
+``plot``, ``report``) calls :func:`check_output_file` or :func:`check_output_dir`
+before it measures, fits or draws anything. The check creates the parent
+directory, writes and removes a small probe file beside the target (so a
+read-only mount, a full disk, ``/proc`` or ``/sys`` fail here, not after the
+work) and applies the one overwrite rule: an existing output is replaced only
+with ``--force``. Failures are :class:`OutputError` (a ``ValueError``: the
+CLI prints it as one line) whose message names the path, the reason and the
+fix. :func:`os_error_message` words an ``OSError`` met later (a disk that
+fills during a sweep) the same way.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+PROBE_BYTES = 4096  # a write this small still fails on a full file system; an empty file may not
+
+
+class OutputError(ValueError):
+    """An output path cannot be written (or exists without ``--force``); the message says how to fix it."""
+
+
+def _free_text(directory: Path) -> str:
+    try:
+        free = shutil.disk_usage(directory).free
+    except OSError:
+        return ""
+    return f", {free / 2**20:.1f} MiB free"
+
+
+def os_error_message(exc: OSError, path: str | Path, flag: str = "-o", where: Path | None = None) -> str:
+    """One line for an ``OSError`` met while writing ``path``: the path, the reason, the fix.
+
+    ``where`` is the directory the failure is about (default: ``path`` if it is
+    a directory, else its parent).
+    """
+    path = Path(path)
+    if where is None:
+        where = path if path.is_dir() else (path.parent if str(path.parent) else Path("."))
+    code = exc.errno
+    if code in (errno.EACCES, errno.EPERM):
+        reason = f"directory {str(where)!r} is not writable (permission denied)"
+    elif code == errno.EROFS:
+        reason = f"{str(where)!r} is on a read-only file system"
+    elif code in (errno.ENOSPC, errno.EDQUOT):
+        reason = f"no space left on the device holding {str(where)!r}{_free_text(where)}"
+    elif code == errno.ENOTDIR:
+        reason = f"directory {str(where)!r} cannot be created: a part of it is a file"
+    else:
+        reason = f"directory {str(where)!r} does not take new files ({exc.strerror or exc})"
+    return f"cannot write {str(path)!r}: {reason}; write elsewhere ({flag} PATH in a directory you own)"
+
+
+def _probe(directory: Path, target: Path, flag: str) -> None:
+    """Write and remove a small file in ``directory``; :class:`OutputError` when that fails."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".mfu-sweep-probe-", dir=directory)
+    except OSError as exc:
+        raise OutputError(os_error_message(exc, target, flag)) from None
+    try:
+        os.write(fd, b"\0" * PROBE_BYTES)
+        os.fsync(fd)
+    except OSError as exc:
+        raise OutputError(os_error_message(exc, target, flag)) from None
+    finally:
+        os.close(fd)
+        os.unlink(tmp)
+
+
+def _make_dir(directory: Path, target: Path, flag: str) -> None:
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"cannot write {str(target)!r}: {str(directory)!r} is a file, not a directory; "
+                          f"pick another path with {flag}")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+            raise OutputError(f"cannot write {str(target)!r}: directory {str(directory)!r} cannot be created: "
+                              f"a part of it is a file; pick another path with {flag}") from None
+        raise OutputError(f"cannot write {str(target)!r}: directory {str(directory)!r} cannot be created "
+                          f"({exc.strerror or exc}); write elsewhere ({flag} PATH in a directory you own)") from None
+
+
+def check_output_file(path: str | Path, force: bool = False, flag: str = "-o",
+                      exists_hint: str = "use --force to overwrite it") -> Path:
+    """Check that ``path`` can be written, before any work; return it as a Path.
+
+    Parameters
+    ----------
+    path:
+        The file to write.
+    force:
+        Replace an existing file (``--force``); without it an existing file is an error.
+    flag:
+        The option that named the path, for the fix in messages.
+    exists_hint:
+        What the message about an existing file suggests.
+
+    Raises
+    ------
+    OutputError
+        When ``path`` is a directory, exists without ``force``, or its directory cannot be
+        created or written (permissions, read-only or full file system, ``/proc``, ``/sys``).
+    """
+    target = Path(path)
+    if target.is_dir():
+        raise OutputError(f"{str(target)!r} is a directory; give a file name ({flag} {target / 'NAME'})")
+    if target.exists() and not force:
+        raise OutputError(f"{str(target)!r} exists; {exists_hint}")
+    parent = target.parent if str(target.parent) else Path(".")
+    _make_dir(parent, target, flag)
+    _probe(parent, target, flag)
+    return target
+
+
+def check_output_dir(path: str | Path, force: bool = False, products: Iterable[str] = (),
+                     flag: str = "-o") -> Path:
+    """Check that the directory ``path`` can take the files ``products`` (names inside it); return it.
+
+    Creates the directory, writes a probe file in it, and refuses when one of
+    ``products`` exists there already, unless ``force``.
+
+    Raises
+    ------
+    OutputError
+        As :func:`check_output_file`; also when ``path`` is a file.
+    """
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{str(out)!r} exists and is not a directory; pick a directory with {flag}")
+    _make_dir(out, out, flag)
+    _probe(out, out, flag)
+    existing = [name for name in products if (out / name).exists()]
+    if existing and not force:
+        more = f" and {len(existing) - 1} more" if len(existing) > 1 else ""
+        raise OutputError(f"{str(out)!r} already holds {existing[0]}{more}; pass --force to overwrite, "
+                          f"or {flag} a new directory")
+    return out
