@@ -63,12 +63,11 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
     """
-    check_output_dir(output_dir, force=True, flag="-o")  # writable; existing files are checked below
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
         dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),
     )
-    out = Path(output_dir)
+    out = check_output_dir(output_dir, force=True)  # after the sources parsed: a bad one leaves no directory
     targets = {label: out / f"{label}.json" for label in result.sweeps}
     with ExitStack() as held:  # every output's one-writer lock, before any is checked or written
         for target in targets.values():
