@@ -21,6 +21,11 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   (R) and ``order_seeds`` (the seed of each pass's shuffled order). Files
   without them are one pass: a record without ``pass`` is pass 0.
 
+* 1, added — ``run.planned``: the measurements (passes x shapes x dtypes x
+  modes) a sweep set out to make. A sweep is complete when ``run.finished_at``
+  is set and it holds ``run.planned`` records (:func:`incomplete_reason`);
+  files without ``planned`` are judged by ``finished_at`` alone.
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.
@@ -412,6 +417,23 @@ def summary_line(records: Sequence[Record]) -> str:
     if counts.get("unsupported"):
         parts.append(f"{counts['unsupported']} unsupported")
     return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
+
+
+def incomplete_reason(sweep: Sweep) -> str | None:
+    """Why ``sweep`` is incomplete (interrupted or still running), or None when it finished.
+
+    A sweep finished when ``run.finished_at`` is set and, where ``run.planned``
+    says how many measurements it set out to make, it holds that many records.
+    Imported and older files without ``planned`` are judged by ``finished_at``.
+    """
+    run = sweep.run
+    planned, have = run.get("planned"), len(sweep.records)
+    if run.get("finished_at") and (planned is None or have >= planned):
+        return None
+    held = f"{have} of {planned} planned measurements" if planned is not None else f"{have} measurements"
+    where = sweep.source or sweep.label
+    return (f"{where}: incomplete sweep ({held}, no finish time): interrupted or still running; "
+            f"continue it with `mfu-sweep sweep --resume -o {where}`")
 
 
 def compile_summary(records: Sequence[Record]) -> str | None:

@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli import contended
-from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.cli.common import domain_errors, echo_incomplete
 from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -136,10 +136,13 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     """
     from mfu_sweep.analysis.fit import fit_groups
     from mfu_sweep.analysis.physical import measured_copy_bandwidth
+    from mfu_sweep.analysis.runs import check_pooling
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import load_sweeps
 
     sweeps = contended.apply(load_sweeps(files), exclude_contended)
+    check_pooling(sweeps)
+    echo_incomplete(sweeps)
     fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
                                copy_bandwidth=measured_copy_bandwidth(sweeps))
     if not fits:
@@ -201,10 +204,12 @@ def _print_comparison(c: Any) -> None:
 @FILES
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
               help="mfu: fraction of each chip's own peak; tflops: absolute throughput.")
-@click.option("--a", "label_a", default=None, metavar="LABEL[/DTYPE[/MODE]]",
+@click.option("--a", "label_a", default=None, metavar="[FILE:]LABEL[/DTYPE[/MODE]]",
               help="First series (ratios are a/b). With /DTYPE or /MODE, compares across dtypes or modes, "
-                   "e.g. --a cpu/fp32/eager --b cpu/fp32/compile.")
-@click.option("--b", "label_b", default=None, metavar="LABEL", help="Second series.")
+                   "e.g. --a cpu/fp32/eager --b cpu/fp32/compile. With FILE: only that file's sweeps of LABEL "
+                   "(shown as LABEL@FILE), to compare two runs of one label, e.g. --a old.json:cpu --b new.json:cpu.")
+@click.option("--b", "label_b", default=None, metavar="[FILE:]LABEL[/DTYPE[/MODE]]",
+              help="Second series, as --a.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
 @click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
@@ -256,8 +261,10 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
         mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
+        mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
-    from mfu_sweep.analysis.compare import compare_all
+    from mfu_sweep.analysis.compare import CompareError, compare_all
+    from mfu_sweep.analysis.runs import check_pooling, label_collisions, pick_runs
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.spread import replicate_spreads
     from mfu_sweep.cli import board as ranked
@@ -265,15 +272,24 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.results import load_sweeps
 
-    sweeps = contended.apply(load_sweeps(files), exclude_contended)
+    sweeps, label_a, label_b = pick_runs(contended.apply(load_sweeps(files), exclude_contended), label_a, label_b,
+                                         files)
+    check_pooling(sweeps)
+    echo_incomplete(sweeps)
+    hints = label_collisions(sweeps)
     series = group_series(sweeps)
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
     fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, alpha=alpha,
                                                       min_run=min_run) if whole else ([], [], []))
-    comps = [] if ranking and not pairwise else compare_all(
-        sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
-        use_fit=not no_fit, fit_n_boot=fit_n_boot)
+    try:
+        comps = [] if ranking and not pairwise else compare_all(
+            sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
+            use_fit=not no_fit, fit_n_boot=fit_n_boot)
+    except CompareError as exc:
+        raise click.ClickException(f"{exc}; {hints[0]}" if hints else str(exc)) from None
+    for hint in hints:
+        click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps) if whole and not ranking else []
     if as_json:
         out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps], **ranked.boards_json(fleets, boards, notes)}

@@ -72,7 +72,14 @@ def positive_float(ctx: click.Context, param: click.Parameter, value: float | No
     return value
 
 
-
 # --spec-file, shared by every command that looks up peak specs
 spec_file_option = click.option("--spec-file", type=str, default=None, metavar="FILE",
                                 help="TOML with extra or replacement [[chip]] entries (as in specs/chips.toml).")
+
+
+def echo_incomplete(sweeps: Any) -> None:
+    """A ``note:`` on stderr for every incomplete (interrupted) sweep among ``sweeps``."""
+    from mfu_sweep.results import incomplete_reason
+
+    for reason in filter(None, map(incomplete_reason, sweeps)):
+        click.echo(f"note: {reason}", err=True)

@@ -9,7 +9,6 @@ atomically and prints.
 from __future__ import annotations
 
 from contextlib import ExitStack
-from pathlib import Path
 
 import click
 

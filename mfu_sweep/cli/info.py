@@ -56,13 +56,16 @@ def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> No
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 def validate(files: tuple[str, ...]) -> None:
-    """Check result files against the shipped JSON Schema.
+    """Check result files against the shipped JSON Schema, and say which sweeps are incomplete.
+
+    An incomplete sweep (interrupted, or still running) is valid and says so;
+    continue it with `mfu-sweep sweep --resume -o FILE`.
 
     \b
     Example:
         mfu-sweep validate sweeps/*.json
     """
-    from mfu_sweep.results import validate_file
+    from mfu_sweep.results import incomplete_reason, load_sweeps, validate_file
 
     bad = 0
     for f in files:
@@ -70,8 +73,9 @@ def validate(files: tuple[str, ...]) -> None:
         if problems:
             bad += 1
             click.echo(f"{f}: INVALID: {problems[0]}")
-        else:
-            click.echo(f"{f}: ok")
+            continue
+        unfinished = [r for r in map(incomplete_reason, load_sweeps([f])) if r]
+        click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))
     if bad:
         raise click.ClickException(f"{bad} of {len(files)} files invalid")
 

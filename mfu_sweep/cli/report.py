@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.cli.common import domain_errors, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.present import FIGURE_KINDS
 
@@ -59,6 +59,7 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],
           exclude_contended: bool = False) -> list[Any]:
     """The selected sweeps, their labels checked (one device per label) before anything is created."""
+    from mfu_sweep.analysis.runs import label_collisions, pooling_problems
     from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.cli.contended import apply
     from mfu_sweep.present.select import filter_sweeps
@@ -66,6 +67,9 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
 
     sweeps = apply(filter_sweeps(load_sweeps(files), dtypes, modes), exclude_contended)
     check_labels(sweeps)
+    echo_incomplete(sweeps)
+    for note in [*pooling_problems(sweeps), *label_collisions(sweeps)]:
+        click.echo(f"note: {note}", err=True)
     return sweeps
 
 

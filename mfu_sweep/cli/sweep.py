@@ -87,8 +87,13 @@ def _range_default(end: int) -> str:
               help="Override the peak TFLOP/s for every swept dtype.")
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
               help="Seed of the inputs and of every pass's shuffled order.")
-@click.option("--resume", is_flag=True, help="Continue the output file, skipping finished records.")
-@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--resume", is_flag=True,
+              help="Continue the output file with the settings stored in it, skipping finished records; options "
+                   "given again must agree with the file's.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file (not with --resume).")
+@click.option("--dry-run", is_flag=True,
+              help="Print the shapes, passes, output and an estimated time (cost model), then exit without "
+                   "opening the device.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--shard", default=None, metavar="I/N",
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
@@ -113,7 +118,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           repeats: int | None, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
+          force: bool, dry_run: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
           cache: str, threads: int | None, start_timeout_s: float) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
@@ -125,8 +130,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cpu --dtype fp32 --dtype bf16
         mfu-sweep sweep --device cuda --dtype bf16 --mode eager --mode compile
         mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
+        mfu-sweep sweep --device cpu --dry-run
+        mfu-sweep sweep --resume -o my.json
     """
     from mfu_sweep.cli.device import device_options_env
+    from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.sweep import (
@@ -142,6 +150,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     from mfu_sweep.measure.timing import TimingConfig
     from mfu_sweep.specs import load_chips
 
+    if resume and force:
+        raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
+    if resume:
+        ctx = click.get_current_context()
+        params = resumed_params(ctx, output, _default_output(device, label, cache))
+        if params is not None:
+            return ctx.invoke(ctx.command, **params)
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
@@ -181,6 +196,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         plan = _plan_with_default_output(plan, label, default_label, suffix)
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
+    if dry_run:
+        print_dry_run(tasks, repeats, timing, isolate, plan.output,
+                      dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
+                      records_done(plan.output) if resume else 0, _default_output(device, label, cache).stem)
+        if plan.output.exists() and not (resume or force):
+            click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
+        return
     bar = _Progress(quiet)
     try:
         with device_options_env(timer, soak, threads):
@@ -252,35 +274,40 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
     accelerators are named after the --device value: opening one in this process
     could hold it (Neuron cores and TPUs belong to one process).
     """
+    return replace(plan, output=_default_output(plan.device, label, suffix=suffix), label=plan.label)
+
+
+def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:
+    """``sweeps/<label>.json`` for ``--device`` and ``--label`` (``-flush`` added for ``--cache flush``)."""
     from mfu_sweep.measure.backends import auto_backend
     from mfu_sweep.specs.cpu import default_cpu_label
 
+    if suffix is None:
+        suffix = "-flush" if cache == "flush" and label is None else ""
     if label is None:
-        picked = auto_backend() if plan.device == "auto" else plan.device
-        if picked.startswith("cpu"):
-            label = default_cpu_label()
-        else:
-            label = picked.replace(":", "-")
-    return replace(plan, output=Path("sweeps") / f"{label}{suffix}.json", label=plan.label)
+        picked = auto_backend() if device == "auto" else device
+        label = default_cpu_label() if picked.startswith("cpu") else picked.replace(":", "-")
+    return Path("sweeps") / f"{label}{suffix}.json"
 
 
 class _Progress:
-    """A tqdm bar on stderr: shape, dtype, mode and the running MFU."""
+    """A tqdm bar per pass on stderr: "pass i/R", shapes done in this pass, the shape and the running MFU."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
         self.pass_text = ""
 
-    def new_pass(self, index: int, repeats: int) -> None:
+    def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
         self.pass_text = f"pass {index + 1}/{repeats} " if repeats > 1 else ""
-
-    def start(self, sweep: Any, total: int) -> None:
-        click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
         if not self.quiet:
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit="shape", file=sys.stderr, dynamic_ncols=True)
+            self.close()
+            self.bar = tqdm(total=todo, unit="shape", file=sys.stderr, dynamic_ncols=True, desc=self.pass_text)
+
+    def start(self, sweep: Any, total: int) -> None:
+        click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
 
     def update(self, task: Any, record: Any) -> None:
         if self.bar is None:
@@ -297,5 +324,3 @@ class _Progress:
         if self.bar is not None:
             self.bar.close()
             self.bar = None
-
-

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
 from mfu_sweep.measure.passes import order_seeds, plan_passes
 from mfu_sweep.measure.task import Task
@@ -318,6 +318,20 @@ def _check_output(plan: SweepPlan) -> None:
         raise SweepError(str(exc)) from None
 
 
+def _check_dtypes(plan: SweepPlan, hello: dict[str, Any]) -> None:
+    """Refuse dtypes (per mode) the opened device says it cannot run, before anything is written."""
+    refused = hello.get("unsupported") or {}
+    for task in plan.tasks:
+        reason = refused.get(task.mode, {}).get(task.dtype)
+        if reason:
+            runs = [d for d in DTYPES if d not in refused.get(task.mode, {})]
+            if not runs:
+                raise SweepError(f"--mode {task.mode}: {reason}; this device runs no dtype in {task.mode} mode; "
+                                 f"drop --mode {task.mode}")
+            raise SweepError(f"--dtype {task.dtype}: {reason}; this device runs {', '.join(runs)} "
+                             f"in {task.mode} mode; drop --dtype {task.dtype}")
+
+
 ProgressFn = Callable[[Task, Record | None], None]
 
 
@@ -328,13 +342,13 @@ def _task_key(task: Task) -> tuple[Shape, str, str]:
 def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
               on_start: Callable[[Sweep, int], None] | None = None,
               notify: Callable[[str], None] | None = None,
-              on_pass: Callable[[int, int], None] | None = None) -> Sweep:
+              on_pass: Callable[[int, int, int], None] | None = None) -> Sweep:
     """Run every (pass, task) of ``plan`` not already in the output file; return the final sweep.
 
     ``plan.repeats`` passes run every task, each pass in its own seeded shuffled
     order (``passes.plan_passes``) and, unless ``isolate`` is ``none``, in a fresh
-    worker; every record keeps its pass (``Record.pass_index``). ``on_pass(i, R)``
-    is called when pass ``i`` starts, ``progress(task, None)`` before a task and
+    worker; every record keeps its pass (``Record.pass_index``). ``on_pass(i, R, n)``
+    is called when pass ``i`` of ``R`` starts with ``n`` tasks to run, ``progress(task, None)`` before a task and
     ``progress(task, record)`` after it. Ctrl-C or any exception leaves the file
     with every finished record.
     The output's one-writer lock (``mfu_sweep.filelock``) is held for the whole run:
@@ -356,10 +370,11 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
 
 
 def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable[[Sweep, int], None] | None,
-                on_pass: Callable[[int, int], None] | None, notify: Callable[[str], None] | None = None) -> Sweep:
+                on_pass: Callable[[int, int, int], None] | None, notify: Callable[[str], None] | None = None) -> Sweep:
     runner = _make_runner(plan)
     watch = SweepWatch() if plan.watch else None
     try:
+        _check_dtypes(plan, runner.hello)
         sweep = _header(plan, runner.hello)
         plan, capped = _capped(plan, sweep.device)
         if capped:
@@ -370,6 +385,7 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
             sweep = watch.on_header(sweep, plan.resume, notify)
         done = {(r.run_pass, r.key) for r in sweep.records}
         passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done)
+        sweep = replace(sweep, run={**sweep.run, "planned": len(plan.tasks) * plan.repeats})
         if on_start:
             on_start(sweep, sum(len(p.todo) for p in passes))
         save_sweep(plan.output, sweep)
@@ -382,7 +398,7 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
                 runner.close()  # the next task starts a new worker: every pass in its own process
             fresh = False
             if on_pass:
-                on_pass(p.index, plan.repeats)
+                on_pass(p.index, plan.repeats, len(p.todo))
             for task in p.todo:
                 if progress:
                     progress(task, None)

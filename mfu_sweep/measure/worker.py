@@ -68,7 +68,22 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     if soak_s > 0:
         environment["soak"] = backend.soak(soak_s)
     return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
-                     "peak": peak.to_json()}
+                     "peak": peak.to_json(), "unsupported": unsupported_dtypes(backend)}
+
+
+def unsupported_dtypes(backend: Any) -> dict[str, dict[str, str]]:
+    """``{mode: {dtype: reason}}`` for the dtypes ``backend.check_supported`` refuses, asked before any shape runs."""
+    from mfu_sweep.dtypes import DTYPES, get_dtype
+    from mfu_sweep.measure.backends.base import Unsupported
+
+    out: dict[str, dict[str, str]] = {}
+    for mode in ("eager", "compile"):
+        for name in DTYPES:
+            try:
+                backend.check_supported(get_dtype(name), mode)
+            except Unsupported as exc:
+                out.setdefault(mode, {})[name] = str(exc)
+    return out
 
 
 def with_worker_pid(record: Record) -> Record:

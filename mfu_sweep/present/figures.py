@@ -23,6 +23,7 @@ from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, p
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
 from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
+from mfu_sweep.present.marks import mark_incomplete
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.theme import (
     BARS_PREFIX,
@@ -195,6 +196,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
             plot_status(sweeps, ax=ax)
             figs["status"] = fig
+    mark_incomplete(figs, sweeps)
     return figs
 
 

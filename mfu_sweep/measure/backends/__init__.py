@@ -51,6 +51,9 @@ def parse_device(text: str) -> DeviceRequest:
         raise BackendError(f"unknown device {text!r} (known: {', '.join(known)})")
     if idx and not idx.isdigit():
         raise BackendError(f"device {text!r}: index {idx!r} is not a non-negative integer")
+    if name == "cpu" and idx and int(idx) != 0:
+        raise BackendError(f"device {text!r}: the CPU is one device: use --device cpu "
+                           "(its threads are set with --threads)")
     return DeviceRequest(name, int(idx) if idx else 0)
 
 

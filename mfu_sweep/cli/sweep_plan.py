@@ -1,0 +1,120 @@
+"""What ``sweep`` decides before it opens a device: ``--resume`` settings from the file, ``--dry-run``.
+
+``--resume`` re-reads the command stored in the file (``run.argv``) and runs with
+its settings; options given again must agree with it, else a one-line error
+says which one differs. ``--dry-run`` prints the shapes, passes and a time
+range from :mod:`mfu_sweep.measure.estimate` and exits.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+# Options a resumed run may set itself: they change where or how it reports, not what it measures.
+RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run"})
+RESUMED = "mfu_sweep.resumed"
+
+
+def _stored_command(path: Path) -> list[str]:
+    """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``), without the program and command."""
+    from mfu_sweep.results import load_sweeps
+
+    if not path.exists():
+        raise click.ClickException(f"cannot resume {str(path)!r}: no such file; drop --resume to start it")
+    sweeps = load_sweeps([path])
+    if len(sweeps) != 1:
+        raise click.ClickException(f"cannot resume {str(path)!r}: it is a merged file; resume one sweep file")
+    argv = [str(a) for a in sweeps[0].run.get("argv") or []]
+    if "sweep" not in argv[:3]:
+        raise click.ClickException(f"cannot resume {str(path)!r}: it was not written by `mfu-sweep sweep` "
+                                   f"(run.argv={shlex.join(argv)!r}); start a new file")
+    return argv[argv.index("sweep") + 1:]
+
+
+def _flag(param: click.Parameter) -> str:
+    opts = [o for o in getattr(param, "opts", []) if o.startswith("--")]
+    return opts[0] if opts else str(param.name)
+
+
+def resumed_params(ctx: click.Context, output: str | None, default_output: Path) -> dict[str, Any] | None:
+    """The parameters to run with under ``--resume``: the file's, plus this command line's own (see RESUME_OWN).
+
+    Returns None when this call is itself the resumed run. Raises a one-line
+    error when an option given here differs from the file's command.
+    """
+    if ctx.meta.get(RESUMED):
+        return None
+    path = Path(output) if output else default_output
+    stored = _stored_command(path)
+    try:
+        old = ctx.command.make_context("sweep", list(stored), parent=ctx.parent)
+    except click.ClickException as exc:
+        raise click.ClickException(f"cannot resume {str(path)!r}: its stored command `mfu-sweep sweep "
+                                   f"{shlex.join(stored)}` does not parse here ({exc.format_message()}); "
+                                   f"start a new file") from None
+    for param in ctx.command.params:
+        name = str(param.name)
+        given = ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+        if name in RESUME_OWN or not given or ctx.params[name] == old.params.get(name):
+            continue
+        raise click.ClickException(
+            f"{_flag(param)} {_show(ctx.params[name])} differs from the file's {_show(old.params.get(name))} "
+            f"(its command: mfu-sweep sweep {shlex.join(stored)}); drop {_flag(param)} to continue with the "
+            f"file's settings, or start a new file with -o")
+    ctx.meta[RESUMED] = True
+    return {**old.params, **{k: ctx.params[k] for k in RESUME_OWN}, "output": str(path)}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return " ".join(map(str, value)) or "(none)"
+    return "(default)" if value is None else str(value)
+
+
+def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str, output: Path, peaks: dict[str, float],
+                  done: int, device: str) -> None:
+    """The ``--dry-run`` report: device, shapes, passes, output and the estimated time."""
+    from mfu_sweep.measure.estimate import estimate_sweep, format_duration
+
+    est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done)
+    shapes = list(dict.fromkeys(str(t.shape) for t in tasks))
+    shown = ", ".join(shapes[:12]) + (f", ... and {len(shapes) - 12} more" if len(shapes) > 12 else "")
+    click.echo("dry run: nothing is measured or written")
+    click.echo(f"device: {device}")
+    click.echo(f"shapes: {est.shapes} ({est.min_flops:.3g} to {est.max_flops:.3g} FLOP): {shown}")
+    click.echo(f"dtypes: {', '.join(est.dtypes)}; modes: {', '.join(est.modes)}")
+    click.echo(f"passes: {repeats} over the shapes, each in its own shuffled order: "
+               f"{len(tasks) * repeats} measurements" + (f", {done} already in the file" if done else ""))
+    click.echo(f"output: {output}")
+    click.echo(f"estimated time: {format_duration(est.low_s)} to {format_duration(est.high_s)} ({est.basis})")
+
+
+def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file: str | None,
+                  peak_tflops: float | None, dtypes: Sequence[str]) -> dict[str, float]:
+    """Peak TFLOP/s per dtype known without opening the device (for the estimate)."""
+    if peak_tflops:
+        return dict.fromkeys(dtypes, peak_tflops)
+    if chip:
+        from mfu_sweep.specs import load_chips
+
+        return dict(load_chips(spec_file)[chip].peak_tflops)
+    if on_cpu:
+        from mfu_sweep.specs.cpu import estimate_cpu_peak
+
+        return dict(estimate_cpu_peak(threads).tflops)
+    return {}
+
+
+def records_done(path: Path) -> int:
+    """Measurements already in ``path`` (0 when it does not exist)."""
+    from mfu_sweep.results import load_sweeps
+
+    if not path.exists():
+        return 0
+    return sum(len(s.records) for s in load_sweeps([path]))
