@@ -51,12 +51,23 @@ def os_error_message(exc: OSError, path: str | Path, flag: str = "-o", where: Pa
     elif code == errno.EROFS:
         reason = f"{str(where)!r} is on a read-only file system"
     elif code in (errno.ENOSPC, errno.EDQUOT):
-        reason = f"no space left on the device holding {str(where)!r}{_free_text(where)}"
+        return (f"cannot write {str(path)!r}: no space left on the device holding {str(where)!r}"
+                f"{_free_text(where)}; free some space there or write elsewhere ({flag} PATH on another disk)")
     elif code == errno.ENOTDIR:
         reason = f"directory {str(where)!r} cannot be created: a part of it is a file"
     else:
         reason = f"directory {str(where)!r} does not take new files ({exc.strerror or exc})"
     return f"cannot write {str(path)!r}: {reason}; write elsewhere ({flag} PATH in a directory you own)"
+
+
+WORDED = (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    for p in (path, *path.parents):
+        if p.exists():
+            return p
+    return Path(".")
 
 
 def _probe(directory: Path, target: Path, flag: str) -> None:
@@ -82,6 +93,8 @@ def _make_dir(directory: Path, target: Path, flag: str) -> None:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
+        if exc.errno in WORDED:
+            raise OutputError(os_error_message(exc, target, flag, where=_existing_ancestor(directory))) from None
         if exc.errno in (errno.ENOTDIR, errno.EEXIST):
             raise OutputError(f"cannot write {str(target)!r}: directory {str(directory)!r} cannot be created: "
                               f"a part of it is a file; pick another path with {flag}") from None

@@ -76,7 +76,8 @@ def pick_runs(sweeps: Sequence[Sweep], a: str | None, b: str | None, files: Sequ
         hits = [i for i, s in enumerate(out) if _same_file(_file_of(s), f) and s.label == label]
         if not hits:
             have = sorted({s.label for s in out if _same_file(_file_of(s), f)})
-            raise SeriesError(f"{f} holds no series labelled {label!r} (it has: {', '.join(have) or 'none'})")
+            fix = f"; use one of them, e.g. {f}:{have[0]}" if have else ""
+            raise SeriesError(f"{f} holds no series labelled {label!r} (it has: {', '.join(have) or 'none'}){fix}")
         for i in hits:
             out[i] = replace(out[i], device={**out[i].device, "label": new})
         picked.append(new + rest[len(label):])

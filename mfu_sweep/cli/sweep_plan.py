@@ -92,7 +92,8 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
     click.echo(f"passes: {repeats} over the shapes, each in its own shuffled order: "
                f"{len(tasks) * repeats} measurements" + (f", {done} already in the file" if done else ""))
     click.echo(f"output: {output}")
-    click.echo(f"estimated time: {format_duration(est.low_s)} to {format_duration(est.high_s)} ({est.basis})")
+    low, high = format_duration(est.low_s), format_duration(est.high_s)
+    click.echo(f"estimated time: {low if low == high else f'{low} to {high}'} ({est.basis})")
 
 
 def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file: str | None,
