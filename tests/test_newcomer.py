@@ -286,12 +286,19 @@ def test_resume_takes_settings_from_the_file_and_refuses_other_flags(tmp_path: P
     assert code == 0 and "incomplete" in text and "1 of 4" in text and "--resume" in text
     code, text = invoke("fit", str(out))
     assert "incomplete sweep" in text
-    line = one_line_error(*invoke("sweep", "--resume", "--repeats", "3", "-o", str(out)), "--repeats 3", "2")
+    line = one_line_error(*invoke("sweep", "--resume", "--repeats", "3", "-o", str(out)),
+                          "--repeats=3", "settings.repeats=2")
     assert "drop --repeats" in line
     code, text = invoke("sweep", "--resume", "--quiet", "-o", str(out))
     assert code == 0, text
     data = json.loads(out.read_text())
     assert len(data["records"]) == 4 and data["run"]["finished_at"]
+    # what to measure may change on resume (a shape added); how to measure may not
+    code, text = invoke("sweep", "--resume", "--quiet", "--shape", "64x64x64", "--shape", "96x96x96",
+                        "--shape", "32x32x32", "-o", str(out))
+    assert code == 0, text
+    data = json.loads(out.read_text())
+    assert len(data["records"]) == 6 and data["run"]["planned"] == 6
     assert data["settings"]["repeats"] == 2
     assert data["run"]["resumed_argv"][-1][:3] == ["mfu-sweep", "sweep", "--resume"]
     code, text = invoke("validate", str(out))

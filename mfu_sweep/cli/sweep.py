@@ -88,8 +88,9 @@ def _range_default(end: int) -> str:
 @click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
               help="Seed of the inputs and of every pass's shuffled order.")
 @click.option("--resume", is_flag=True,
-              help="Continue the output file with the settings stored in it, skipping finished records; options "
-                   "given again must agree with the file's.")
+              help="Continue the output file with the command stored in it, skipping finished records. Options "
+                   "given again that say how to measure must agree with the file's; shapes, dtypes and modes "
+                   "given again replace the file's.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file (not with --resume).")
 @click.option("--dry-run", is_flag=True,
               help="Print the shapes, passes, output and an estimated time (cost model), then exit without "
@@ -199,7 +200,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if dry_run:
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else 0, _default_output(device, label, cache).stem)
+                      records_done(plan.output) if resume else 0,
+                      f"{device} (label {_default_output(device, label, cache).stem})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return

@@ -1,8 +1,9 @@
 """What ``sweep`` decides before it opens a device: ``--resume`` settings from the file, ``--dry-run``.
 
 ``--resume`` re-reads the command stored in the file (``run.argv``) and runs with
-its settings; options given again must agree with it, else a one-line error
-says which one differs. ``--dry-run`` prints the shapes, passes and a time
+its settings; options that say how to measure must agree with it, else a
+one-line error says which one differs; options that choose what to measure
+(shapes, dtypes, modes) may be given again and replace the file's. ``--dry-run`` prints the shapes, passes and a time
 range from :mod:`mfu_sweep.measure.estimate` and exits.
 """
 
@@ -18,6 +19,11 @@ from click.core import ParameterSource
 
 # Options a resumed run may set itself: they change where or how it reports, not what it measures.
 RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run"})
+# Options that choose what to measure: given again, they replace the file's choice (a resume may add
+# shapes, dtypes or modes); the records already in the file are kept. Every other option says how to
+# measure and must agree with the file's command.
+RESUME_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop", "max_flop", "points", "align",
+                              "dtypes", "modes"})
 RESUMED = "mfu_sweep.resumed"
 
 
@@ -58,23 +64,21 @@ def resumed_params(ctx: click.Context, output: str | None, default_output: Path)
         raise click.ClickException(f"cannot resume {str(path)!r}: its stored command `mfu-sweep sweep "
                                    f"{shlex.join(stored)}` does not parse here ({exc.format_message()}); "
                                    f"start a new file") from None
+    chosen = {}
     for param in ctx.command.params:
         name = str(param.name)
         given = ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
-        if name in RESUME_OWN or not given or ctx.params[name] == old.params.get(name):
+        if not given or name in RESUME_OWN or ctx.params[name] == old.params.get(name):
+            continue
+        if name in RESUME_SELECTION:
+            chosen[name] = ctx.params[name]
             continue
         raise click.ClickException(
-            f"{_flag(param)} {_show(ctx.params[name])} differs from the file's {_show(old.params.get(name))} "
-            f"(its command: mfu-sweep sweep {shlex.join(stored)}); drop {_flag(param)} to continue with the "
-            f"file's settings, or start a new file with -o")
+            f"cannot resume {str(path)!r}: {_flag(param)}={ctx.params[name]!r} differs from its "
+            f"settings.{name}={old.params.get(name)!r} (its command: mfu-sweep sweep {shlex.join(stored)}); "
+            f"drop {_flag(param)} to continue with the file's settings, or start a new file with -o")
     ctx.meta[RESUMED] = True
-    return {**old.params, **{k: ctx.params[k] for k in RESUME_OWN}, "output": str(path)}
-
-
-def _show(value: Any) -> str:
-    if isinstance(value, tuple):
-        return " ".join(map(str, value)) or "(none)"
-    return "(default)" if value is None else str(value)
+    return {**old.params, **chosen, **{k: ctx.params[k] for k in RESUME_OWN}, "output": str(path)}
 
 
 def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str, output: Path, peaks: dict[str, float],
