@@ -215,7 +215,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     except KeyboardInterrupt:
         bar.close()
         click.echo(f"\ninterrupted: finished shapes are saved in {plan.output}; "
-                   f"continue with the same command plus --resume", err=True)
+                   f"continue with `mfu-sweep sweep --resume -o {plan.output}` (it reads the settings from the file)",
+                   err=True)
         sys.exit(130)
     except RuntimeError as exc:  # BackendError too: the worker could not open the device
         raise click.ClickException(with_hint(str(exc)) if isinstance(exc, BackendError) else str(exc)) from None

@@ -18,7 +18,7 @@ import click
 from click.core import ParameterSource
 
 # Options a resumed run may set itself: they change where or how it reports, not what it measures.
-RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run"})
+RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run", "start_timeout_s"})
 # Options that choose what to measure: given again, they replace the file's choice (a resume may add
 # shapes, dtypes or modes); the records already in the file are kept. Every other option says how to
 # measure and must agree with the file's command.
@@ -78,7 +78,8 @@ def resumed_params(ctx: click.Context, output: str | None, default_output: Path)
             f"settings.{name}={old.params.get(name)!r} (its command: mfu-sweep sweep {shlex.join(stored)}); "
             f"drop {_flag(param)} to continue with the file's settings, or start a new file with -o")
     ctx.meta[RESUMED] = True
-    return {**old.params, **chosen, **{k: ctx.params[k] for k in RESUME_OWN}, "output": str(path)}
+    own = {k: ctx.params[k] for k in RESUME_OWN if k in ctx.params}
+    return {**old.params, **chosen, **own, "output": str(path)}
 
 
 def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str, output: Path, peaks: dict[str, float],
