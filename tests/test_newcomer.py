@@ -225,6 +225,12 @@ def test_unknown_file_selector_label(tmp_path: Path) -> None:
     one_line_error(*invoke("compare", a, b, "--a", f"{a}:nope", "--b", f"{b}:{LABEL}"), "no series labelled 'nope'")
 
 
+@pytest.mark.parametrize("args,fix", [([], "--a LABEL/DTYPE/MODE --b LABEL/DTYPE/MODE"),
+                                      (["--a", "x", "--b", "y"], "use one of those labels")])
+def test_comparison_that_cannot_be_made_says_how(args: list[str], fix: str) -> None:
+    one_line_error(*invoke("compare", GOLDEN, *args, "--no-fit"), fix)
+
+
 # -- sweep: before and after a run ------------------------------------------------------
 
 FAST = ["--device", "cpu", "--budget-s", "0.02", "--max-samples", "5", "--min-samples", "3", "--isolate", "none",
@@ -303,6 +309,18 @@ def test_resume_takes_settings_from_the_file_and_refuses_other_flags(tmp_path: P
     assert data["run"]["resumed_argv"][-1][:3] == ["mfu-sweep", "sweep", "--resume"]
     code, text = invoke("validate", str(out))
     assert code == 0 and text.strip().endswith(": ok")
+
+
+def test_resume_of_a_file_from_before_repeats_keeps_its_settings(tmp_path: Path) -> None:
+    data = json.loads(Path(GOLDEN).read_text())  # its command has no --repeats: it ran one pass
+    assert "--repeats" not in data["run"]["argv"] and "repeats" not in data["settings"]
+    data["records"] = data["records"][:2]
+    data["run"]["finished_at"] = None
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    code, text = invoke("sweep", "--resume", "--dry-run", "-o", str(path))
+    assert code == 0, text
+    assert "passes: 1 over" in text and "2 already in the file" in text and "0.05 s budget" in text
 
 
 def test_ceilings_prints_json_only_with_json(tmp_path: Path) -> None:

@@ -287,7 +287,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
             use_fit=not no_fit, fit_n_boot=fit_n_boot)
     except CompareError as exc:
-        raise click.ClickException(f"{exc}; {hints[0]}" if hints else str(exc)) from None
+        raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps) if whole and not ranking else []
@@ -311,6 +311,20 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         reason = contention_reason(sweeps, c.a, c.b)
         if reason:
             click.echo(f"contention: {reason}")
+
+
+COMPARE_FIXES = {
+    "no series labelled": "use one of those labels (FILE:LABEL picks one file's series)",
+    "need two series": "give files of two devices, or compare dtypes or modes of one device with "
+                       "--a LABEL/DTYPE/MODE --b LABEL/DTYPE/MODE",
+    "share no dtype and mode": "pick what each side measured with --a LABEL/DTYPE/MODE --b LABEL/DTYPE/MODE",
+}
+
+
+def _compare_fix(message: str) -> str:
+    """The fix for a comparison that cannot be made, by what its message says."""
+    return next((fix for key, fix in COMPARE_FIXES.items() if key in message),
+                "see `mfu-sweep compare --help` for --a/--b selectors")
 
 
 # -- export ------------------------------------------------------------------------

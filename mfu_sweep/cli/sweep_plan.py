@@ -27,8 +27,9 @@ RESUME_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop
 RESUMED = "mfu_sweep.resumed"
 
 
-def _stored_command(path: Path) -> list[str]:
-    """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``), without the program and command."""
+def _stored_command(path: Path) -> tuple[list[str], dict[str, Any]]:
+    """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``, without the program and command)
+    and the file's settings."""
     from mfu_sweep.results import load_sweeps
 
     if not path.exists():
@@ -40,7 +41,30 @@ def _stored_command(path: Path) -> list[str]:
     if "sweep" not in argv[:3]:
         raise click.ClickException(f"cannot resume {str(path)!r}: it was not written by `mfu-sweep sweep` "
                                    f"(run.argv={shlex.join(argv)!r}); start a new file")
-    return argv[argv.index("sweep") + 1:]
+    return argv[argv.index("sweep") + 1:], dict(sweeps[0].settings)
+
+
+def recorded_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """Parameter values a file's settings record, for options its command left at their default.
+
+    Defaults change between versions (``--repeats`` defaulted to 1 before passes
+    existed); the file's own record of what ran wins over today's default.
+    """
+    from mfu_sweep.results import sweep_repeats
+
+    timing = settings.get("timing") or {}
+    out: dict[str, Any] = {"repeats": sweep_repeats(settings)}
+    for param, key in (("budget_s", "budget_s"), ("target_ci", "target_rel_ci"), ("min_samples", "min_samples"),
+                       ("max_samples", "max_samples")):
+        if key in timing:
+            out[param] = timing[key]
+    for key in ("seed", "cache", "threads", "timer", "compile_mode", "isolate", "timeout_s"):
+        if key in settings:
+            out[key] = settings[key]
+    for param in ("dtypes", "modes"):
+        if settings.get(param):
+            out[param] = tuple(settings[param])
+    return out
 
 
 def _flag(param: click.Parameter) -> str:
@@ -57,13 +81,16 @@ def resumed_params(ctx: click.Context, output: str | None, default_output: Path)
     if ctx.meta.get(RESUMED):
         return None
     path = Path(output) if output else default_output
-    stored = _stored_command(path)
+    stored, settings = _stored_command(path)
     try:
         old = ctx.command.make_context("sweep", list(stored), parent=ctx.parent)
     except click.ClickException as exc:
         raise click.ClickException(f"cannot resume {str(path)!r}: its stored command `mfu-sweep sweep "
                                    f"{shlex.join(stored)}` does not parse here ({exc.format_message()}); "
                                    f"start a new file") from None
+    for name, value in recorded_defaults(settings).items():
+        if name in old.params and old.get_parameter_source(name) == ParameterSource.DEFAULT:
+            old.params[name] = value
     chosen = {}
     for param in ctx.command.params:
         name = str(param.name)
