@@ -289,6 +289,11 @@ def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
     return _Evidence(grid, log_ratio, var, dof, bands, band_of)
 
 
+def _exp(x: float) -> float:
+    """``exp(x)``, infinite where it overflows (an interval from a t quantile of very few degrees of freedom)."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
 def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return 2 * student_t.sf(np.abs(est) / se, dof)
@@ -386,7 +391,7 @@ def _band_cells(ev: _Evidence, alpha: float, skip: int | None) -> list[BandCell]
     p = _p(est, se, dof)
     adj = holm(p)
     half = student_t.ppf(1 - alpha / 2, dof) * se
-    return [BandCell(label, b, math.exp(e), math.exp(e - h), math.exp(e + h), float(pv), float(pa),
+    return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), float(pv), float(pa),
                      int(np.sign(e)) if pa < alpha else 0, n)
             for (label, b, e, _, _, n), h, pv, pa in zip(rows, half, p, adj, strict=True)]
 
