@@ -146,6 +146,7 @@ def goal_compare(repeats: int, budget_s: float, tmp: Path) -> None:
 
 
 def goal_overhead(runs: int, repeats: int, budget_s: float, tmp: Path) -> None:
+    """Watched against unwatched sweeps of 4 shapes x ``repeats`` passes at ``budget_s`` (make sweep: 5 x 1 s)."""
     on, off = [], []
     for i in range(runs):  # interleaved, so a change of load hits both
         for watch, xs in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
@@ -180,6 +181,9 @@ def main() -> None:
     ap.add_argument("--overhead-runs", type=int, default=5, help="watched and unwatched sweeps each")
     ap.add_argument("--repeats", type=int, default=4, help="passes per sweep")
     ap.add_argument("--budget-s", type=float, default=0.25, help="measurement budget per shape and pass")
+    ap.add_argument("--overhead-repeats", type=int, default=5, help="passes of the overhead sweeps (make sweep: 5)")
+    ap.add_argument("--overhead-budget-s", type=float, default=1.0,
+                    help="budget per shape of the overhead sweeps (make sweep: 1 s)")
     ap.add_argument("--skip", action="append", default=[], choices=["calibrate", "flags", "compare", "overhead"])
     args = ap.parse_args()
     print(f"load average at start: {Path('/proc/loadavg').read_text().split()[:3]}, cores "
@@ -193,7 +197,7 @@ def main() -> None:
         if "compare" not in args.skip:
             goal_compare(args.repeats, args.budget_s, tmp)
         if "overhead" not in args.skip:
-            goal_overhead(args.overhead_runs, args.repeats, args.budget_s, tmp)
+            goal_overhead(args.overhead_runs, args.overhead_repeats, args.overhead_budget_s, tmp)
     print(f"load average at end: {Path('/proc/loadavg').read_text().split()[:3]}")
 
 

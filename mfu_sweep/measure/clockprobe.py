@@ -222,9 +222,9 @@ def _main(argv: list[str]) -> None:
     from mfu_sweep.specs.cpu import load_cpuinfo
 
     threads = int(argv[0]) if argv else 1
-    clock = measure_clock(threads, rounds=3, round_s=0.1)
+    clock = measure_clock(threads, rounds=3, round_s=0.06)
     try:
-        fma = measure_fma(threads, load_cpuinfo().flags, clock.ghz, rounds=3, round_s=0.1) \
+        fma = measure_fma(threads, load_cpuinfo().flags, clock.ghz, rounds=3, round_s=0.06) \
             if clock.error is None else {}
     except (OSError, ValueError, TypeError, AttributeError, RuntimeError) as exc:
         fma = {"error": f"{type(exc).__name__}: {exc}"[:200]}

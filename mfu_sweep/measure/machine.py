@@ -276,7 +276,7 @@ def busy_before(monitor: HostMonitor | None = None, window_s: float = CHECK_WIND
     busy = share is not None and share + (got.get("steal_share") or 0.0) >= CONTENDED_SHARE
     if not busy and not (load is not None and load > cores):
         return got, None
-    used = f"other processes used {share:.0%} of the {cores} cores over {window_s:g} s" if share is not None \
+    used = f"other processes used {share:.0%} of the {cores} cores over {got['window_s']:.2g} s" if share is not None \
         else "CPU use not observable"
     load_text = f", load average {load:.2f} on {cores} cores" if load is not None else ""
     return got, (f"machine busy before the sweep: {used}{load_text}; shapes measured under contention are "

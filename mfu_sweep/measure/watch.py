@@ -11,6 +11,7 @@ and flag contended records; :meth:`~SweepWatch.with_block` keeps the file's
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -113,7 +114,18 @@ class SweepWatch:
 
     def on_header(self, sweep: Sweep, resumed: bool, notify: Callable[[str], None] | None = None) -> Sweep:
         """Check the machine before the sweep; measure the clock and re-estimate a CPU peak on a fresh file."""
-        self.before, warning = busy_before(self.monitor)
+        probing = sweep.device.get("backend") == "cpu" and self.probe_clock and not resumed
+        probe: dict[str, Any] = {}
+
+        def look(window_s: float) -> None:  # the probe loads every core: the window that shows a neighbour best
+            if probing:
+                probe.update(probe_machine(cores_counted(sweep.device)))
+            else:
+                time.sleep(window_s)
+
+        self.before, warning = busy_before(self.monitor, sleep=look)
+        if probing:
+            self.before["during"] = "clock and FMA probes"
         if warning and notify:
             notify(warning)
         self.monitor.gpu = GpuNeighbours.for_device(sweep.device)
@@ -122,8 +134,7 @@ class SweepWatch:
         if resumed:  # the file's peak and clock stay: its records are against them
             self.clock = old.get("clock")
             return sweep
-        if sweep.device.get("backend") == "cpu" and self.probe_clock:
-            probe = probe_machine(cores_counted(sweep.device))
+        if probing:
             peak, self.clock = peak_from_probe(sweep.peak, sweep.device, probe)
             sweep = replace(sweep, peak=peak)
         return self.with_block(sweep)
