@@ -51,13 +51,16 @@ def stop_busy(pids: list[int]) -> None:
             pass
 
 
-def tasks(budget_s: float) -> list[Task]:
-    timing = TimingConfig(budget_s=budget_s, min_samples=3, max_samples=30)
+def tasks(budget_s: float, whole_budget: bool = False) -> list[Task]:
+    """4 fp32 squares; ``whole_budget``: sample until the budget is spent (a sweep's time then does not
+    depend on the load, so watched and unwatched sweeps compare)."""
+    timing = TimingConfig(budget_s=budget_s, min_samples=3, max_samples=30) if not whole_budget else \
+        TimingConfig(budget_s=budget_s, target_rel_ci=1e-9, min_samples=3, max_samples=100_000)
     return [Task(shape=Shape(1, s, s, s), dtype="fp32", timing=timing, check=False) for s in (128, 256, 384, 512)]
 
 
 def sweep_once(out: Path, repeats: int, budget_s: float, busy_from: int | None, watch: bool = True,
-               label: str | None = None) -> tuple[object, float]:
+               label: str | None = None, whole_budget: bool = False) -> tuple[object, float]:
     """One sweep; busy loops start when pass ``busy_from`` begins (None: never). (sweep, seconds)."""
     pids: list[int] = []
 
@@ -66,7 +69,7 @@ def sweep_once(out: Path, repeats: int, budget_s: float, busy_from: int | None, 
             pids.extend(start_busy(2))
             time.sleep(0.1)
 
-    plan = SweepPlan(device="cpu", tasks=tasks(budget_s), output=out, isolate="none", force=True,
+    plan = SweepPlan(device="cpu", tasks=tasks(budget_s, whole_budget), output=out, isolate="none", force=True,
                      repeats=repeats, watch=watch, label=label)
     t0 = time.perf_counter()
     try:
@@ -150,7 +153,8 @@ def goal_overhead(runs: int, repeats: int, budget_s: float, tmp: Path) -> None:
     on, off = [], []
     for i in range(runs):  # interleaved, so a change of load hits both
         for watch, xs in ((True, on), (False, off)) if i % 2 == 0 else ((False, off), (True, on)):
-            xs.append(sweep_once(tmp / f"ovh{i}-{watch}.json", repeats, budget_s, None, watch=watch)[1])
+            xs.append(sweep_once(tmp / f"ovh{i}-{watch}.json", repeats, budget_s, None, watch=watch,
+                                 whole_budget=True)[1])
     m = HostMonitor()
     t0 = time.perf_counter()
     for _ in range(50):

@@ -36,19 +36,23 @@ STDERR_TAIL_LINES = 20
 WARM_BACKENDS = ("cpu", "cuda")
 
 
-def initialise_device(backend: Any) -> float | None:
-    """Run one tiny fp32 GEMM so lazy device initialisation is done; its seconds, or None when skipped."""
+def initialise_device(backend: Any) -> dict[str, Any]:
+    """Run one tiny fp32 GEMM so lazy device initialisation is done: ``{"device_init_s": seconds}``, nothing
+    for backends not in :data:`WARM_BACKENDS`, or the error (the first shape then meets it as its own)."""
     if getattr(backend, "name", None) not in WARM_BACKENDS:
-        return None
+        return {}
     from mfu_sweep.dtypes import get_dtype
     from mfu_sweep.shapes import Shape
 
     t0 = time.perf_counter()
     shape, dt = Shape(1, 64, 64, 64), get_dtype("fp32")
-    fn = backend.gemm_fn(shape, dt, "eager", backend.make_inputs(shape, dt, 1, 0), None)
-    fn(0)
-    backend.sync()
-    return time.perf_counter() - t0
+    try:
+        fn = backend.gemm_fn(shape, dt, "eager", backend.make_inputs(shape, dt, 1, 0), None)
+        fn(0)
+        backend.sync()
+    except (RuntimeError, ValueError, MemoryError) as exc:
+        return {"device_init_error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"device_init_s": round(time.perf_counter() - t0, 4)}
 
 
 def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:
@@ -64,7 +68,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     info = backend.describe()
     peak = backend.peak(load_chips(spec_file), chip)
     environment = backend.environment()
-    environment["device_init_s"] = initialise_device(backend)
+    environment.update(initialise_device(backend))
     if soak_s > 0:
         environment["soak"] = backend.soak(soak_s)
     return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
