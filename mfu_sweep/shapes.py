@@ -202,9 +202,26 @@ def grid_family(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int]) -> list
     return [Shape(1, m, n, k) for k in ks for m in ms for n in ns]
 
 
-def read_shape_csv(path: str | Path) -> list[Shape]:
-    """Read shapes from a CSV with columns ``m,n,k`` and optional ``batch``.
+@dataclass(frozen=True)
+class ShapeRow:
+    """One row of a shape file: the shape, and the optional ``family`` and ``passes`` columns."""
 
+    shape: Shape
+    family: str | None = None
+    passes: int | None = None
+
+
+def read_shape_csv(path: str | Path) -> list[Shape]:
+    """Read shapes from a CSV with columns ``m,n,k`` and optional ``batch`` (see :func:`read_shape_rows`)."""
+    return [row.shape for row in read_shape_rows(path)]
+
+
+def read_shape_rows(path: str | Path) -> list[ShapeRow]:
+    """Read a shape file: columns ``m,n,k`` and optional ``batch``, ``family`` and ``passes``.
+
+    ``family`` names where a shape comes from (``mfu-sweep refine`` writes
+    ``refine-<round>``) and is kept in its records; ``passes`` is how many
+    passes of a ``--repeats`` sweep measure that shape (passes 0 .. passes-1).
     Lines starting with ``#`` are comments. Errors name the file and line.
     """
     path = Path(path)
@@ -222,15 +239,18 @@ def read_shape_csv(path: str | Path) -> list[Shape]:
     for col in ("m", "n", "k"):
         if col not in header:
             raise ShapeError(f"shape file {str(path)!r}: header lacks column {col!r} (got {header})")
-    shapes = []
+    rows = []
     for lineno, row in enumerate(reader, start=2):
         row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}
         try:
             dims = [_parse_dim(row.get(c) or "1", f"line {lineno}") for c in ("batch", "m", "n", "k")]
-            shapes.append(Shape(*dims))
+            passes = _parse_dim(row["passes"], f"line {lineno} passes") if row.get("passes") else None
+            if passes == 0:
+                raise ShapeError("passes=0 must be at least 1")
+            rows.append(ShapeRow(Shape(*dims), row.get("family") or None, passes))
         except ShapeError as exc:
             raise ShapeError(f"shape file {str(path)!r} line {lineno}: {exc}") from None
-    return shapes
+    return rows
 
 
 def unique_in_order(shapes: Iterable[Shape]) -> list[Shape]:

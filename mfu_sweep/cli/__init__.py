@@ -16,6 +16,7 @@ from mfu_sweep.cli.common import ArgvGroup
 from mfu_sweep.cli.device import ceilings, selftest
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
+from mfu_sweep.cli.refine import refine
 from mfu_sweep.cli.report import plot, report
 from mfu_sweep.cli.sweep import sweep
 from mfu_sweep.cli.workloads import predict, shapes
@@ -38,5 +39,5 @@ def main() -> None:
 
 
 for _command in (sweep, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
-                 plot, report, import_):
+                 plot, report, import_, refine):
     main.add_command(_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float, spec_file_option
+from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import BackendError, with_hint
 from mfu_sweep.measure.sweep import (
@@ -41,7 +43,9 @@ def _range_default(end: int) -> str:
 @click.option("--compile-mode", default=None, help="torch.compile mode passed through (default, max-autotune, ...).")
 @click.option("--shape", "shape_specs", multiple=True, metavar="[B]xMxNxK", help="Explicit shape; repeatable.")
 @click.option("--shape-file", type=str, default=None, metavar="FILE",
-              help="CSV with a header m,n,k[,batch] (# comments allowed), e.g. from `mfu-sweep shapes ... --csv`.")
+              help="CSV with a header m,n,k[,batch] (# comments allowed), e.g. from `mfu-sweep shapes ... --csv`; "
+                   "optional columns family (kept in the records) and passes (that shape's passes; --repeats "
+                   "rises to the largest), as `mfu-sweep refine` writes.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
               help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
                    "repeatable (see `mfu-sweep shapes`).")
@@ -90,7 +94,8 @@ def _range_default(end: int) -> str:
 @click.option("--resume", is_flag=True,
               help="Continue the output file with the command stored in it, skipping finished records. Options "
                    "given again that say how to measure must agree with the file's; shapes, dtypes and modes "
-                   "given again replace the file's.")
+                   "given again replace the file's; new shapes append, and a shape file with a passes column on "
+                   "every row may add passes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file (not with --resume).")
 @click.option("--dry-run", is_flag=True,
               help="Print the shapes, passes, output and an estimated time (cost model), then exit without "
@@ -111,6 +116,7 @@ def _range_default(end: int) -> str:
 @click.option("--threads", type=click.IntRange(1, 4096), default=None,
               help="CPU only: torch intra-op threads (default: torch's choice). The CPU peak estimate "
                    "follows the thread count.")
+@refine_options
 @domain_errors
 def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
           shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
@@ -120,7 +126,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
           force: bool, dry_run: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
-          cache: str, threads: int | None, start_timeout_s: float) -> None:
+          cache: str, threads: int | None, start_timeout_s: float, refine_against: tuple[str, ...] = (),
+          until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
     The file is rewritten atomically after every shape; an interrupted sweep
@@ -133,6 +140,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --shape 4096x4096x4096 --shape 2x512x1024x256 -o my.json
         mfu-sweep sweep --device cpu --dry-run
         mfu-sweep sweep --resume -o my.json
+        mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
@@ -143,10 +151,12 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         SweepPlan,
         default_budget,
         default_label,
-        default_repeats,
+        limit_passes,
         make_tasks,
         run_sweep,
         select_shapes,
+        shape_file_passes,
+        sweep_repeats,
     )
     from mfu_sweep.measure.timing import TimingConfig
     from mfu_sweep.specs import load_chips
@@ -158,6 +168,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         params = resumed_params(ctx, output, _default_output(device, label, cache))
         if params is not None:
             return ctx.invoke(ctx.command, **params)
+    loop = loop_settings(refine_against, until, refine_budget, refine_pair)
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
@@ -176,13 +187,15 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
     shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
-    repeats = repeats or default_repeats(on_cpu)
+    row_passes = shape_file_passes(shape_file)
+    repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
     budget_s = budget_s or default_budget(repeats)
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks = place.select(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing, compile_mode=compile_mode,
-                                    check=not no_check, cache=cache))
+    tasks = place.select(limit_passes(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
+                                                 compile_mode=compile_mode, check=not no_check, cache=cache),
+                                      row_passes))
     suffix = "-flush" if cache == "flush" and label is None else ""
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
@@ -205,6 +218,9 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return
+    if loop:
+        _check_loop(loop, plan, budget_s, place)
+    started = time.monotonic()
     bar = _Progress(quiet)
     try:
         with device_options_env(timer, soak, threads):
@@ -242,11 +258,37 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         click.echo(f"time to first result: {tax}")
     click.echo(f"wrote {plan.output}")
     click.echo(sweep_headline([result], plan.output))
+    if loop:
+        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads), time.monotonic() - started)
     if place.launcher and place.world > 1:
         docs = gather_to_rank0(result, place)
         if docs is not None:
             _write_gathered(docs, final_output)
             click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
+    from mfu_sweep.workflow.refine import check_budget
+
+    if place.world > 1 or place.launcher or place.shard_count > 1:
+        raise click.BadParameter("the refinement loop runs on one process; refine sharded or torchrun sweeps "
+                                 "with `mfu-sweep refine`", param_hint="--refine-against")
+    check_budget(loop.budget_s, len(plan.tasks), budget_s)
+
+
+def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None) -> Any:
+    """One resumed sweep of the refinement loop, with the same device options and progress bar."""
+    from mfu_sweep.cli.device import device_options_env
+    from mfu_sweep.measure.sweep import SweepError, run_sweep
+
+    bar = _Progress(quiet)
+    try:
+        with device_options_env(timer, soak, threads):
+            return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
+    except SweepError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        bar.close()
 
 
 def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:

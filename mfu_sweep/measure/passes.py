@@ -47,17 +47,21 @@ class Pass(Generic[T]):
 
 
 def plan_passes(items: Sequence[T], repeats: int, seed: int, key: Callable[[T], Hashable],
-                done: Collection[tuple[int, Hashable]] = ()) -> list[Pass[T]]:
+                done: Collection[tuple[int, Hashable]] = (),
+                passes_of: Callable[[T], int | None] | None = None) -> list[Pass[T]]:
     """The passes of a sweep over ``items``, skipping the (pass, key) pairs already ``done``.
 
     Every pass holds the whole of ``items`` in its own order, so a resumed sweep
     (``done`` read back from its file) runs what is missing of each pass in the
-    order the pass would have used.
+    order the pass would have used. ``passes_of(item)``, when given and not
+    None, limits an item to the first that many passes (a shape file's
+    ``passes`` column); the order of the others does not change.
     """
     if repeats < 1:
         raise ValueError(f"repeats={repeats!r} must be at least 1")
     passes = []
     for index, pseed in enumerate(order_seeds(seed, repeats)):
-        todo = tuple(t for t in shuffled(items, pseed) if (index, key(t)) not in done)
+        todo = tuple(t for t in shuffled(items, pseed) if (index, key(t)) not in done
+                     and (passes_of is None or (passes_of(t) or repeats) > index))
         passes.append(Pass(index=index, seed=pseed, todo=todo))
     return passes

@@ -44,14 +44,15 @@ from mfu_sweep.shapes import (
     fits_device,
     parse_shape,
     points_for_range,
-    read_shape_csv,
+    read_shape_rows,
     square_family,
 )
 from mfu_sweep.specs import Peak, apply_peak_override
 
 ISOLATION = ("sweep", "shape", "none")
 # Settings that change what a record measures: a resumed file keeps one value (default for older files).
-# --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order.
+# --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order; a shape
+# file whose every row has a passes column may extend a file's passes (see _resume_from).
 RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None, "repeats": 1, "seed": 0}
 MODES = ("eager", "compile")
 
@@ -100,7 +101,7 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
 
     shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
     if shape_file:
-        shapes += [(s, "csv") for s in read_shape_csv(shape_file)]
+        shapes += [(row.shape, row.family or "csv") for row in read_shape_rows(shape_file)]
     for family in families:
         shapes += sweep_shapes(family)
     if not shapes or min_flop is not None or max_flop is not None:
@@ -122,6 +123,30 @@ def make_tasks(shapes: Sequence[tuple[Shape, str]], dtypes: Sequence[str], modes
     for t in tasks:
         check_memory(t.shape, get_dtype(t.dtype))
     return tasks
+
+
+def shape_file_passes(shape_file: str | None) -> dict[Shape, int]:
+    """The ``passes`` column of a shape file, shape -> passes (rows without one are left out)."""
+    if not shape_file:
+        return {}
+    return {row.shape: row.passes for row in read_shape_rows(shape_file) if row.passes is not None}
+
+
+def limit_passes(tasks: Sequence[Task], passes: dict[Shape, int]) -> list[Task]:
+    """Tasks whose shape has a ``passes`` entry run in that many passes only (``Task.passes``)."""
+    return [replace(t, passes=passes[t.shape]) if t.shape in passes else t for t in tasks]
+
+
+def sweep_repeats(repeats: int | None, on_cpu: bool, passes: dict[Shape, int], every_shape_has_passes: bool) -> int:
+    """Passes of the sweep: ``--repeats`` (or the default), raised to the largest ``passes`` of a shape file.
+
+    When every shape comes from a shape file with a ``passes`` column and ``--repeats``
+    is not given, the column alone decides (no default passes over nothing).
+    """
+    most = max(passes.values(), default=1)
+    if repeats is None and every_shape_has_passes and passes:
+        return most
+    return max(repeats or default_repeats(on_cpu), most)
 
 
 class SweepError(RuntimeError):
@@ -288,8 +313,15 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
         if old.device.get(key) != fresh.device.get(key):
             raise SweepError(f"cannot resume {str(plan.output)!r}: its device.{key}={old.device.get(key)!r} "
                              f"differs from this device's {fresh.device.get(key)!r}")
+    settings = dict(old.settings)
     for key, default in RESUME_MUST_MATCH.items():
         was, now = old.settings.get(key, default), fresh.settings.get(key, default)
+        if key == "repeats" and plan.tasks and all(t.passes for t in plan.tasks):
+            # every task says its own passes (a shape file's passes column, as `refine` writes): more passes
+            # extend the file (pass p's order depends on p and the seed only), fewer leave it as it is
+            if now > was:
+                settings.update(repeats=now, order_seeds=fresh.settings.get("order_seeds"))
+            continue
         if was != now:
             raise SweepError(f"cannot resume {str(plan.output)!r}: its settings.{key}={was!r} differs from this "
                              f"run's {now!r}; one file holds one way of measuring")
@@ -301,7 +333,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
     run["resumed_at"] = [*run.get("resumed_at", []), utc_now()]
     run["resumed_argv"] = [*run.get("resumed_argv", []), list(plan.argv)]
     run["finished_at"] = None
-    return replace(old, run=run)
+    return replace(old, run=run, settings=settings)
 
 
 def _check_output(plan: SweepPlan) -> None:
@@ -337,6 +369,10 @@ ProgressFn = Callable[[Task, Record | None], None]
 
 def _task_key(task: Task) -> tuple[Shape, str, str]:
     return (task.shape, task.dtype, task.mode)
+
+
+def _task_passes(task: Task) -> int | None:
+    return task.passes
 
 
 def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
@@ -384,8 +420,8 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
         if watch:
             sweep = watch.on_header(sweep, plan.resume, notify)
         done = {(r.run_pass, r.key) for r in sweep.records}
-        passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done)
-        sweep = replace(sweep, run={**sweep.run, "planned": len(plan.tasks) * plan.repeats})
+        passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done, passes_of=_task_passes)
+        sweep = replace(sweep, run={**sweep.run, "planned": sum(t.passes or plan.repeats for t in plan.tasks)})
         if on_start:
             on_start(sweep, sum(len(p.todo) for p in passes))
         save_sweep(plan.output, sweep)

@@ -53,6 +53,7 @@ class Task:
     compile_mode: str | None = None
     check: bool = True
     cache: str = "rotate"
+    passes: int | None = None  # a shape file's ``passes`` column: measured in passes 0 .. passes-1 only
 
     def __post_init__(self) -> None:
         if self.cache not in CACHE_POLICIES:

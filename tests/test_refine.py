@@ -1,0 +1,203 @@
+"""Refinement placement on SYNTHETIC devices with known crossovers (tests/synthetic_refine.py), the look accounting,
+shape files with family and passes, and bad input. The real CPU loop is in test_refine_cpu.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from synthetic_refine import SimDevice, SimSweep, base_time, crossing_ratio
+
+from mfu_sweep.analysis.compare import compare_all
+from mfu_sweep.analysis.knees import bends
+from mfu_sweep.analysis.refine import (
+    Look,
+    RefineError,
+    current_look,
+    gap_targets,
+    plan_refinement,
+    refine_round,
+    shape_file_text,
+    square_near,
+)
+from mfu_sweep.analysis.series import group_series
+from mfu_sweep.measure.passes import plan_passes
+from mfu_sweep.shapes import Shape, ShapeError, points_for_range, read_shape_rows, square_family
+
+TRUTH = (8.5, 11.0)
+GRID = square_family(1e6, 1e13, points_for_range(1e6, 1e13))
+
+
+def start(seed: int, planted: bool = True) -> tuple[SimSweep, SimSweep, np.random.Generator]:
+    rng = np.random.default_rng(seed)
+    dev = SimDevice("dev", crossing_ratio(TRUTH)) if planted else SimDevice("dev")
+    a, b = SimSweep(dev, 3), SimSweep(SimDevice("ref"), 3)
+    a.run(GRID, "square", rng)
+    b.run(GRID, "square", rng)
+    return a, b, rng
+
+
+def loop(a: SimSweep, b: SimSweep, rng: np.random.Generator, looks: int = 8):
+    while True:
+        plan = plan_refinement([a.sweep(), b.sweep()], looks=looks)
+        if plan.status != "open":
+            return plan
+        rows = [(p.shape, p.passes) for p in plan.proposals]
+        a.run(rows, f"refine-{plan.look.index}", rng)
+        b.run(rows, f"refine-{plan.look.index}", rng)
+
+
+def test_looks_split_alpha_and_count_rounds_from_families() -> None:
+    look = Look(3, looks=8, alpha=0.05)
+    assert look.alpha_look == pytest.approx(0.05 / 8)
+    assert look.spent == pytest.approx(3 * 0.05 / 8)
+    assert not look.last and Look(8, 8).last
+    assert refine_round("refine-12") == 12 and refine_round("square") is None and refine_round("refine-x") is None
+    a, b, rng = start(0)
+    assert current_look([a.sweep(), b.sweep()]).index == 1
+    a.run([Shape(1, 1000, 1000, 1008)], "refine-2", rng)  # not on the grid
+    assert current_look([a.sweep(), b.sweep()], looks=4).index == 3
+
+
+def test_comparisons_are_tested_at_the_looks_share_of_alpha() -> None:
+    a, b, _ = start(1)
+    plan = plan_refinement([a.sweep(), b.sweep()], looks=5, alpha=0.1)
+    assert [c.alpha for c in plan.comparisons] == [pytest.approx(0.02)]
+    # the same data at the full alpha can call more, never less: the refine verdicts are the stricter ones
+    full = compare_all([a.sweep(), b.sweep()], alpha=0.1, use_fit=False)[0]
+    called = sum(p.leader is not None for p in plan.comparisons[0].points)
+    assert called <= sum(p.leader is not None for p in full.points)
+
+
+def test_gap_targets_split_every_gap_to_the_step() -> None:
+    targets = [f for f, _ in gap_targets([1e6, 1e7, 1.1e7], 1e6, 1.1e7, 1.5)]
+    edges = sorted([1e6, 1e7, 1.1e7, *targets])
+    assert max(hi / lo for lo, hi in zip(edges, edges[1:])) <= 1.5 + 1e-9
+    assert len(targets) == math.ceil(math.log(10) / math.log(1.5)) - 1  # the 1.1 gap needs none
+
+
+def test_square_near_prefers_aligned_sizes_within_tolerance() -> None:
+    s = square_near(2 * 4096.0**3, 1.05)
+    assert s.m == 4096
+    odd = square_near(2 * 800.0**3, 1.02)  # 768 and 832 are >6% off in FLOPs: a finer multiple is taken
+    assert odd.m % 8 == 0 and abs(math.log(odd.flops / (2 * 800.0**3))) <= math.log(1.02)
+
+
+def test_first_round_places_shapes_only_around_the_planted_crossovers() -> None:
+    # 20 seeds: every new shape must lie within a factor 10 (one decade) of a true crossover, and each true
+    # crossover must get shapes within a factor 1.5 in >= 18 seeds (90%, the goal's rate; 20 seeds suffice
+    # because in the benchmark's 40 seeds every seed placed shapes there).
+    near = np.zeros(2, dtype=int)
+    for seed in range(20):
+        a, b, _ = start(seed)
+        plan = plan_refinement([a.sweep(), b.sweep()])
+        new = [math.log10(p.shape.flops) for p in plan.proposals if not p.extra_pass]
+        assert new, f"seed {seed}: nothing proposed"
+        assert all(min(abs(x - t) for t in TRUTH) <= 1.0 for x in new), (seed, new)
+        near += [any(abs(x - t) <= math.log10(1.5) for x in new) for t in TRUTH]
+    assert (near >= 18).all(), near
+
+
+def test_more_passes_go_to_shapes_in_focus_and_never_below_the_files_passes() -> None:
+    a, b, rng = start(3)
+    plan = plan_refinement([a.sweep(), b.sweep()])
+    a.run([(p.shape, p.passes) for p in plan.proposals], "refine-1", rng)
+    b.run([(p.shape, p.passes) for p in plan.proposals], "refine-1", rng)
+    plan = plan_refinement([a.sweep(), b.sweep()])
+    assert all(p.passes >= 3 for p in plan.proposals)
+    extra = [p for p in plan.proposals if p.extra_pass]
+    assert all(min(abs(math.log10(p.shape.flops) - t) for t in TRUTH) <= 1.0 for p in extra)
+    assert plan.repeats == max([3, *(p.passes for p in plan.proposals)])
+
+
+def test_loop_locates_both_crossovers_and_narrows_them() -> None:
+    # 10 seeds of the full loop (the benchmark runs 40): both crossovers within a factor 1.5 of the truth in
+    # >= 9 (the goal's 90%), and the wider interval at most x1.5 in >= 7 (the benchmark measures ~94%; 7 of
+    # 10 leaves room for chance with 10 seeds, while the uniform default grid never gets there: x5.6 median)
+    located = narrow = 0
+    for seed in range(10):
+        a, b, rng = start(100 + seed)
+        plan = loop(a, b, rng)
+        xs = [c for c in plan.comparisons[0].crossovers if c.method != "fit"]
+        located += len(xs) == 2 and all(abs(math.log10(c.flops) - t) <= math.log10(1.5) for c, t in zip(xs, TRUTH))
+        narrow += bool(xs) and max(c.high_flops / c.low_flops for c in xs) <= 1.5
+    assert located >= 9 and narrow >= 7, (located, narrow)
+
+
+def test_identical_devices_get_no_false_crossovers_and_few_rounds() -> None:
+    # 10 seeds; the benchmark's 40 seeds show none. Any false crossover here would be a strong signal (the
+    # looks' Bonferroni bound is 5% for any lead, and a crossover needs two opposite leads).
+    for seed in range(10):
+        a, b, rng = start(200 + seed, planted=False)
+        plan = loop(a, b, rng)
+        assert not [c for c in plan.comparisons[0].crossovers if c.method != "fit"], seed
+        assert plan.look.index <= 3, seed
+
+
+def test_settled_pair_proposes_nothing() -> None:
+    a, b, rng = start(5)
+    plan = plan_refinement([a.sweep(), b.sweep()], target=1e6)  # every interval is narrower than 1e6
+    candidates = [r for r in plan.regions if r.kind == "candidate"]
+    assert plan.status == ("settled" if not candidates else "open")
+    assert all(r.kind != "crossover" for r in plan.regions)
+
+
+def test_last_look_proposes_nothing() -> None:
+    a, b, _ = start(6)
+    plan = plan_refinement([a.sweep(), b.sweep()], looks=1)
+    assert plan.status == "looks-spent" and plan.proposals == ()
+
+
+def test_bends_find_the_roofline_knee_of_one_device() -> None:
+    # SYNTHETIC roofline t0 + max(F/P, B/W): with t0 = 6 us and P = 700 TFLOP/s the per-call overhead gives way to
+    # compute at F = t0 * P = 4.2 GFLOP (the bandwidth term never dominates: it is below t0 at that size)
+    knee = 6e-6 * 700e12
+    assert float(base_time(knee)) == pytest.approx(2 * 6e-6)
+    rng = np.random.default_rng(0)
+    one = SimSweep(SimDevice("dev"), 3)
+    one.run(GRID, "square", rng)
+    [series] = group_series([one.sweep()]).values()
+    found = bends(series)
+    assert any(lo / 3 <= knee <= hi * 3 for lo, hi, _ in found), found
+    plan = plan_refinement([one.sweep()], bends_only=True)
+    assert plan.proposals and all(r.kind == "bend" for r in plan.regions)
+    assert sum(abs(math.log10(p.shape.flops / knee)) < 1 for p in plan.proposals) >= len(plan.proposals) / 2
+
+
+def test_one_device_without_bends_is_refused_with_a_hint() -> None:
+    a, _, _ = start(0)
+    with pytest.raises(RefineError, match="one only.*--bends"):
+        plan_refinement([a.sweep()])
+
+
+def test_devices_without_a_common_dtype_are_refused() -> None:
+    from dataclasses import replace
+
+    a, b, _ = start(0)
+    sb = b.sweep()
+    sb = sb.with_records([replace(r, dtype="fp16") for r in sb.records])
+    sb = replace(sb, peak=replace(sb.peak, tflops={"fp16": 1000.0}))
+    with pytest.raises(RefineError, match="share no dtype and mode: dev has bf16 eager; ref has fp16 eager"):
+        plan_refinement([a.sweep(), sb])
+
+
+def test_shape_file_round_trips_with_family_and_passes(tmp_path) -> None:  # noqa: ANN001
+    a, b, _ = start(2)
+    plan = plan_refinement([a.sweep(), b.sweep()])
+    path = tmp_path / "next.csv"
+    path.write_text(shape_file_text(plan, ["run on every device: mfu-sweep sweep ..."]))
+    rows = read_shape_rows(path)
+    assert [(r.shape, r.passes) for r in rows] == [(p.shape, p.passes) for p in plan.proposals]
+    assert {r.family for r in rows} == {"refine-1"}
+    bad = tmp_path / "bad.csv"
+    bad.write_text("m,n,k,passes\n64,64,64,0\n")
+    with pytest.raises(ShapeError, match="line 2.*passes"):
+        read_shape_rows(bad)
+
+
+def test_plan_passes_limits_items_to_their_passes() -> None:
+    passes = plan_passes(["a", "b", "c"], 3, seed=0, key=str, passes_of=lambda t: {"a": 1, "b": 2}.get(t))
+    assert [sorted(p.todo) for p in passes] == [["a", "b", "c"], ["b", "c"], ["c"]]
+    plain = plan_passes(["a", "b", "c"], 3, seed=0, key=str)
+    assert [p.todo for p in passes][2] == tuple(t for t in plain[2].todo if t == "c")
