@@ -27,7 +27,8 @@ EXIT_NOTHING_PROPOSED = 3  # settled or looks spent: scripts loop `while mfu-swe
                    "first round [8].")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error over all looks.")
-@click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True)
+@click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
+              help="What the verdicts compare, as in `mfu-sweep compare`.")
 @click.option("--a", "a", default=None, help="First series: LABEL, or LABEL/DTYPE[/MODE] to compare across dtypes.")
 @click.option("--b", "b", default=None, help="Second series, as --a.")
 @click.option("--bends", is_flag=True,
