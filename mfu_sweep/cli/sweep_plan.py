@@ -18,12 +18,16 @@ import click
 from click.core import ParameterSource
 
 # Options a resumed run may set itself: they change where or how it reports, not what it measures.
-RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run", "start_timeout_s"})
+RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run", "start_timeout_s",
+                        "refine_against", "until", "refine_budget", "refine_pair"})
 # Options that choose what to measure: given again, they replace the file's choice (a resume may add
 # shapes, dtypes or modes); the records already in the file are kept. Every other option says how to
 # measure and must agree with the file's command.
 RESUME_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop", "max_flop", "points", "align",
                               "dtypes", "modes"})
+# Given again, any of these replaces all of them: `--shape-file next.csv --resume` measures the file's
+# shapes, not the stored square family as well (whose records are in the file already).
+SHAPE_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop", "max_flop", "points", "align"})
 RESUMED = "mfu_sweep.resumed"
 
 
@@ -106,7 +110,11 @@ def resumed_params(ctx: click.Context, output: str | None, default_output: Path)
             f"drop {_flag(param)} to continue with the file's settings, or start a new file with -o")
     ctx.meta[RESUMED] = True
     own = {k: ctx.params[k] for k in RESUME_OWN if k in ctx.params}
-    return {**old.params, **chosen, **own, "output": str(path)}
+    fresh = {}
+    if chosen.keys() & SHAPE_SELECTION:
+        defaults = ctx.command.make_context("sweep", [], parent=ctx.parent).params
+        fresh = {k: v for k, v in defaults.items() if k in SHAPE_SELECTION}
+    return {**old.params, **fresh, **chosen, **own, "output": str(path)}
 
 
 def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str, output: Path, peaks: dict[str, float],
