@@ -78,9 +78,28 @@ def test_core_entries_are_derived_from_their_chip() -> None:
     ("NC_v3", "trn2-lnc1"),
     ("NC_v3d", "trn2-lnc2"),
     ("trn3", "trn3"),
+    ("NVIDIA H200 NVL", "h200-sxm"),
+    ("AMD Instinct MI325X", "mi325x"),
+    ("AMD Instinct MI300X VF", "mi300x"),
+    ("NVIDIA A100-SXM4-40GB", "a100-sxm"),
+    ("TPU v5", "tpu-v5p"),
+    ("TPU v5e", "tpu-v5e"),
+    ("TPU7x", "tpu-v7"),
 ])
 def test_lookup_from_framework_names(reported: str, chip_id: str) -> None:
     assert find_chip(reported, CHIPS).id == chip_id
+
+
+@pytest.mark.parametrize("reported", [
+    "NVIDIA GH200 480GB",  # mamf-finder log of stas00/ml-engineering PR #60 (tests/data/import)
+    "NVIDIA GH200 144G HBM3e",
+    "gfx942", "gfx950",  # ROCm targets: each is two products, the importers map them with a warning
+    "gfx942:sramecc+:xnack-",
+    "NVIDIA L40",  # "l4" must not match inside "l40"
+])
+def test_match_strings_are_whole_tokens(reported: str) -> None:
+    """A match string touching a letter or digit is not a match: "h200" is not in "GH200"."""
+    assert find_chip(reported, CHIPS) is None
 
 
 def test_unknown_name_maps_to_nothing() -> None:

@@ -30,6 +30,7 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.fingerprint import fingerprint_from_fields
+from mfu_sweep.importers.peak_basis import annotate, assumed_peak
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, SpecError, find_chip
@@ -99,6 +100,8 @@ class SourceDevice:
     cache: str = "unknown"
     details: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
+    above_peak_reason: str = ""
+    """What in this source can put a value above the chip's peak (for ``above_peak_reason``); empty: unknown."""
 
 
 def sha256_of(path: Path) -> str:
@@ -190,13 +193,13 @@ def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
     if len(samples) == 1:
         flags = (*flags, "single_value")
     rec = Record(status="ok", samples_s=tuple(samples), flags=flags, **base)
-    return finish_record(rec, peak)
+    return annotate(finish_record(rec, peak), peak, dev.above_peak_reason)
 
 
 def build_sweep(dev: SourceDevice, fmt: str, label: str, chip: ChipSpec | None, argv: Sequence[str]) -> Sweep:
     """One v1 sweep for one source device, with ``device.backend = "imported"`` and an ``import`` block."""
     if chip is not None:
-        peak = Peak.from_chip(chip)
+        peak = assumed_peak(Peak.from_chip(chip), ((r.dtype, r.flags) for r in dev.rows))
     else:
         peak = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None,
                     source=f"no spec entry for {dev.name!r} (imported; MFU left empty)")

@@ -42,7 +42,9 @@ DTYPE_KEYS = {
 }
 KEY_NOTES = {
     "f32xf32->f32": "XLA's default precision lets an f32 dot run on TF32 (NVIDIA) or XF32/bf16x3 (AMD) "
-                    "tensor cores; records are flagged maybe_tf32 and MFU against the fp32 peak can exceed 1",
+                    "tensor cores; records are flagged maybe_tf32, and their MFU is against the chip's tf32 peak "
+                    "where the spec has one (flag tf32_peak_assumed, peak.dtype_basis), else against the fp32 "
+                    "peak (then it can exceed 1: flag above_peak with above_peak_reason)",
     "f8e4m3fnuzxf8e4m3fnuz->bf16": "fp8 here is AMD's e4m3fnuz variant (gfx942)",
 }
 _KEY = re.compile(r"^([a-z0-9]+)x([a-z0-9]+)->([a-z0-9]+)$")
@@ -51,6 +53,9 @@ TIMING = ("median of every kernel event the CUPTI (NVIDIA) or roctracer (AMD) tr
           "(5 profiled runs x 2 argument sets, after 1 warm-up), whole ns; stored as integer FLOP/s "
           "= floor(2*b*m*n*k*1e9/ns); host launch time excluded. Where XLA runs a dot as several kernels, "
           "that median is not the dot's time")
+ABOVE_PEAK = ("the table keeps one kernel's median time (kernel tracer, launch excluded) at unrecorded clocks; "
+              "where XLA runs a dot as several kernels that median is not the dot's time, and the device key "
+              "names an architecture, not a product (see --chip)")
 UNKNOWN = ("GPU clocks and power limit", "driver, CUDA/ROCm and XLA versions used to measure",
            "which GEMM library or kernel XLA chose", "input value distribution beyond XLA's fake arguments")
 
@@ -135,6 +140,7 @@ def read(path: Path) -> list[SourceDevice]:
             devices.append(SourceDevice(
                 key=key, name=key, rows=tuple(rows), mode="compile",
                 timer="roctracer-kernel" if key.startswith("gfx") else "cupti-kernel", cache="none",
+                above_peak_reason=ABOVE_PEAK,
                 provenance={
                     "source_file": path.name, "source_sha256": sha, **prov,
                     "tool": "OpenXLA xla/tools/matmul_perf_table_gen.cc (XLA picks the GEMM backend after "

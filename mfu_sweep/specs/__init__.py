@@ -9,6 +9,7 @@ kind) to an entry; :class:`Peak` is the ``peak`` block of a result file.
 from __future__ import annotations
 
 import math
+import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -66,6 +67,9 @@ class Peak:
     overrides: Mapping[str, object] = field(default_factory=dict)
     basis: str = ""
     """Why the peak differs from the plain estimate, in words (e.g. a measured clock); empty otherwise."""
+    dtype_basis: Mapping[str, str] = field(default_factory=dict)
+    """Per dtype whose ``tflops`` entry is not that dtype's own vendor peak: why, in words (e.g. imported
+    fp32 dots that ran as TF32 are measured against the tf32 peak); empty otherwise."""
 
     def for_dtype(self, dtype: str) -> float | None:
         value = self.tflops.get(dtype)
@@ -83,6 +87,7 @@ class Peak:
             "notes": self.notes,
             "overrides": dict(self.overrides),
             **({"basis": self.basis} if self.basis else {}),
+            **({"dtype_basis": dict(self.dtype_basis)} if self.dtype_basis else {}),
         }
 
     @classmethod
@@ -98,6 +103,7 @@ class Peak:
             notes=str(data.get("notes", "")),
             overrides=dict(data.get("overrides") or {}),
             basis=str(data.get("basis") or ""),
+            dtype_basis={str(k): str(v) for k, v in (data.get("dtype_basis") or {}).items()},
         )
 
     @classmethod
@@ -198,18 +204,28 @@ def load_chips(extra: str | Path | None = None) -> dict[str, ChipSpec]:
     return chips
 
 
+def _token_pattern(match: str) -> re.Pattern[str]:
+    """``match`` as whole tokens: no letter or digit may touch either end ("h200" is not in "gh200")."""
+    return re.compile(rf"(?<![a-z0-9]){re.escape(match.strip())}(?![a-z0-9])")
+
+
 def find_chip(reported: str, chips: Mapping[str, ChipSpec] | None = None) -> ChipSpec | None:
     """Map a framework-reported name (CUDA name, XLA device kind ...) to a chip.
 
-    The longest ``match`` substring wins, so "H100 PCIe" beats "H100".
+    A ``match`` string counts only as whole tokens of the name: no letter or digit
+    may touch either end, so "h200" does not match "NVIDIA GH200 480GB" and "b200"
+    does not match "GB200". Among the matches the longest wins, so "H100 PCIe"
+    beats "H100". A name no entry matches gives None (no peak: MFU stays empty,
+    TFLOP/s works).
     """
     chips = load_chips() if chips is None else chips
-    text = f" {reported.lower()} "
+    text = reported.lower()
     best: tuple[int, ChipSpec] | None = None
     for chip in chips.values():
         for pattern in chip.match:
-            if pattern in text and (best is None or len(pattern) > best[0]):
-                best = (len(pattern), chip)
+            size = len(pattern.strip())
+            if (best is None or size > best[0]) and _token_pattern(pattern).search(text):
+                best = (size, chip)
     return best[1] if best else None
 
 
