@@ -65,7 +65,8 @@ from mfu_sweep.results import Sweep
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
-    "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "Segment",
+    "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "NoPeakError",
+    "Segment",
     "compare_across", "compare_all", "compare_groups", "compare_pairs", "compare_series", "compile_pairs",
     "format_flops", "holm", "metric_name", "parse_selector", "point_weights",
 ]
@@ -158,10 +159,18 @@ def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu",
 OnError = Callable[[CompareError], None]
 
 
-def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None) -> bool:
+class NoPeakError(CompareError):
+    """MFU was asked of a pair where a series has no peak for its dtype; ``--metric tflops`` compares it."""
+
+
+def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None,
+                on_no_peak: OnError | None = None) -> bool:
     try:
         check_pair(a, b, metric)
     except CompareError as exc:
+        if on_no_peak is not None and metric == "mfu" and None in (a.peak_tflops, b.peak_tflops):
+            on_no_peak(NoPeakError(f"skipped {a.label} vs {b.label} ({a.dtype} {a.mode}): {exc}"))
+            return False
         if on_error is None:
             raise
         on_error(exc)
@@ -182,17 +191,17 @@ def _fits_for(series: Mapping[SeriesKey, Series], keys: Iterable[SeriesKey],
 
 def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: str | None = None,
                    b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
-                   on_error: OnError | None = None, **kw: Any) -> list[Comparison]:
+                   on_error: OnError | None = None, on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
     """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.series.group_series``).
 
     Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
     (``a`` becomes the first series of its pairs). See :func:`compare_all` for
-    ``fits``, ``on_error`` and the other keyword arguments.
+    ``fits``, ``on_error``, ``on_no_peak`` and the other keyword arguments.
     """
     pairs = _pairs(series, a, b)
     if not pairs and on_error is None:
         raise CompareError(_no_pairs_message(series, a, b))
-    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error)]
+    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error, on_no_peak)]
     fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, kw)
     out = []
     for x, y in pairs:
@@ -207,7 +216,7 @@ def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: s
 
 def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None, *,
                 fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
-                **kw: Any) -> list[Comparison]:
+                on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
     """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
 
     Parameters
@@ -226,6 +235,11 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         ``onerror``; having no pair at all then gives ``[]``. By default the first
         such error is raised, before anything is fitted. Errors of selectors, and
         of pairs named by ``LABEL/DTYPE[/MODE]``, are always raised.
+    on_no_peak:
+        Called with a :class:`NoPeakError` (naming the pair and ``--metric tflops``)
+        for each pair skipped because MFU is asked and a series has no peak;
+        other errors still go to ``on_error`` or are raised. The ``compare``
+        command passes it, so one series without a peak skips only its pairs.
     **kw:
         Passed to :func:`compare_series` (``seed``, ``n_boot``, ``alpha``, ``min_run``,
         ``use_fit``, ``fit_n_boot``).
@@ -240,7 +254,8 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         if a is None or b is None:
             raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
         return [compare_across(sweeps, a, b, metric, fits=fits, **kw)]
-    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, **kw)
+    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, on_no_peak=on_no_peak,
+                          **kw)
 
 
 def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, RooflineFit], metric: str = "mfu",

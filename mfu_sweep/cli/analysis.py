@@ -282,12 +282,16 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     whole = label_a is None and label_b is None
     fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, alpha=alpha,
                                                       min_run=min_run) if whole else ([], [], []))
+    skipped: list[str] = []
     try:
         comps = [] if ranking and not pairwise else compare_all(
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
-            use_fit=not no_fit, fit_n_boot=fit_n_boot)
+            use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)))
     except CompareError as exc:
         raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
+    if skipped and not (comps or fleets or boards):
+        raise click.ClickException(f"nothing to compare: {len(skipped)} pair(s) skipped, a series has no peak "
+                                   f"for MFU (first: {skipped[0]})")
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps) if whole and not ranking else []
@@ -296,12 +300,16 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         reasons = [r for r in (contention_reason(sweeps, c.a, c.b) for c in comps) if r]
         if reasons:
             out["contention"] = reasons
+        if skipped:
+            out["skipped"] = skipped
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         click.echo(json.dumps(out, indent=1))
         return
     for line in pair_sentences(comps):  # the gist first, one sentence per pair; the details follow
         click.echo(line)
+    for line in skipped:
+        click.echo(f"note: {line}")
     ranked.echo_boards(fleets, boards, notes)
     for s in spreads:
         click.echo(f"spread: {s.sentence()}")

@@ -24,6 +24,8 @@ from mfu_sweep.specs import Peak
 
 MAYBE_TF32 = "maybe_tf32"
 ASSUMED = "tf32_peak_assumed"
+RECORD_BASIS = ("tf32 peak, assumed: XLA's default precision lets an f32 dot run as TF32; "
+                "the source does not say which ran (peak.dtype_basis.fp32 has the citation)")
 CITATION = "JAX documentation, Matmul precision <https://docs.jax.dev/en/latest/201/precision.html>"
 
 
@@ -45,10 +47,9 @@ def assumed_peak(peak: Peak, flags: Iterable[tuple[str, tuple[str, ...]]]) -> Pe
 def annotate(rec: Record, peak: Peak, source_reason: str) -> Record:
     """Add ``tf32_peak_assumed``/``peak_basis`` and, above the peak, ``above_peak_reason`` to one record."""
     flags, extra = list(rec.flags), dict(rec.extra)
-    basis = peak.dtype_basis.get(rec.dtype)
-    if basis:
+    if peak.dtype_basis.get(rec.dtype):
         flags.append(ASSUMED)
-        extra["peak_basis"] = basis
+        extra["peak_basis"] = RECORD_BASIS
     if "above_peak" in flags:
         extra["above_peak_reason"] = above_peak_reason(rec, peak, source_reason)
     if flags == list(rec.flags) and extra == rec.extra:

@@ -9,11 +9,24 @@ from mfu_sweep.results import Record
 from mfu_sweep.specs import Peak
 
 
+def peak_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:
+    """("peak basis", why) for a dtype measured against another dtype's peak; ("above peak", how many, why)."""
+    rows = [("peak basis", peak.dtype_basis[d]) for d in sorted({r.dtype for r in records}) if d in peak.dtype_basis]
+    above = [r for r in records if "above_peak" in r.flags]
+    if above:
+        reasons = dict.fromkeys(str(r.extra.get("above_peak_reason") or "no reason recorded") for r in above)
+        rows.append(("above peak", f"{len(above)} of {len(records)} records have MFU above 1 (flag above_peak, "
+                     f"kept): {'; '.join(reasons)}"))
+    return rows
+
+
 def machine_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:
-    """("peak basis", why) when the peak was re-estimated; ("contention", how many records, how busy)."""
+    """Peak rows (:func:`peak_facts`), ("peak basis", why) when the peak was re-estimated, and
+    ("contention", how many records, how busy)."""
     rows = []
     if peak.basis:
         rows.append(("peak basis", peak.basis))
+    rows += peak_facts(peak, records)
     observed = [r for r in records if isinstance(r.extra.get(MACHINE_FIELD), Mapping)]
     if not observed:
         return rows
