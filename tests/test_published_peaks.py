@@ -156,3 +156,11 @@ def test_compare_fails_only_when_nothing_is_comparable(three_logs) -> None:
     assert "--metric tflops" in lines[0]
     res = CliRunner().invoke(main, ["compare", *h100, *gh200, "--no-fit", "--metric", "tflops"])
     assert res.exit_code == 0 and "h100-gpu0" in res.output and "gh200" in res.output, res.output
+
+
+def test_mfu_leaderboard_leaves_out_only_the_series_without_a_peak(three_logs) -> None:
+    res = CliRunner().invoke(main, ["compare", *three_logs, "--no-fit", "--baseline", "h100-gpu0"])
+    assert res.exit_code == 0, res.output
+    notes = [ln for ln in res.output.splitlines() if ln.startswith("note: left")]
+    assert len(notes) == 1 and "gh200" in notes[0] and "--metric tflops" in notes[0], res.output
+    assert "1 devices vs baseline h100-gpu0" in res.output and "h100-gpu1" in res.output

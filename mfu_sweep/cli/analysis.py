@@ -253,6 +253,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     device (Holm over devices x bands). --baseline LABEL ranks every other
     device against LABEL.
 
+    With --metric mfu (the default), a pair or leaderboard entry whose series
+    has no peak for its dtype (a chip with no spec entry) is skipped with one
+    note each, naming --metric tflops; the command fails only when nothing
+    could be compared.
+
     \b
     Example:
         mfu-sweep compare sweeps/all.json
@@ -280,9 +285,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     series = group_series(sweeps)
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
-    fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, alpha=alpha,
-                                                      min_run=min_run) if whole else ([], [], []))
     skipped: list[str] = []
+    fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, skipped, alpha=alpha,
+                                                      min_run=min_run) if whole else ([], [], []))
     try:
         comps = [] if ranking and not pairwise else compare_all(
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,

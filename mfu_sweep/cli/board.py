@@ -44,13 +44,28 @@ def device_lines(board: Leaderboard) -> list[str]:
     return rows
 
 
+def _with_peak(series: Mapping[Any, Any], metric: str, baseline: str | None,
+               skipped: list[str] | None) -> Mapping[Any, Any]:
+    """For MFU, the series that have a peak (and the baseline, whose lack is an error); a note per one left out."""
+    if metric != "mfu" or skipped is None:
+        return series
+    kept = {k: s for k, s in series.items() if s.peak_tflops is not None or k.label == baseline}
+    skipped += [f"left {k} out of the MFU leaderboard: no peak for {k.dtype}; use --metric tflops"
+                for k in sorted(set(series) - set(kept))]
+    return kept
+
+
 def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | None, boards_too: bool,
-                      **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
-    """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes."""
+                      skipped: list[str] | None = None, **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
+    """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes.
+
+    With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each.
+    """
     from mfu_sweep.analysis.fleet import replicate_fleets
     from mfu_sweep.analysis.leaderboard import leaderboards
 
-    boards, notes = leaderboards(series, metric, reference=baseline or REST, **kw) if boards_too else ([], [])
+    boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric, reference=baseline or REST,
+                                  **kw) if boards_too else ([], []))
     return replicate_fleets(series, boards=boards, **kw), boards, notes
 
 
