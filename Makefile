@@ -56,7 +56,7 @@ published: $(STAMP)
 	$(BIN)/mfu-sweep import deepbench data/published/deepbench/DeepBench_*.xlsx -o $(PUBLISHED) --force
 	$(BIN)/mfu-sweep validate $(PUBLISHED)/*.json
 	$(BIN)/mfu-sweep plot $(PUBLISHED)/sm_100_B200.json $(PUBLISHED)/sm_90.json $(PUBLISHED)/gfx950.json \
-	  $(PUBLISHED)/gfx942.json --dtype bf16 --metric tflops --figure vs-flops -o plots/published
+	  $(PUBLISHED)/gfx942.json --dtype bf16 --metric tflops --figure vs-flops -o plots/published --force
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
