@@ -146,6 +146,48 @@ class _FailingNvml:
         raise self.NVMLError("GPU is lost")
 
 
+class _RecordedNvml:
+    """NVML answering with recorded readings (the field names and units of nvidia-ml-py's structs)."""
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self, procs, samples, util_error=False):
+        self.procs, self.samples, self.util_error, self.asked = procs, samples, util_error, []
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle):  # noqa: N802 - NVML's name
+        return self.procs
+
+    def nvmlDeviceGetProcessUtilization(self, handle, last_seen):  # noqa: N802 - NVML's name
+        self.asked.append(last_seen)
+        if self.util_error:
+            raise self.NVMLError("Not Supported")
+        return [x for x in self.samples if x.timeStamp > last_seen]
+
+
+def _probe(nvml):
+    probe = GpuNeighbours.__new__(GpuNeighbours)
+    probe.nvml, probe.handle, probe.why, probe.own, probe.last_ts = nvml, object(), None, set(), 0
+    return probe
+
+
+def test_gpu_neighbours_on_recorded_nvml_readings():
+    procs = [NvmlProc(3101, 2 << 30), NvmlProc(7777, 40 << 30)]
+    samples = [NvmlSample(3101, 10, 97, 40, 0, 0), NvmlSample(7777, 11, 35, 10, 0, 0)]
+    nvml = _RecordedNvml(procs, samples)
+    probe = _probe(nvml)
+    got = probe.read({3101})
+    assert got["other_processes"] == 1 and got["other_pids"] == [7777] and got["other_sm_util"] == pytest.approx(0.35)
+    assert is_contended({"window_s": 1.0, "gpu": got})
+    probe.read({3101})
+    assert nvml.asked == [0, 11]  # the next reading asks only for samples after the last one seen
+    alone = _probe(_RecordedNvml([NvmlProc(3101, 1)], samples)).read({3101})
+    assert alone["other_processes"] == 0 and alone["other_sm_util"] == 0.0
+    unsupported = _probe(_RecordedNvml(procs, samples, util_error=True)).read({3101})
+    assert unsupported["other_sm_util"] is None and "Not Supported" in unsupported["unobserved"][0]
+    assert is_contended({"window_s": 1.0, "gpu": unsupported})
+
+
 def test_nvml_missing_or_failing_mid_sweep_is_a_note_in_the_reading():
     probe = GpuNeighbours.__new__(GpuNeighbours)
     probe.nvml, probe.handle, probe.why, probe.own, probe.last_ts = None, None, "NVML not available", set(), 0
@@ -221,6 +263,8 @@ def test_sweep_beside_busy_processes_flags_its_records(tmp_path):
     block = load_sweeps([tmp_path / "s.json"])[0].extra["machine"]
     assert block["passes"][0]["contended"] and block["contended_share"] == CONTENDED_SHARE
     assert any("machine busy before the sweep" in n for n in notes)
+    if platform.machine().lower() in ("x86_64", "amd64"):  # the probes ran in their child process
+        assert block["clock"]["measured_ghz"] > 0.3 and block["before"]["during"] == "clock and FMA probes"
 
 
 # ---- clock -------------------------------------------------------------------------------------
