@@ -410,3 +410,18 @@ def test_worker_start_up_has_its_own_limit_and_a_failed_start_does_not_stop_the_
         assert rec.status == "ok" and rec.extra["worker_start_s"] > 0
     finally:
         runner.close()
+
+
+def test_report_rows_legend_lines_and_analysis_json_say_why_and_how_many():
+    from mfu_sweep.present.machine_facts import legend_notes, machine_facts, machine_json
+
+    peak = replace(_cpu_peak(), basis="cores ran at ~2.82 GHz under load (measured), the spec clock is 2.60 GHz")
+    recs = [_rec(0, 0.01), _rec(1, 0.8), _rec(1, 0.5)]
+    rows = dict(machine_facts(peak, recs))
+    assert rows["peak basis"] == peak.basis
+    assert rows["contention"].startswith("2 of 3 records flagged contended in 1 pass(es)")
+    assert "80%" in rows["contention"]
+    assert dict(machine_facts(_cpu_peak(), recs[:1]))["contention"].startswith("none of 1")
+    assert legend_notes("cpu", peak, recs) == [f"cpu: {peak.basis}", "cpu: 2 of 3 points measured under contention"]
+    (row,) = machine_json([replace(_sweep("cpu", recs), peak=peak)])
+    assert (row["contended_records"], row["contended_passes"], row["peak_basis"]) == (2, [1], peak.basis)

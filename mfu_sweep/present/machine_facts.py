@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
-from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, is_flagged
-from mfu_sweep.results import Record
+from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, flagged_passes, is_flagged
+from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
 
 
@@ -51,3 +52,11 @@ def legend_notes(label: str, peak: Peak, records: Sequence[Record]) -> list[str]
     if flagged:
         out.append(f"{label}: {flagged} of {len(records)} points measured under contention")
     return out
+
+
+def machine_json(sweeps: Sequence[Sweep]) -> list[dict[str, Any]]:
+    """Per sweep for analysis.json: the peak's basis and how many records were measured under contention."""
+    return [{"label": s.label, "run_id": s.run.get("id"), "peak_basis": s.peak.basis or None,
+             "contended_records": sum(is_flagged(r) for r in s.records), "records": len(s.records),
+             "contended_passes": flagged_passes(s), "contended_share": CONTENDED_SHARE}
+            for s in sweeps]

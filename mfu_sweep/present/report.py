@@ -36,7 +36,7 @@ from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
-from mfu_sweep.present.machine_facts import machine_facts
+from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_numbers import (
     bars_text,
@@ -545,5 +545,5 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     md, page = out / "index.md", out / "index.html"
     md.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks, images))
-    write_json_atomic(out / "analysis.json", analysis_json(analysis))
+    write_json_atomic(out / "analysis.json", {**analysis_json(analysis), "machine": machine_json(sweeps)})
     return [*written, md, page, out / "analysis.json"]
