@@ -85,7 +85,7 @@ def refine(devices: tuple[SimDevice, SimDevice], seed: int, looks: int = DEFAULT
         if plan.status != "open":
             return Outcome(a.seconds, _crossovers(plan.comparisons[0])), plan.look.index
         rows = [(p.shape, p.passes) for p in plan.proposals]
-        family = f"refine-{plan.look.index}"
+        family = plan.family
         a.run(rows, family, rng)
         b.run(rows, family, rng)
 

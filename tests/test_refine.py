@@ -44,8 +44,8 @@ def loop(a: SimSweep, b: SimSweep, rng: np.random.Generator, looks: int = 8):
         if plan.status != "open":
             return plan
         rows = [(p.shape, p.passes) for p in plan.proposals]
-        a.run(rows, f"refine-{plan.look.index}", rng)
-        b.run(rows, f"refine-{plan.look.index}", rng)
+        a.run(rows, plan.family, rng)
+        b.run(rows, plan.family, rng)
 
 
 def test_looks_split_alpha_and_count_rounds_from_families() -> None:
@@ -57,7 +57,11 @@ def test_looks_split_alpha_and_count_rounds_from_families() -> None:
     a, b, rng = start(0)
     assert current_look([a.sweep(), b.sweep()]).index == 1
     a.run([Shape(1, 1000, 1000, 1008)], "refine-2", rng)  # not on the grid
-    assert current_look([a.sweep(), b.sweep()], looks=4).index == 3
+    assert current_look([a.sweep(), b.sweep()], looks=4).index == 3  # an old file's family without "-of-"
+    a.run([Shape(1, 1000, 1000, 1016)], "refine-3-of-4", rng)
+    assert current_look([a.sweep(), b.sweep()]) == Look(4, looks=4)  # the plan travels with the records
+    with pytest.raises(RefineError, match="looks=8 differs from the 4 looks"):
+        current_look([a.sweep(), b.sweep()], looks=8)
 
 
 def test_comparisons_are_tested_at_the_looks_share_of_alpha() -> None:
@@ -189,7 +193,7 @@ def test_shape_file_round_trips_with_family_and_passes(tmp_path) -> None:  # noq
     path.write_text(shape_file_text(plan, ["run on every device: mfu-sweep sweep ..."]))
     rows = read_shape_rows(path)
     assert [(r.shape, r.passes) for r in rows] == [(p.shape, p.passes) for p in plan.proposals]
-    assert {r.family for r in rows} == {"refine-1"}
+    assert {r.family for r in rows} == {"refine-1-of-8"}
     bad = tmp_path / "bad.csv"
     bad.write_text("m,n,k,passes\n64,64,64,0\n")
     with pytest.raises(ShapeError, match="line 2.*passes"):

@@ -46,7 +46,7 @@ def test_cross_machine_loop_refine_then_resume_two_files_then_compare(tmp_path: 
     shapes = tmp_path / "next.csv"
     res = cli("refine", *map(str, files), str(other), "--metric", "tflops", "-o", str(shapes))
     assert res.exit_code == 0, res.output
-    assert "run on every device" in shapes.read_text() and "refine-1" in shapes.read_text()
+    assert "run on every device" in shapes.read_text() and "refine-1-of-8" in shapes.read_text()
     assert f"--shape-file {shapes} --resume -o {files[0]}" in res.output
     before = {p: len(load_sweeps([p])[0].records) for p in files}
     for path in files:
@@ -54,7 +54,7 @@ def test_cross_machine_loop_refine_then_resume_two_files_then_compare(tmp_path: 
         assert res.exit_code == 0, res.output
     for path in files:
         [sw] = load_sweeps([path])
-        new = [r for r in sw.records if r.family == "refine-1"]
+        new = [r for r in sw.records if r.family == "refine-1-of-8"]
         assert new and len(sw.records) > before[path]
         assert sw.settings["repeats"] == max(r.run_pass for r in sw.records) + 1
     res = cli("compare", *map(str, files), str(other), "--metric", "tflops", "--no-fit")

@@ -54,7 +54,7 @@ FOCUS = (-0.9, -0.45, 0.0, 0.45, 0.9)
 PASS_GROWTH = 1.5  # passes grow at most this much per round: the need is estimated from few points
 ALIGNS = (64, 32, 16, 8)  # square sizes: the coarsest alignment that lands near the FLOP target
 FAMILY_PREFIX = "refine-"
-_FAMILY = re.compile(r"^refine-(\d+)$")
+_FAMILY = re.compile(r"^refine-(\d+)(?:-of-(\d+))?$")
 
 
 class RefineError(ValueError):
@@ -92,7 +92,7 @@ class Look:
 
 
 def refine_round(family: str) -> int | None:
-    """The refinement round a record's family names (``refine-2`` -> 2), or None."""
+    """The refinement round a record's family names (``refine-2-of-8`` or ``refine-2`` -> 2), or None."""
     m = _FAMILY.match(family)
     return int(m.group(1)) if m else None
 
@@ -103,9 +103,26 @@ def rounds_done(sweeps: Iterable[Sweep]) -> int:
     return max((r for r in found if r is not None), default=0)
 
 
-def current_look(sweeps: Sequence[Sweep], looks: int = DEFAULT_LOOKS, alpha: float = DEFAULT_ALPHA) -> Look:
-    """The look the data of ``sweeps`` makes: one more than the refinement rounds they hold."""
-    return Look(rounds_done(sweeps) + 1, looks, alpha)
+def planned_looks(sweeps: Iterable[Sweep]) -> set[int]:
+    """The looks planned by the rounds already in ``sweeps`` (``refine-<round>-of-<looks>`` families)."""
+    return {int(m.group(2)) for s in sweeps for r in s.records if (m := _FAMILY.match(r.family)) and m.group(2)}
+
+
+def current_look(sweeps: Sequence[Sweep], looks: int | None = None, alpha: float = DEFAULT_ALPHA) -> Look:
+    """The look the data of ``sweeps`` makes: one more than the refinement rounds they hold.
+
+    The planned number of looks travels in the records' families; a different
+    ``looks`` than the one the earlier rounds planned is refused, since choosing
+    it after seeing data would break the error bound.
+    """
+    recorded = planned_looks(sweeps)
+    if len(recorded) > 1:
+        raise RefineError(f"the files mix refinement rounds planned with {sorted(recorded)} looks; "
+                          f"refine each plan's files apart")
+    if recorded and looks is not None and looks not in recorded:
+        raise RefineError(f"looks={looks} differs from the {next(iter(recorded))} looks the earlier rounds "
+                          f"planned; the plan is fixed before the data, keep it")
+    return Look(rounds_done(sweeps) + 1, looks or next(iter(recorded), DEFAULT_LOOKS), alpha)
 
 
 @dataclass(frozen=True)
@@ -150,6 +167,11 @@ class RefinePlan:
     proposals: tuple[Proposal, ...]
     repeats: int
     comparisons: tuple[Comparison, ...] = ()
+
+    @property
+    def family(self) -> str:
+        """The family of this round's rows: ``refine-<look>-of-<looks>`` (the round and the plan travel with them)."""
+        return f"{FAMILY_PREFIX}{self.look.index}-of-{self.look.looks}"
 
     @property
     def status(self) -> str:
@@ -401,11 +423,13 @@ def _finish(look: Look, target: float, regions: list[Region], ranked: list[tuple
 
 
 def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
-    """The proposals as a shape file (``sweep --shape-file``): ``batch,m,n,k,family,passes``, family ``refine-<look>``.
+    """The proposals as a shape file (``sweep --shape-file``): ``batch,m,n,k,family,passes``.
+
+    The family is :attr:`RefinePlan.family`.
 
     Comment lines say the look, the level and the command to run on every device.
     """
-    family = f"{FAMILY_PREFIX}{plan.look.index}"
+    family = plan.family
     lines = [f"# mfu-sweep refine: {plan.sentence()}", *(f"# {h}" for h in header)]
     lines += [f"# {r.describe()}" for r in plan.regions]
     lines.append("batch,m,n,k,family,passes")
@@ -472,7 +496,7 @@ def shape_passes(sweeps: Iterable[Sweep]) -> dict[Shape, int]:
     return out
 
 
-def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, looks: int = DEFAULT_LOOKS,
+def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, looks: int | None = None,
                     alpha: float = DEFAULT_ALPHA, metric: str = "mfu", a: str | None = None, b: str | None = None,
                     bends_only: bool = False, max_shapes: int = MAX_SHAPES) -> RefinePlan:
     """The next refinement round for ``sweeps`` (sweep or merged files of two or more devices).
@@ -484,8 +508,9 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     target:
         Crossover intervals (high/low FLOPs) to reach.
     looks, alpha:
-        Looks planned before any data and the family-wise error over all of them;
-        the verdicts of this look are tested at ``alpha / looks``.
+        Looks planned before any data (default: what earlier rounds planned, else
+        ``DEFAULT_LOOKS``) and the family-wise error over all of them; the verdicts
+        of this look are tested at ``alpha / looks``.
     metric, a, b:
         As ``mfu-sweep compare``: the metric, and labels or ``LABEL/DTYPE[/MODE]`` selectors of the pair.
     bends_only:

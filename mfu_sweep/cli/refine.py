@@ -24,7 +24,7 @@ EXIT_NOTHING_PROPOSED = 3  # settled or looks spent: scripts loop `while mfu-swe
 @click.option("--looks", type=click.IntRange(1, 100), default=None,
               help="Looks (the first sweep plus refinement rounds) planned before any data; each look's verdicts "
                    "are tested at alpha/looks, so all of them together keep alpha. Fix it once, before the "
-                   "first round [8].")
+                   "first round; later rounds keep it [8].")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error over all looks.")
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
@@ -57,13 +57,13 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         mfu-sweep sweep --device cuda --shape-file next.csv --resume -o sweeps/h100.json
         mfu-sweep refine sweeps/cpu.json --a cpu/fp32 --b cpu/bf16 -o next.csv
     """
-    from mfu_sweep.analysis.refine import DEFAULT_LOOKS, plan_refinement, write_shape_file
+    from mfu_sweep.analysis.refine import plan_refinement, write_shape_file
     from mfu_sweep.results import load_sweeps
 
     if Path(output).exists() and not force:
         raise click.ClickException(f"{output} exists; use --force to overwrite")
     sweeps = load_sweeps(files)
-    plan = plan_refinement(sweeps, target=target, looks=looks or DEFAULT_LOOKS, alpha=alpha, metric=metric,
+    plan = plan_refinement(sweeps, target=target, looks=looks, alpha=alpha, metric=metric,
                            a=a, b=b, bends_only=bends, max_shapes=max_shapes)
     for comp in plan.comparisons:
         click.echo(comp.sentence())
@@ -80,18 +80,24 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
 
 
 def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
-    """One ``sweep --shape-file ... --resume`` command per result file, with its device, dtypes and modes."""
+    """One ``sweep --shape-file ... --resume`` command per device, with its dtypes, modes and threads.
+
+    A sweep file is resumed in place; a device read from a merged file is named by
+    its label, since a merged file cannot be resumed: its own sweep file must be.
+    """
     out = []
     for source in dict.fromkeys(s.source for s in sweeps):
         mine = [s for s in sweeps if s.source == source]
-        dtypes = sorted({r.dtype for s in mine for r in s.records})
-        modes = sorted({r.mode for s in mine for r in s.records})
-        device = mine[0].device.get("backend", "auto")
-        opts = "".join(f" --dtype {d}" for d in dtypes) + "".join(f" --mode {m}" for m in modes)
-        threads = mine[0].settings.get("threads")
-        if threads:
-            opts += f" --threads {threads}"
-        out.append(f"mfu-sweep sweep --device {device}{opts} --shape-file {shape_file} --resume -o {source}")
+        for label in dict.fromkeys(s.label for s in mine):
+            own = [s for s in mine if s.label == label]
+            dtypes = sorted({r.dtype for s in own for r in s.records})
+            modes = sorted({r.mode for s in own for r in s.records})
+            opts = "".join(f" --dtype {d}" for d in dtypes) + "".join(f" --mode {m}" for m in modes)
+            threads = own[0].settings.get("threads")
+            opts += f" --threads {threads}" if threads else ""
+            target = source if len(mine) == 1 else f"<{label}'s own sweep file>"
+            out.append(f"mfu-sweep sweep --device {own[0].device.get('backend', 'auto')}{opts} "
+                       f"--shape-file {shape_file} --resume -o {target}")
     return out
 
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mfu_sweep.analysis.refine import DEFAULT_LOOKS, RefinePlan, plan_refinement, write_shape_file
+from mfu_sweep.analysis.refine import RefinePlan, plan_refinement, write_shape_file
 from mfu_sweep.results import Record, Sweep, load_sweeps
 from mfu_sweep.shapes import Shape
 
@@ -60,7 +60,7 @@ class LoopSettings:
     budget_s: float
     others: tuple[str, ...] = ()
     bends: bool = False
-    looks: int = DEFAULT_LOOKS
+    looks: int | None = None
     alpha: float = 0.05
     metric: str = "mfu"
     a: str | None = None
@@ -151,7 +151,7 @@ def refine_loop(output: Path, settings: LoopSettings, measure: Measure, spent_s:
         path = output.with_name(f"{output.stem}.refine-{plan.look.index}.csv")
         write_shape_file(path, plan)
         files.append(str(path))
-        family = f"refine-{plan.look.index}"
+        family = plan.family
         start = clock()
         measure([(p.shape, family, p.passes) for p in plan.proposals])
         seconds += clock() - start
