@@ -100,6 +100,17 @@ def test_recorded_readings_give_others_share_and_the_rule_flags_at_the_threshold
     assert not is_contended({**got, "other_share": 0.9, "window_s": 0.05})  # too few ticks to judge
 
 
+def test_only_others_time_beyond_the_cores_the_worker_leaves_idle_competes():
+    # 1 s on 2 cores (200 ticks); the sweep used 100 ticks (one thread), others 80, then 150.
+    a = Snapshot(0.0, CpuTicks(busy=0, idle=0, steal=0), {1: 0}, 0.0)
+    light = Snapshot(1.0, CpuTicks(busy=180, idle=20, steal=0), {1: 100}, 0.0)
+    heavy = Snapshot(1.0, CpuTicks(busy=200, idle=0, steal=0), {1: 50}, 0.0)
+    assert reading(a, light, 100, 2, None)["other_share"] == pytest.approx(0.4)  # all cores used: 80 of 200
+    one = reading(a, light, 100, 2, None, used=1)
+    assert one["other_share"] == 0.0 and one["cores_used"] == 1  # others fit on the idle core
+    assert reading(a, heavy, 100, 2, None, used=1)["other_share"] == pytest.approx(0.5)  # 150 - 100 spare, of 100
+
+
 def test_a_reaped_worker_counts_as_own_not_as_others():
     # The worker (pid 2) was killed on timeout between the snapshots: its ticks left /proc, its lifetime
     # arrived in the parent's children time, so the busy ticks are not blamed on other processes.

@@ -176,6 +176,8 @@ class HostMonitor:
     cpus: frozenset[int] = field(default_factory=lambda: frozenset(os.sched_getaffinity(0)))
     root: Path = PROC
     hz: int = field(default_factory=lambda: _clock_ticks())
+    used: int | None = None
+    """Cores the worker keeps busy (CPU: its threads; accelerators: its one host thread); None: all."""
     gpu: Any = None
     """An object with ``read(own_pids) -> dict`` (``measure.gpu_neighbours``), or None."""
     _start: Snapshot | None = None
@@ -203,7 +205,7 @@ class HostMonitor:
         """The reading since :meth:`begin` (an empty window's reading when begin was not called)."""
         start = self._start or self.snapshot()
         stop = self.snapshot()
-        out = reading(start, stop, self.hz, len(self.cpus), _read(self.root / "loadavg"))
+        out = reading(start, stop, self.hz, len(self.cpus), _read(self.root / "loadavg"), self.used)
         if self.gpu is not None:
             out["gpu"] = self.gpu.read(set(stop.own or ()))
         self._start = None
@@ -225,14 +227,22 @@ def _own_delta_s(a: Snapshot, b: Snapshot, hz: int) -> float | None:
     return max(0.0, ticks / hz + (b.children_s - a.children_s))
 
 
-def reading(a: Snapshot, b: Snapshot, hz: int, cpus: int, loadavg_text: str | None) -> dict[str, Any]:
-    """Others' and the hypervisor's share of ``cpus`` cores between snapshots ``a`` and ``b``.
+def reading(a: Snapshot, b: Snapshot, hz: int, cpus: int, loadavg_text: str | None,
+            used: int | None = None) -> dict[str, Any]:
+    """Others' and the hypervisor's share of the worker's cores between snapshots ``a`` and ``b``.
 
-    ``other_share`` = (busy ticks of the cores - the sweep's own CPU time) /
-    (all ticks of the cores); ``steal_share`` = steal ticks / all ticks; both
-    None, with the reason in ``unobserved``, where /proc could not be read.
+    Others' CPU time is the busy time of the ``cpus`` cores minus the sweep's
+    own. A worker that uses only ``used`` of them leaves ``cpus - used`` cores
+    idle for others, so only others' time beyond those competes:
+    ``other_share`` = max(0, others' time - idle cores' time) / (the ``used``
+    cores' time), which is others' time over all the cores' time when the
+    worker uses them all. ``steal_share`` = steal ticks / all ticks. Both None,
+    with the reason in ``unobserved``, where /proc could not be read.
     """
+    used = min(used or cpus, cpus)
     out: dict[str, Any] = {"window_s": round(b.t - a.t, 4), "cpus": cpus}
+    if used < cpus:
+        out["cores_used"] = used
     missing = sorted(set(a.missing) | set(b.missing))
     own = _own_delta_s(a, b, hz)
     if a.cpu is not None and b.cpu is not None and own is not None:
@@ -241,7 +251,9 @@ def reading(a: Snapshot, b: Snapshot, hz: int, cpus: int, loadavg_text: str | No
         if total > 0:
             out["own_cpu_s"] = round(own, 3)
             out["other_cpu_s"] = round(max(0.0, busy_s - own), 3)
-            out["other_share"] = round(max(0.0, busy_s - own) * hz / total, 4)
+            cores_s = total / hz  # core-seconds of the window over all ``cpus`` cores
+            spare_s = cores_s * (cpus - used) / cpus
+            out["other_share"] = round(max(0.0, busy_s - own - spare_s) / (cores_s * used / cpus), 4)
             out["steal_share"] = round((b.cpu.steal - a.cpu.steal) / total, 4)
     if "other_share" not in out:
         out["other_share"] = None

@@ -114,7 +114,10 @@ class SweepWatch:
 
     def on_header(self, sweep: Sweep, resumed: bool, notify: Callable[[str], None] | None = None) -> Sweep:
         """Check the machine before the sweep; measure the clock and re-estimate a CPU peak on a fresh file."""
-        probing = sweep.device.get("backend") == "cpu" and self.probe_clock and not resumed
+        on_cpu = sweep.device.get("backend") == "cpu"
+        # The cores the worker keeps busy: its threads on a CPU (SMT siblings included), one host thread else.
+        self.monitor.used = int(sweep.device.get("threads") or len(self.monitor.cpus)) if on_cpu else 1
+        probing = on_cpu and self.probe_clock and not resumed
         probe: dict[str, Any] = {}
 
         def look(window_s: float) -> None:  # the probe loads every core: the window that shows a neighbour best
