@@ -153,6 +153,13 @@ def test_rules_catch_a_forbidden_edge() -> None:
     ]
 
 
+def test_rules_keep_the_workflow_stage_above_measure_and_analysis() -> None:
+    edges = {"mfu_sweep.workflow.refine": {"mfu_sweep.measure.sweep", "mfu_sweep.analysis.refine", "click"},
+             "mfu_sweep.measure.sweep": {"mfu_sweep.workflow.refine"}}
+    assert violations(edges) == ["mfu_sweep.measure.sweep (measure) imports mfu_sweep.workflow.refine",
+                                 "mfu_sweep.workflow.refine (workflow) imports click"]
+
+
 def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> None:
     """A folder without ``__init__.py`` imports from a checkout (namespace package) but is left out of a wheel."""
     from setuptools import find_packages

@@ -4,6 +4,7 @@ shape files with family and passes, and bad input. The real CPU loop is in test_
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -205,3 +206,54 @@ def test_plan_passes_limits_items_to_their_passes() -> None:
     assert [sorted(p.todo) for p in passes] == [["a", "b", "c"], ["b", "c"], ["c"]]
     plain = plan_passes(["a", "b", "c"], 3, seed=0, key=str)
     assert [p.todo for p in passes][2] == tuple(t for t in plain[2].todo if t == "c")
+
+
+def _loop_files(tmp_path, seed: int):  # noqa: ANN001, ANN202
+    from mfu_sweep.results import write_json_atomic
+
+    a, b, rng = start(seed)
+    out, other = tmp_path / "dev.json", tmp_path / "ref.json"
+    write_json_atomic(out, a.sweep().to_json())
+    write_json_atomic(other, b.sweep().to_json())
+    clock = [0.0]
+
+    def measure(rows):  # noqa: ANN001, ANN202  -- the SYNTHETIC device measures both sides, like two machines
+        before = a.seconds
+        for sim in (a, b):
+            sim.run([(s, n) for s, _, n in rows], rows[0][1], rng)
+        clock[0] += a.seconds - before  # a seeded fake clock: the simulated device seconds of this device
+        write_json_atomic(out, a.sweep().to_json())
+        write_json_atomic(other, b.sweep().to_json())
+        return a.sweep()
+
+    return out, other, measure, clock, a
+
+
+def test_refine_loop_stops_settled_or_on_budget_and_says_which(tmp_path) -> None:  # noqa: ANN001
+    from mfu_sweep.workflow.refine import LoopSettings, refine_loop
+
+    out, other, measure, clock, a = _loop_files(tmp_path, 7)
+    roomy = refine_loop(out, LoopSettings(target=1.5, budget_s=1e6, others=(str(other),)), measure, a.seconds,
+                        clock=lambda: clock[0])
+    assert roomy.reason in ("settled", "looks") and roomy.rounds >= 1
+    assert roomy.seconds == pytest.approx(a.seconds)
+    assert len(roomy.shape_files) == roomy.rounds and all(Path(f).exists() for f in roomy.shape_files)
+    (tmp_path / "tight").mkdir()
+    out, other, measure, clock, a = _loop_files(tmp_path / "tight", 7)
+    budget = a.seconds + 60  # the first round here costs ~100 simulated seconds: it must not start
+    tight = refine_loop(out, LoopSettings(target=1.5, budget_s=budget, others=(str(other),)), measure, a.seconds,
+                        clock=lambda: clock[0])
+    assert tight.reason == "budget" and tight.rounds == 0 and tight.seconds <= budget
+    assert "budget" in tight.sentence()
+
+
+def test_parse_until_and_duration() -> None:
+    from mfu_sweep.workflow.refine import LoopError, parse_duration, parse_until
+
+    assert parse_duration("20m") == 1200 and parse_duration("1.5h") == 5400 and parse_duration("90") == 90
+    assert parse_until("crossover-width=1.5") == ("crossover-width", 1.5)
+    for bad in ("width=2", "crossover-width=1", "crossover-width=x"):
+        with pytest.raises(LoopError):
+            parse_until(bad)
+    with pytest.raises(LoopError, match="positive duration"):
+        parse_duration("0m")
