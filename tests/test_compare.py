@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, roofline_time, write_sweep
 
 from mfu_sweep.analysis.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.analysis.evidence import ONE_PASS_LIMIT
 from mfu_sweep.analysis.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.cli import main
@@ -133,7 +134,12 @@ def test_missing_peak_requires_tflops() -> None:
     docs = make_sweep_doc("A", peak_tflops=0, **base), make_sweep_doc("B", seed=1, **base)
     with pytest.raises(CompareError, match="has no peak for bf16.*--metric tflops"):
         compare_all(_sweeps(*docs), "mfu", use_fit=False)
-    assert compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=100)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=100)
+    assert (c.a, c.b, c.metric, c.method) == ("A", "B", "tflops", "shapes")
+    assert [s.leader for s in c.segments] == [None]  # the same chip twice: TFLOP/s needs no peak, and ties
+    assert len(c.points) == len(base["flops"])
+    assert sum(p.ratio_low <= 1 <= p.ratio_high for p in c.points) >= len(c.points) - 1  # 95% intervals
+    assert ONE_PASS_LIMIT in c.notes
 
 
 def test_pair_selection_and_errors() -> None:
