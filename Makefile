@@ -21,7 +21,7 @@ XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published docs
+.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -88,6 +88,15 @@ gpu-wheels:
 # The documentation site (MkDocs, docs/ + mkdocs.yml) into build/site (gitignored), warnings as errors.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
+
+# Not part of CI (tens of minutes): single-line slips in mfu_sweep/analysis/, each against a narrow test
+# selection in a copy of the tree; prints the survival table of docs/statistics-calibration.md.
+mutants: $(STAMP)
+	$(BIN)/python benchmarks/mutants.py
+
+# The full calibration table of docs/statistics-calibration.md (SYNTHETIC; minutes).
+calibration: $(STAMP)
+	$(BIN)/python benchmarks/calibration.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks

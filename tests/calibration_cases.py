@@ -211,3 +211,41 @@ def score_fleet(case: FleetCase, seeds: int, seed: int = 0) -> FleetScore:
             hits += c.verdict < 0 and true_ratio < 1 and int(c.label.rsplit(".r", 1)[1]) in slow_ranks
         found += hits > 0
     return FleetScore(seeds, false_flags, cells, covered, found)
+
+
+# -- fits: the 95% intervals of P, W and t0 (mfu_sweep.analysis.fit) ------------------------------------
+
+FIT_TRUTH = {"p_tflops": 600.0, "w_tbs": 2.0, "t0_s": 2e-6}
+
+
+@dataclass(frozen=True)
+class FitScore:
+    seeds: int
+    covered: dict[str, int]  # per parameter, fits whose interval holds the truth
+    unconstrained: int  # fits with a parameter the data do not constrain (its interval is not counted)
+
+    def coverage(self, name: str) -> float:
+        return self.covered[name] / max(self.seeds - self.unconstrained, 1)
+
+
+def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = True, n_boot: int = 100,
+              seed: int = 0) -> FitScore:
+    """Fit one SYNTHETIC chip per seed (24 shapes, 1 MFLOP - 10 TFLOP) and count intervals holding the truth."""
+    from synthetic import make_sweep_doc
+
+    from mfu_sweep.analysis.fit import fit_series
+
+    covered = dict.fromkeys(FIT_TRUTH, 0)
+    unconstrained = 0
+    for s in range(seed, seed + seeds):
+        doc = make_sweep_doc("chip", flops=list(np.geomspace(1e6, 1e13, 24)), seed=100 + s, noise_model=model,
+                             repeats=repeats, shuffle=shuffle, n_samples=10, P_tflops=600.0, W_tbs=2.0, t0_s=2e-6)
+        [series] = group_series(parse_document(doc, validate=False)).values()
+        fit = fit_series(series, n_boot=n_boot, seed=s, cache=False)
+        if not all(fit.constrained.values()):
+            unconstrained += 1
+            continue
+        for k, value in FIT_TRUTH.items():
+            lo, hi = getattr(fit, k + "_ci")
+            covered[k] += lo <= value <= hi
+    return FitScore(seeds, covered, unconstrained)

@@ -1,0 +1,140 @@
+"""Full calibration table of the statistics on SYNTHETIC data: false leads and interval coverage per layout.
+
+Run:  make calibration    (or: .venv/bin/python benchmarks/calibration.py [--seeds 400] [--part pairs ...])
+
+Every number comes from tests/synthetic.py and tests/calibration_cases.py
+(made-up chips, nothing measured). The cases are those of
+tests/test_calibration.py, more of them and with more seeds:
+
+* pairs: identical chips with unequal passes (1/2/3/5), per-pass offsets, a
+  slow drift in FLOP order or shuffled, imported single values (1 pass)
+  against multi-pass sweeps; false-lead rate (seeds with any lead) and the
+  coverage of the per-shape 95% intervals (``ratio_low``/``ratio_high``);
+* crossovers: the seed's pattern at +-10%; how often both crossovers are found
+  and how often their ``[low_flops, high_flops]`` holds the true crossing;
+* fleets of 2, 3, 4 and 8 devices: seeds with a healthy device called ahead,
+  behind or flagged, and the coverage of the band intervals (``cells[].low/high``);
+* fits: coverage of the 95% intervals of P, W and t0.
+
+Each false-lead cell also prints the one-sided 95% upper confidence bound of
+the rate (Clopper-Pearson), so "<= 5%" is read with its sampling error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from calibration_cases import (  # noqa: E402  (SYNTHETIC cases live in tests/)
+    DRIFT,
+    FIT_TRUTH,
+    PASS_OFFSETS,
+    PER_SHAPE_2,
+    PER_SHAPE_5,
+    FleetCase,
+    PairCase,
+    score_crossovers,
+    score_fit,
+    score_fleet,
+    score_pair,
+)
+from scipy.stats import beta  # noqa: E402
+from synthetic import NOISE_MODELS  # noqa: E402
+
+OUTLIERS = NOISE_MODELS["outliers"]
+PAIRS = (
+    *(PairCase(f"{a} vs {b}", PER_SHAPE_2, (a, b)) for a, b in
+      ((1, 1), (2, 2), (3, 3), (5, 5), (3, 2), (5, 2), (5, 3), (1, 2), (1, 3), (1, 5))),
+    *(PairCase(f"{a} vs {b}", PER_SHAPE_5, (a, b)) for a, b in ((5, 2), (2, 5), (1, 5))),
+    *(PairCase(f"{a} vs {b}", PASS_OFFSETS, (a, b)) for a, b in ((2, 2), (3, 2), (5, 2), (5, 5), (1, 3))),
+    *(PairCase(f"{a} vs {b}, FLOP order", DRIFT, (a, b), shuffle=False) for a, b in
+      ((1, 1), (2, 2), (3, 3), (5, 5), (5, 2), (3, 1))),
+    *(PairCase(f"{a} vs {b}, shuffled", DRIFT, (a, b)) for a, b in ((1, 1), (2, 2), (3, 3), (5, 2))),
+    *(PairCase(f"{a} vs {b}", OUTLIERS, (a, b)) for a, b in ((1, 1), (3, 3))),
+)
+CROSSINGS = (PairCase("1 vs 1", PER_SHAPE_2, (1, 1)), PairCase("3 vs 1", PER_SHAPE_2, (3, 1)),
+             PairCase("2 vs 2", PER_SHAPE_2, (2, 2)), PairCase("5 vs 2", PER_SHAPE_5, (5, 2)),
+             PairCase("2 vs 2, FLOP order", DRIFT, (2, 2), shuffle=False),
+             PairCase("3 vs 3, per-pass offsets", PASS_OFFSETS, (3, 3)))
+FLEETS = (*(FleetCase(f"{n} identical", n) for n in (2, 3, 4, 8)),
+          *(FleetCase(f"{n}, one 15% slow at 1-100 GFLOP", n, slow=((1, (1.15, 1e9, 1e11)),)) for n in (2, 3, 4, 8)))
+FITS = (("per-shape 2%", PER_SHAPE_2, 1, True), ("per-shape 2%", PER_SHAPE_2, 3, True),
+        ("per-pass offsets 1%", PASS_OFFSETS, 2, True), ("per-pass offsets 1%", PASS_OFFSETS, 5, True),
+        ("drift", DRIFT, 1, False), ("drift", DRIFT, 2, False), ("drift", DRIFT, 3, True))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _upper(k: int, n: int) -> float:
+    """One-sided 95% Clopper-Pearson upper bound of a rate seen k times in n."""
+    return 1.0 if k >= n else float(beta.ppf(0.95, k + 1, n - k))
+
+
+def pairs(seeds: int) -> None:
+    print(f"\nPairs of identical SYNTHETIC chips, {seeds} seeds each: false leads (95% upper bound) / "
+          "per-shape coverage")
+    print("| noise | passes (a vs b) | method | false leads | coverage |")
+    print("|---|---|---|---:|---:|")
+    for case in PAIRS:
+        s = score_pair(case, seeds, seed=1)
+        print(f"| {case.model.name} | {case.name} | {'/'.join(sorted(s.methods))} | {_pct(s.rate)} "
+              f"(<= {_pct(_upper(s.false_leads, seeds))}) | {_pct(s.coverage)} |", flush=True)
+
+
+def crossings(seeds: int) -> None:
+    print(f"\nThe seed's crossovers (+-10%), {seeds} seeds: both found / interval holds the true crossing / "
+          "a lead for the wrong chip")
+    print("| noise | passes | found | coverage | wrong |")
+    print("|---|---|---:|---:|---:|")
+    for case in CROSSINGS:
+        s = score_crossovers(case, seeds, seed=3)
+        print(f"| {case.model.name} | {case.name} | {_pct(s.found / seeds)} | {_pct(s.coverage)} | "
+              f"{_pct(s.wrong / seeds)} |", flush=True)
+
+
+def fleets(seeds: int) -> None:
+    print(f"\nFleets (per-shape noise 3%), {seeds} seeds: seeds with a healthy device called or flagged / "
+          "band-interval coverage / slow device found")
+    print("| fleet | false flags | band coverage | slow found |")
+    print("|---|---:|---:|---:|")
+    for case in FLEETS:
+        s = score_fleet(case, seeds, seed=100)
+        found = _pct(s.slow_found / seeds) if case.slow else "—"
+        print(f"| {case.name} | {_pct(s.false_flags / seeds)} (<= {_pct(_upper(s.false_flags, seeds))}) | "
+              f"{_pct(s.coverage)} | {found} |", flush=True)
+
+
+def fits(seeds: int) -> None:
+    print(f"\nRoofline fits of one SYNTHETIC chip, {seeds} seeds, 100 bootstrap refits: coverage of P, W, t0")
+    print("| noise | passes | order | P | W | t0 | not constrained |")
+    print("|---|---:|---|---:|---:|---:|---:|")
+    for name, model, repeats, shuffle in FITS:
+        s = score_fit(model, repeats, seeds, shuffle=shuffle)
+        cells = " | ".join(_pct(s.coverage(k)) for k in FIT_TRUTH)
+        print(f"| {name} | {repeats} | {'shuffled' if shuffle else 'FLOP order'} | {cells} | "
+              f"{s.unconstrained} |", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=400, help="seeds per pair row (default 400)")
+    parser.add_argument("--fleet-seeds", type=int, default=200, help="seeds per fleet row (default 200)")
+    parser.add_argument("--fit-seeds", type=int, default=100, help="seeds per fit row (default 100)")
+    parser.add_argument("--part", nargs="*", choices=("pairs", "crossings", "fleets", "fits"),
+                        default=["pairs", "crossings", "fleets", "fits"], help="which tables (default all)")
+    args = parser.parse_args()
+    start = time.monotonic()
+    for part in args.part:
+        {"pairs": lambda: pairs(args.seeds), "crossings": lambda: crossings(max(args.seeds // 4, 20)),
+         "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds)}[part]()
+    print(f"\n({time.monotonic() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Mutation run over the statistics: single-line slips in mfu_sweep/analysis/, each against the tests that catch it.
+
+Run:  make mutants    (or: .venv/bin/python benchmarks/mutants.py [--only ID ...] [--timeout 600] [--list])
+
+Not part of CI: each mutant runs a narrow test selection (``pytest -x``, so a
+killed mutant stops at the first failing test) in a copy of the tree in a
+temporary directory, with a per-mutant timeout; the checkout is never edited.
+It prints a survival table (Markdown), the one in docs/statistics-calibration.md.
+
+A mutant is *killed* when its tests fail (or time out), *survived* when they
+pass, *stale* when its line is no longer in the source (the list needs an
+update; the run fails). ``equivalent`` marks mutants argued to change no output
+that matters; they are run and reported but not counted against the goal.
+
+The ``named`` set are the slips that survived the suite before (issue notes:
+wrong pass count in the Welch variance, no leave-one-out reference, 50% band
+intervals) and the near misses; the ``fresh`` set was chosen by rule, one slip
+per function of the verdict, interval and leaderboard code (a wrong count,
+quantile, comparison, or a dropped correction), before running it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIP = (".git", ".venv", ".venv-xla", "sweeps", "plots", "data", "site", "out", "__pycache__", ".pytest_cache",
+        ".ruff_cache", ".whl")
+
+# narrow test selections, the most likely killer first (pytest -x stops at the first failure)
+EVIDENCE = ("tests/test_calibration.py", "-k", "identical_chips or one_pass or crossover", "tests/test_evidence.py")
+LEADERBOARD = ("tests/test_calibration.py", "-k", "fleet or band", "tests/test_leaderboard.py")
+VERDICTS = ("tests/test_calibration.py", "-k", "crossover", "tests/test_compare.py")
+PAIR = ("tests/test_compare.py",)
+
+
+@dataclass(frozen=True)
+class Mutant:
+    id: str
+    group: str  # "named" or "fresh"
+    path: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+    what: str
+    equivalent: str = ""  # why it changes nothing that matters, when it is argued to
+
+
+E, L, V, P = ("mfu_sweep/analysis/evidence.py", "mfu_sweep/analysis/leaderboard.py",
+              "mfu_sweep/analysis/verdicts.py", "mfu_sweep/analysis/pair.py")
+
+MUTANTS = (
+    # -- named: survived the old suite, or nearly --
+    Mutant("welch-pass-count", "named", E, "va, vb = a.var / a.n_runs, b.var / b.n_runs",
+           "va, vb = a.var / a.n_runs, b.var / a.n_runs", EVIDENCE, "Welch variance of b over a's pass count"),
+    Mutant("no-leave-one-out", "named", L, "        ref = rest_median(grid.values)\n",
+           "        ref = np.broadcast_to(np.nanmedian(grid.values, axis=0), grid.values.shape)\n", LEADERBOARD,
+           "reference = median over all devices, the device included"),
+    Mutant("band-50-percent", "named", L, "half = student_t.ppf(1 - alpha / 2, dof) * se",
+           "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "band intervals at 50% instead of 95%"),
+    Mutant("t-to-normal", "named", E, "student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v)",
+           "norm.ppf(1 - alpha / 2) * np.sqrt(v)", EVIDENCE,
+           "per-shape interval with a normal instead of a t quantile"),
+    Mutant("no-pass-offsets", "named", E, "var = np.maximum(np.einsum(\"ij,jk,ik->i\", s, cov, s), parts.sum(axis=1)) "
+           "+ sum(side.common for side in sides)",
+           "var = np.maximum(np.einsum(\"ij,jk,ik->i\", s, cov, s), parts.sum(axis=1))", EVIDENCE,
+           "smooth variance without the pass-offset term"),
+    Mutant("no-pass-autocorrelation", "named", E, "rho = _pass_autocorrelation(v, mean, pooled, RUN_LAGS)",
+           "rho = np.eye(1, len(mean))[0]", EVIDENCE, "runs: passes' autocorrelation along FLOPs switched off"),
+    Mutant("no-shapes-autocorrelation", "named", E, "rho = _autocorrelation(resid / sd, lags)",
+           "rho = np.eye(1, n)[0]", EVIDENCE, "shapes: HAC autocorrelation switched off"),
+    # -- fresh: one slip per function, by rule --
+    Mutant("holm-off-by-one", "fresh", E, "(m - np.arange(m)) * p[order]", "(m - np.arange(m) - 1) * p[order]",
+           EVIDENCE, "Holm multipliers m-1 .. 0"),
+    Mutant("min-run-strict", "fresh", E, "if supports[start] and stop - start >= min_run:",
+           "if supports[start] and stop - start > min_run:", EVIDENCE, "run rule needs min_run + 1 FLOP counts"),
+    Mutant("decide-2alpha", "fresh", E, "verdict = np.where(adj < alpha, np.sign(estimate), 0)",
+           "verdict = np.where(adj < 2 * alpha, np.sign(estimate), 0)", EVIDENCE, "lead at 2 alpha"),
+    Mutant("runs-90-percent", "fresh", E, "student_t.ppf(1 - alpha / 2, df_point)",
+           "student_t.ppf(1 - alpha, df_point)", EVIDENCE, "runs per-shape interval at 90%"),
+    Mutant("satterthwaite-df", "fresh", E, "v**2 / (va**2 / a.df + vb**2 / b.df)",
+           "v**2 / (va**2 / a.df + vb**2 / a.df)", EVIDENCE, "Satterthwaite df with a's df twice"),
+    Mutant("pool-df-n", "fresh", E, "    df = np.where(np.isfinite(var), n_runs - 1, 0.0)\n    v = ",
+           "    df = np.where(np.isfinite(var), n_runs, 0.0)\n    v = ", EVIDENCE,
+           "pooled variance df R instead of R - 1"),
+    Mutant("var-over-n", "fresh", E, "var = np.nansum((v - mean) ** 2, axis=0) / (n - 1)",
+           "var = np.nansum((v - mean) ** 2, axis=0) / n", EVIDENCE, "pass variance divided by R"),
+    Mutant("offsets-not-over-passes", "fresh", E, "return float(np.var(offsets, ddof=1)) / len(offsets),",
+           "return float(np.var(offsets, ddof=1)),", EVIDENCE, "pass-offset variance of one pass, not of the mean"),
+    Mutant("shapes-dof-n", "fresh", E, "dof = max(n - 2 * np.trace(s) + np.sum(s * s), 1.0)", "dof = float(n)",
+           EVIDENCE, "shapes interval df without the smoother's share"),
+    Mutant("scale-width-1", "fresh", E, "(SCALE_WIDTH * h[:, None])) ** 2)", "(h[:, None])) ** 2)", EVIDENCE,
+           "noise scale over the smooth's own kernel"),
+    Mutant("one-sided-p", "fresh", E, "p = 2 * student_t.sf(np.abs(est) / se, df)",
+           "p = student_t.sf(np.abs(est) / se, df)", EVIDENCE, "one-sided p-value"),
+    Mutant("mad-unscaled", "fresh", L, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
+           "MAD without the 1.4826 normal factor"),
+    Mutant("resid-no-dof-correction", "fresh", L, "resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))",
+           "resid = (x - means[b])[keep]", LEADERBOARD, "band-mean residuals not corrected for the mean's df"),
+    Mutant("band-se-all-shapes", "fresh", L, "math.sqrt(ev.var[d] / len(x))", "math.sqrt(ev.var[d] / len(ev.band_of))",
+           LEADERBOARD, "band standard error over all shapes, not the band's"),
+    Mutant("band-verdict-unadjusted", "fresh", L, "int(np.sign(e)) if pa < alpha else 0",
+           "int(np.sign(e)) if pv < alpha else 0", LEADERBOARD, "band verdict on the unadjusted p"),
+    Mutant("runs-no-holm", "fresh", L, "adj[valid] = holm(p[valid])", "adj[valid] = p[valid]", LEADERBOARD,
+           "per-shape runs without Holm"),
+    Mutant("ref-se-k", "fresh", L, "/ np.sqrt(np.maximum(k - 1, 1))", "/ np.sqrt(np.maximum(k, 1))", LEADERBOARD,
+           "reference median's se over k devices, not the k - 1 others"),
+    Mutant("place-verdicts-tie", "fresh", V, "if 2 * int((group == lead).sum()) > len(group):",
+           "if 2 * int((group == lead).sum()) >= len(group):", VERDICTS, "a FLOP count's leader at half its points"),
+    Mutant("crossover-interval-collapsed", "fresh", V, "raw[i].flops, raw[j].flops, names[s0]",
+           "raw[i].flops, raw[i].flops, names[s0]", VERDICTS, "data crossover interval of zero width"),
+    Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))", PAIR,
+           "fit band's critical value at the alpha quantile"),
+)
+
+
+def _copy_tree(dest: Path) -> None:
+    shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(*SKIP), dirs_exist_ok=True)
+
+
+def run_one(m: Mutant, tree: Path, timeout: float) -> tuple[str, float, str]:
+    """(outcome, seconds, the failing test or note) of one mutant in ``tree``; the file is restored after."""
+    path = tree / m.path
+    text = path.read_text()
+    if text.count(m.old) != 1:
+        return "stale", 0.0, f"line found {text.count(m.old)} times"
+    path.write_text(text.replace(m.old, m.new))
+    env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *m.tests]
+    start = time.monotonic()
+    try:
+        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "killed", time.monotonic() - start, "timeout"
+    finally:
+        path.write_text(text)
+    took = time.monotonic() - start
+    if res.returncode == 0:
+        return "survived", took, ""
+    failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in res.stdout.splitlines()
+              if ln.startswith(("FAILED ", "ERROR "))]
+    return "killed", took, (failed[0] if failed else f"pytest exit {res.returncode}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=None, help="run only these mutant ids")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant (default 600)")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args()
+    chosen = [m for m in MUTANTS if args.only is None or m.id in args.only]
+    if args.list or not chosen:
+        for m in MUTANTS:
+            print(f"{m.id:30} {m.group:6} {m.path}: {m.what}")
+        return
+    rows, stale = [], 0
+    with tempfile.TemporaryDirectory(prefix="mfu-mutants-") as tmp:
+        tree = Path(tmp) / "tree"
+        _copy_tree(tree)
+        for i, m in enumerate(chosen, 1):
+            outcome, took, why = run_one(m, tree, args.timeout)
+            stale += outcome == "stale"
+            print(f"[{i}/{len(chosen)}] {m.id}: {outcome} ({took:.0f} s) {why}", file=sys.stderr, flush=True)
+            rows.append((m, outcome, took, why))
+    print("| mutant | set | file | slip | outcome | caught by |")
+    print("|---|---|---|---|---|---|")
+    for m, outcome, _took, why in rows:
+        note = f" (argued equivalent: {m.equivalent})" if m.equivalent and outcome == "survived" else ""
+        print(f"| `{m.id}` | {m.group} | {Path(m.path).name} | {m.what} | {outcome}{note} | {why or '-'} |")
+    for group in ("named", "fresh"):
+        mine = [r for r in rows if r[0].group == group]
+        alive = [r[0].id for r in mine if r[1] == "survived" and not r[0].equivalent]
+        print(f"\n{group}: {len(mine)} mutants, {sum(r[1] == 'killed' for r in mine)} killed, "
+              f"{len(alive)} survived{(': ' + ', '.join(alive)) if alive else ''}")
+    if stale:
+        raise SystemExit(f"{stale} mutant(s) no longer match the source: update benchmarks/mutants.py")
+
+
+if __name__ == "__main__":
+    main()
