@@ -83,8 +83,8 @@ MIN_SHAPES = 5  # fewer points than this: the shape scatter cannot be estimated
 NOT_MEASURED = "run-to-run variation not measured"
 # What the shapes method cannot tell from a lead (docs/statistics-calibration.md: 97% false leads under a
 # 2% drift in FLOP order, 15% shuffled); said in every comparison that rests on it.
-ONE_PASS_LIMIT = ("verdicts from one pass per side: a slow drift of the machine or an offset of a whole sweep "
-                  "can pass for a lead; sweep both with --repeats 2 or more to measure it")
+ONE_PASS_LIMIT = ("verdicts rest on a series measured in one pass: a slow drift of the machine or an offset "
+                  "of its whole sweep can pass for a lead; sweep both with --repeats 2 or more to measure it")
 
 
 @dataclass(frozen=True)
