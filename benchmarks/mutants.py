@@ -35,11 +35,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SKIP = (".git", ".venv", ".venv-xla", "sweeps", "plots", "data", "site", "out", "__pycache__", ".pytest_cache",
         ".ruff_cache", ".whl")
 
-# narrow test selections, the most likely killer first (pytest -x stops at the first failure)
-EVIDENCE = ("tests/test_calibration.py", "-k", "identical_chips or one_pass or crossover", "tests/test_evidence.py")
-LEADERBOARD = ("tests/test_calibration.py", "-k", "fleet or band", "tests/test_leaderboard.py")
-VERDICTS = ("tests/test_calibration.py", "-k", "crossover", "tests/test_compare.py")
-PAIR = ("tests/test_compare.py",)
+# Narrow test selections, each a separate pytest run (a -k applies to one run only), the most likely
+# killer first: pytest -x stops at the first failure, and the next selection runs only if all passed.
+CAL = "tests/test_calibration.py"
+EVIDENCE = ((CAL, "-k", "identical_chips or one_pass or crossover or runs_interval or offsets"),
+            ("tests/test_evidence.py",), ("tests/test_compare.py", "-k", "holm"))
+LEADERBOARD = ((CAL, "-k", "fleet or band"), ("tests/test_leaderboard.py",))
+VERDICTS = ((CAL, "-k", "crossover"), ("tests/test_compare.py",))
+PAIR = (("tests/test_compare.py",),)
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ class Mutant:
     path: str
     old: str
     new: str
-    tests: tuple[str, ...]
+    tests: tuple[tuple[str, ...], ...]
     what: str
     equivalent: str = ""  # why it changes nothing that matters, when it is argued to
 
@@ -76,7 +79,10 @@ MUTANTS = (
     Mutant("no-pass-autocorrelation", "named", E, "rho = _pass_autocorrelation(v, mean, pooled, RUN_LAGS)",
            "rho = np.eye(1, len(mean))[0]", EVIDENCE, "runs: passes' autocorrelation along FLOPs switched off"),
     Mutant("no-shapes-autocorrelation", "named", E, "rho = _autocorrelation(resid / sd, lags)",
-           "rho = np.eye(1, n)[0]", EVIDENCE, "shapes: HAC autocorrelation switched off"),
+           "rho = np.eye(1, n)[0]", EVIDENCE, "shapes: HAC autocorrelation switched off",
+           equivalent="the shapes method (one pass) is not calibrated under correlated noise with or without it: "
+           "false leads 28 vs 30, 47 vs 55 of 150 seeds under short drifts, 97% vs 97% under the drift "
+           "model; shares of raw p < 0.05 0.155 vs 0.158; the one-pass note says so at run time"),
     # -- fresh: one slip per function, by rule --
     Mutant("holm-off-by-one", "fresh", E, "(m - np.arange(m)) * p[order]", "(m - np.arange(m) - 1) * p[order]",
            EVIDENCE, "Holm multipliers m-1 .. 0"),
@@ -134,20 +140,29 @@ def run_one(m: Mutant, tree: Path, timeout: float) -> tuple[str, float, str]:
         return "stale", 0.0, f"line found {text.count(m.old)} times"
     path.write_text(text.replace(m.old, m.new))
     env = {**os.environ, "PYTHONPATH": str(tree), "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *m.tests]
     start = time.monotonic()
     try:
-        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return "killed", time.monotonic() - start, "timeout"
+        for selection in m.tests:
+            left = timeout - (time.monotonic() - start)
+            outcome, why = _pytest(selection, tree, env, left)
+            if outcome == "killed":
+                return outcome, time.monotonic() - start, why
     finally:
         path.write_text(text)
-    took = time.monotonic() - start
+    return "survived", time.monotonic() - start, ""
+
+
+def _pytest(selection: tuple[str, ...], tree: Path, env: dict[str, str], timeout: float) -> tuple[str, str]:
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", *selection]
+    try:
+        res = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=max(timeout, 1.0))
+    except subprocess.TimeoutExpired:
+        return "killed", "timeout"
     if res.returncode == 0:
-        return "survived", took, ""
+        return "survived", ""
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in res.stdout.splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
-    return "killed", took, (failed[0] if failed else f"pytest exit {res.returncode}")
+    return "killed", (failed[0] if failed else f"pytest exit {res.returncode}")
 
 
 def main() -> None:
