@@ -185,3 +185,32 @@ def test_pass_offsets_are_modelled_not_just_absorbed_into_the_df() -> None:
     _, _, evs = pair_evidence(case, 60, seed=5, truth=np.full(case.n_shapes, 0.05))
     assert np.mean([np.mean(e.verdict == 1) for e in evs]) >= 0.45
     assert not any((e.verdict == -1).any() for e in evs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("model", "repeats", "shuffle"), [(DRIFT, 2, False), (PASS_OFFSETS, 5, True)],
+                         ids=["2 passes, FLOP order, drift", "5 passes, per-pass offsets"])
+def test_fit_intervals_cover_the_truth_with_passes(model, repeats: int, shuffle: bool) -> None:
+    """P, W and t0 intervals of one chip: with 40 fits, a true coverage of 95% misses 9 or more times with
+    probability 1.4e-4, one of 80% at most 8 times with probability 0.59; at least 32 of 40 is required."""
+    from calibration_cases import FIT_TRUTH, score_fit
+
+    score = score_fit(model, repeats, 40, shuffle=shuffle, seed=300)
+    assert score.unconstrained == 0
+    assert all(score.covered[k] >= 32 for k in FIT_TRUTH), score
+
+
+def test_one_pass_fit_says_its_intervals_miss_pass_offsets_and_drift() -> None:
+    from synthetic import make_sweep_doc
+
+    from mfu_sweep.analysis.fit import ONE_PASS_FIT, fit_series
+    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.results import parse_document
+
+    notes = {}
+    for repeats in (1, 2):
+        doc = make_sweep_doc("chip", flops=list(np.geomspace(1e6, 1e13, 16)), seed=1, noise_model=DRIFT,
+                             repeats=repeats, n_samples=5, P_tflops=600.0, W_tbs=2.0, t0_s=2e-6)
+        [series] = group_series(parse_document(doc, validate=False)).values()
+        notes[repeats] = fit_series(series, n_boot=30, seed=0, cache=False).notes
+    assert ONE_PASS_FIT in notes[1] and ONE_PASS_FIT not in notes[2]
