@@ -38,8 +38,8 @@ SKIP = (".git", ".venv", ".venv-xla", "sweeps", "plots", "data", "site", "out", 
 # Narrow test selections, each a separate pytest run (a -k applies to one run only), the most likely
 # killer first: pytest -x stops at the first failure, and the next selection runs only if all passed.
 CAL = "tests/test_calibration.py"
-EVIDENCE = ((CAL, "-k", "identical_chips or one_pass or crossover or runs_interval or offsets"),
-            ("tests/test_evidence.py",), ("tests/test_compare.py", "-k", "holm"))
+EVIDENCE = ((CAL, "-k", "runs_interval or offsets_are"), ("tests/test_compare.py", "-k", "holm"),
+            (CAL, "-k", "identical_chips or one_pass or crossover"), ("tests/test_evidence.py",))
 LEADERBOARD = ((CAL, "-k", "fleet or band"), ("tests/test_leaderboard.py",))
 VERDICTS = ((CAL, "-k", "crossover"), ("tests/test_compare.py",))
 PAIR = (("tests/test_compare.py",),)

@@ -214,3 +214,18 @@ def test_one_pass_fit_says_its_intervals_miss_pass_offsets_and_drift() -> None:
         [series] = group_series(parse_document(doc, validate=False)).values()
         notes[repeats] = fit_series(series, n_boot=30, seed=0, cache=False).notes
     assert ONE_PASS_FIT in notes[1] and ONE_PASS_FIT not in notes[2]
+
+
+@pytest.mark.parametrize("n_devices", [2, 3, 5])
+def test_band_noise_floor_is_the_medians_errors_against_the_median_of_the_others(n_devices: int) -> None:
+    """Where shapes scatter less than the medians' own errors, those errors are the noise: a device's se
+    squared plus that of the median of the *other* n - 1 devices (pi/2 times the variance of one, over n - 1)."""
+    from mfu_sweep.analysis.leaderboard import MEDIAN_SE, Grid, _evidence
+
+    shapes = 12
+    grid = Grid(tuple(f"d{i}" for i in range(n_devices)), tuple(f"s{j}" for j in range(shapes)),
+                np.geomspace(1e6, 1e12, shapes), np.zeros((n_devices, shapes)), np.full((n_devices, shapes), 0.01),
+                np.zeros((n_devices, shapes), dtype=bool))
+    ev = _evidence(grid, "rest", 1)
+    want = 0.01**2 + (MEDIAN_SE * 0.01) ** 2 / (n_devices - 1)
+    assert np.allclose(ev.var, want)
