@@ -362,7 +362,8 @@ class _Progress:
             return
         mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
         tf = f"{record.tflops:.3g} TFLOP/s" if record.tflops is not None else ""
-        self.bar.set_postfix_str(f"{tf} MFU {mfu}")
+        busy = (record.extra.get("machine") or {}).get("other_share") if "contended" in record.flags else None
+        self.bar.set_postfix_str(f"{tf} MFU {mfu}" + (f" contended (others {busy:.0%})" if busy is not None else ""))
         self.bar.update(1)
 
     def close(self) -> None:
