@@ -387,11 +387,13 @@ def _write_atomic(path: str | Path, write: Callable[[Any], Any]) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:  # a failed write names no file: name it
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
         raise
 
 

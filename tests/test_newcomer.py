@@ -135,6 +135,27 @@ def test_writer_onto_full_disk(writer: str, full_disk: Path) -> None:
     one_line_error(*invoke(*writer_args(writer, str(full_disk))), "no space left", "free some space")
 
 
+def test_disk_filling_during_a_sweep_keeps_the_file(tmp_path: Path) -> None:
+    disk = tmp_path / "small"
+    disk.mkdir()
+    why = _mount("-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk))  # room for the header, not for many records
+    if why:
+        pytest.skip(why)
+    try:
+        out = disk / "s.json"
+        shapes = [a for m in (64, 80, 96, 112, 128, 144, 160, 176) for a in ("--shape", f"{m}x{m}x{m}")]
+        code, text = invoke("sweep", *FAST, "--repeats", "1", "--quiet", *shapes, "-o", str(out))
+        one_line_error(code, text, "no space left", str(out))
+        if out.exists():  # the header fitted: what was measured stays, and says it is incomplete
+            assert "--resume" in text
+            from mfu_sweep.results import incomplete_reason, load_sweeps
+
+            (sweep,) = load_sweeps([out])
+            assert incomplete_reason(sweep) is not None and len(sweep.records) < 8
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
 def _as_user_without_override(args: list[str]) -> subprocess.CompletedProcess:
     """Run the CLI in a real subprocess that cannot ignore file permissions (non-root, or root without the cap)."""
     cmd = [sys.executable, "-m", "mfu_sweep", *args]

@@ -236,6 +236,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         sys.exit(130)
     except RuntimeError as exc:  # BackendError too: the worker could not open the device
         raise click.ClickException(with_hint(str(exc)) if isinstance(exc, BackendError) else str(exc)) from None
+    except OSError as exc:  # e.g. the disk filled up during the sweep
+        raise click.ClickException(_write_failed(exc, plan.output)) from None
     finally:
         bar.close()
     from mfu_sweep.present.headline import sweep_headline
@@ -289,6 +291,16 @@ def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | Non
         raise click.ClickException(str(exc)) from None
     finally:
         bar.close()
+
+
+def _write_failed(exc: OSError, output: Path) -> str:
+    """One line for a write that failed mid-sweep: why, and that the finished shapes are kept."""
+    from mfu_sweep.outputs import os_error_message
+
+    line = os_error_message(exc, exc.filename or output)
+    if output.exists():
+        line += f"; the finished shapes are kept in {output}: continue with `mfu-sweep sweep --resume -o {output}`"
+    return line
 
 
 def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:
