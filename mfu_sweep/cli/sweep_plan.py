@@ -24,7 +24,8 @@ RESUME_OWN = frozenset({"resume", "force", "quiet", "output", "dry_run", "start_
 # shapes, dtypes or modes); the records already in the file are kept. Every other option says how to
 # measure and must agree with the file's command.
 RESUME_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop", "max_flop", "points", "align",
-                              "dtypes", "modes"})
+                              "dtypes", "modes",
+                              "device"})  # e.g. cpu for auto: the sweep checks the device is the file's own
 # Given again, any of these replaces all of them: `--shape-file next.csv --resume` measures the file's
 # shapes, not the stored square family as well (whose records are in the file already).
 SHAPE_SELECTION = frozenset({"shape_specs", "shape_file", "families", "min_flop", "max_flop", "points", "align"})
