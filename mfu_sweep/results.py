@@ -283,8 +283,23 @@ def _validator(kind: str) -> Any:
     return jsonschema.Draft202012Validator(schema)
 
 
+@cache
+def _fast_validator(kind: str) -> Any:
+    """A compiled (Rust) validator of the same schema, or None without ``jsonschema_rs``."""
+    try:
+        import jsonschema_rs
+    except ImportError:  # pragma: no cover - a declared dependency; the slow path still validates
+        return None
+    schema = {k: v for k, v in json_schema().items() if k != "oneOf"}
+    schema["$ref"] = f"#/$defs/{kind}"
+    return jsonschema_rs.Draft202012Validator(schema)
+
+
 def _schema_errors(data: Any) -> list[str]:
     kind = "merged" if isinstance(data, dict) and data.get("kind") == "merged" else "sweep"
+    fast = _fast_validator(kind)
+    if fast is not None and fast.is_valid(data):
+        return []  # a valid file skips the slow validator (seconds for thousands of records)
     validator = _validator(kind)
     errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
     out = []

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from mfu_sweep.analysis.bands import BAND_TEST, MIN_BAND_SHAPES, Band
 from mfu_sweep.analysis.evidence import NOT_MEASURED
 
 METRICS = ("mfu", "tflops")
@@ -23,17 +24,19 @@ class CompareError(ValueError):
 
 @dataclass(frozen=True)
 class ComparePoint:
-    """The ratio a/b of the metric at one shape.
+    """The ratio a/b of the metric at one shape: the per-shape detail of a comparison.
 
     ``method`` is ``"matched"`` when both series measured the shape, else
     ``"interp"`` and ``interpolated`` names the series read off its
     log-log interpolation. ``ratio`` is the measured ratio (geometric mean over
     passes) and ``ratio_low``/``ratio_high`` its interval at ``1 - alpha``
-    against run-to-run variation (``runs``) or the scatter of shapes
-    (``shapes``); ``verdict_method`` names which. ``trend_ratio`` is the local
-    trend of the ratio along FLOPs that the lead test uses, ``p_value`` that
-    test's p-value and ``p_adjusted`` Holm-adjusted over the pair
-    (:mod:`mfu_sweep.analysis.evidence`).
+    against run-to-run variation (``runs``) or the scatter of the shapes of its
+    FLOP band (``shapes``); ``verdict_method`` names which, and ``p_value`` is
+    that shape's own two-sided test against the same noise (detail only).
+    The verdict is per FLOP band (:mod:`mfu_sweep.analysis.bands`): ``band``
+    indexes :attr:`Comparison.bands`, ``trend_ratio`` is the band's
+    Hodges-Lehmann ratio, ``p_adjusted`` the band's Holm-adjusted p-value and
+    ``leader`` the leader of the segment the shape lies in.
     """
 
     flops: float
@@ -50,6 +53,7 @@ class ComparePoint:
     interpolated: str | None = None
     verdict_method: str = "shapes"
     trend_ratio: float | None = None
+    band: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         # an uncalled point's interval is unbounded: null in JSON, which has no infinity
@@ -60,8 +64,8 @@ class ComparePoint:
 class Segment:
     """A FLOP range with one verdict; ``leader`` None means ambiguous.
 
-    ``ratio`` is the median over its points of the local trend of a/b that the
-    verdicts rest on (``ComparePoint.trend_ratio``), ``diff`` the median of the
+    ``ratio`` is the Hodges-Lehmann ratio a/b of its bands (the median over
+    its lead bands, weighted by shapes), ``diff`` the median of the
     matching ``a - b`` in metric units (MFU as a fraction, or TFLOP/s);
     ``method`` the evidence behind the verdict (``runs`` or ``shapes``).
     """
@@ -102,8 +106,8 @@ class Crossover:
 class LeadSummary:
     """How much of the shared FLOP range each verdict covers (log10-FLOP scale), and the longest lead.
 
-    Uses the per-point verdicts of the comparison as they are (Holm and
-    ``min_run`` already applied), no new statistics. Each point speaks for the
+    Uses the per-point leaders of the comparison as they are, which are those
+    of the band segments, so shares and segments agree; no new statistics. Each point speaks for the
     log10-FLOP interval reaching halfway to the neighbouring FLOP counts (the
     first and last reach only the ends of the range); points with the same
     FLOP count share their interval equally. ``share_a``, ``share_b`` and
@@ -161,6 +165,8 @@ class Comparison:
     min_run: int = 2
     method: str = "shapes"
     passes: tuple[int, int] = (1, 1)
+    bands: tuple[Band, ...] = ()
+    timing: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def runs_measured(self) -> bool:
@@ -180,15 +186,28 @@ class Comparison:
             "alpha": self.alpha, "n_boot": self.n_boot, "seed": self.seed, "min_run": self.min_run,
             "method": self.method, "runs_measured": self.runs_measured,
             "passes": {"a": self.passes[0], "b": self.passes[1]}, "evidence": self.evidence_note(),
+            "band_test": self.band_test(),
             "summary": self._summary_json(),
+            "bands": [band.to_json(self.a, self.b) for band in self.bands],
             "segments": [s.to_json() for s in self.segments],
             "crossovers": [c.to_json() for c in self.crossovers],
             "points": [p.to_json() for p in self.points],
-            "notes": list(self.notes), "sentence": self.sentence(),
+            "timing": dict(self.timing), "notes": list(self.notes), "sentence": self.sentence(),
         }
 
+    def band_test(self) -> str:
+        """How the verdicts were reached, e.g. "signed-rank over shapes per FLOP band (half-decades, >= 10
+        shapes), Holm over 7 bands"."""
+        holm = f"Holm over {len(self.bands)} band"
+        if self.runs_measured:
+            return (f"band mean with shape as a random effect against run-to-run variation per FLOP band "
+                    f"(half-decades), {holm}"
+                    f"{'' if len(self.bands) == 1 else 's'}")
+        return f"{BAND_TEST} (half-decades, >= {MIN_BAND_SHAPES} shapes), {holm}{'' if len(self.bands) == 1 else 's'}"
+
     def sentence(self) -> str:
-        """One sentence saying who leads where, e.g. "A leads from 1.1 GFLOP to 96 GFLOP (MFU +6.2 points), ..."."""
+        """One sentence saying who leads where, e.g. "A leads from 1.1 GFLOP to 96 GFLOP (closer to its own peak:
+        MFU +6.2 points, x1.10), ..."."""
         head = f"{self.a} vs {self.b} ({self.dtype}, {self.mode}, {metric_name(self.metric)}): "
         if not self.segments:
             return head + "no shapes in a common FLOP range."
@@ -213,7 +232,7 @@ class Comparison:
         """One line, however fragmented the segments, from :meth:`lead_summary`.
 
         E.g. "A leads over 85% of the shared FLOP range (log scale, 1 GFLOP to 1 TFLOP), B over 5%,
-        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (MFU +6.2 points, x1.10)
+        ambiguous over 10%; longest lead: A from 3 GFLOP to 900 GFLOP (closer to its own peak: MFU +6.2 points, x1.10)
         [method runs, 3 and 3 passes]."
         """
         s = self.lead_summary()
@@ -248,12 +267,17 @@ def format_flops(value: float) -> str:
     return f"{text} {prefix}FLOP"
 
 
+def metric_words(metric: str) -> str:
+    """What leading means in words: "closer to its own peak" (MFU) or "faster" (TFLOP/s)."""
+    return "closer to its own peak" if metric == "mfu" else "faster"
+
+
 def _effect(seg: Segment, a: str, metric: str) -> str:
     sign = 1.0 if seg.leader == a else -1.0
     ratio = seg.ratio if seg.leader == a else 1.0 / seg.ratio
     if metric == "mfu":
-        return f"MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}"
-    return f"{(ratio - 1) * 100:+.0f}% TFLOP/s"
+        return f"{metric_words(metric)}: MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}"
+    return f"{metric_words(metric)}: {(ratio - 1) * 100:+.0f}% TFLOP/s"
 
 
 def _share(fraction: float) -> str:
@@ -277,7 +301,7 @@ def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str) -
     if seg.leader is not None:
         return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
     if n == 1:
-        return f"no confident leader {span} (ambiguous throughout)"
+        return f"no confident leader {span} (neither is clearly {metric_words(metric)}; ambiguous throughout)"
     if i == 0:
         return f"ambiguous below {hi}"
     if i == n - 1:

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
+from mfu_sweep.analysis import band_segments
+from mfu_sweep.analysis.bands import band_verdicts, method_edges, run_variance
 from mfu_sweep.analysis.comparison import (
     FIT_GRID,
     METRICS,
@@ -15,21 +19,21 @@ from mfu_sweep.analysis.comparison import (
     Crossover,
     format_flops,
 )
-from mfu_sweep.analysis.evidence import NOT_MEASURED
+from mfu_sweep.analysis.evidence import ONE_PASS_LIMIT, choose_method
 from mfu_sweep.analysis.fit import RooflineFit, fit_series, why_unfittable
 from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.timing import band_calibration, pick_reference, timing_json, timing_note
 from mfu_sweep.analysis.verdicts import (
     PassCurve,
+    _Raw,
     bytes_along,
-    compare_points,
     crossing_point,
-    data_crossovers,
     lead_runs,
     pass_curve,
-    point_evidence,
     raw_points,
-    tile_segments,
 )
+
+Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
 
 
 def _fit_crossovers(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, metric: str, lo: float, hi: float,
@@ -108,8 +112,9 @@ def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | 
 
 def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, n_boot: int = 2000,
                    alpha: float = 0.05, min_run: int = 2, fit_a: RooflineFit | None = None,
-                   fit_b: RooflineFit | None = None, use_fit: bool = True, fit_n_boot: int = 200) -> Comparison:
-    """Compare series ``a`` and ``b`` (same dtype and mode) along FLOPs.
+                   fit_b: RooflineFit | None = None, use_fit: bool = True, fit_n_boot: int = 200,
+                   calibration: Refs | None = None) -> Comparison:
+    """Compare series ``a`` and ``b`` (same dtype and mode) along FLOPs: one verdict per FLOP band.
 
     Parameters
     ----------
@@ -119,47 +124,76 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         ``"mfu"`` (needs a peak for both) or ``"tflops"``.
     seed:
         Seed of the fits' bootstrap.
-    n_boot:
-        Kept so existing callers and ``--n-boot`` keep working; since issue 12
-        the data verdicts no longer bootstrap samples (see
-        :mod:`mfu_sweep.analysis.evidence`), so it only has to be >= 2.
+    n_boot, min_run:
+        Kept so existing callers, ``--n-boot`` and ``--min-run`` keep working; the
+        verdicts are per FLOP band (:mod:`mfu_sweep.analysis.bands`), which needs
+        neither (``n_boot`` must be >= 2 and ``min_run`` >= 1).
     alpha:
-        Family-wise error rate of the per-pair leader calls, and interval level ``1 - alpha``.
-    min_run:
-        Fewest consecutive significant points that make a lead.
+        Family-wise error rate of the band verdicts (Holm over bands), and interval level ``1 - alpha``.
     fit_a, fit_b, use_fit, fit_n_boot:
         Fits for the ``"fit"`` crossovers: given, or fitted here (with ``fit_n_boot``
         resamples) unless ``use_fit`` is False.
+    calibration:
+        Grouped series of two files of one reference chip, the first timed like
+        ``a`` and the second like ``b`` (:func:`mfu_sweep.analysis.timing.band_calibration`);
+        their ratio is divided out of a/b per band, its uncertainty kept.
 
     Returns
     -------
     Comparison
-        Points, segments, crossovers (data, then fit) and notes.
+        Bands, segments, crossovers (data, then fit), the per-shape points and notes.
     """
     check_pair(a, b, metric)
     if n_boot < 2 or min_run < 1 or not 0 < alpha < 1:
         raise CompareError(f"need n_boot >= 2, min_run >= 1 and 0 < alpha < 1 (got {n_boot}, {min_run}, {alpha})")
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
     raw = raw_points(ca, cb)
-    notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb)
+    note = timing_note(a, b, calibration is not None)
+    notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else [])
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
+    timing = timing_json(a, b)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha, n_boot=n_boot,
                   seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)))
     if not raw:
-        return Comparison(points=(), segments=(), crossovers=(),
+        return Comparison(points=(), segments=(), crossovers=(), timing=timing,
                           notes=(*notes, "the two series share no FLOP range"), **common)
-    ev = point_evidence(raw, alpha, min_run)
-    data = data_crossovers(raw, ev, a.label, b.label)
+    flops = [r.flops for r in raw]
+    method = choose_method(np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw]))
+    edges = method_edges(flops, method == "runs")
+    per_band = None
+    if calibration is not None:
+        cal = band_calibration(pick_reference(calibration[0], a.dtype, "REF_A"),
+                               pick_reference(calibration[1], b.dtype, "REF_B"), edges)
+        raw = _calibrated(raw, edges, cal.log_factor)
+        per_band, notes = cal.per_band(), [*notes, cal.note()]
+        timing = {**timing, "calibration": cal.to_json(edges)}
+    va, vb = np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw])
+    run_var = run_variance(flops, va, vb, np.array([r.extra_var for r in raw])) if method == "runs" else None
+    bands = band_verdicts(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var)
+    data = band_segments.crossovers(raw, bands, a.label, b.label, method)
     fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
               if fa is not None and fb is not None else [])
     if fa is not None and fb is not None:
         notes += _agreement(data, fitted)
-    notes += [n for n in ev.notes if n != NOT_MEASURED]
+    if method == "shapes":
+        notes.append(ONE_PASS_LIMIT)
+    if bands and bands[0].drift > 1:
+        notes.append(f"neighbouring shapes' ratios are correlated (drift): band tests' variance x{bands[0].drift:.2f}")
     return Comparison(
-        points=tuple(compare_points(raw, ev, a.label, b.label)),
-        segments=tuple(tile_segments(raw, ev, data, a.label, b.label)),
-        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), method=ev.method, **common,
+        points=tuple(band_segments.points(raw, bands, a.label, b.label, method, alpha, run_var)),
+        segments=tuple(band_segments.segments(raw, bands, a.label, b.label, method)),
+        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), method=method, bands=tuple(bands),
+        timing=timing, **common,
     )
+
+
+def _calibrated(raw: Sequence[_Raw], edges: Sequence[tuple[int, int, float, float]],
+                log_factor: Sequence[float]) -> list[_Raw]:
+    """``raw`` with a's log values divided by the calibration factor of their band."""
+    out = list(raw)
+    for (s, e, _, _), f in zip(edges, log_factor, strict=True):
+        out[s:e] = [replace(r, values_a=r.values_a - f) for r in raw[s:e]]
+    return out
 
 
 def _pass_notes(ca: PassCurve, cb: PassCurve) -> list[str]:

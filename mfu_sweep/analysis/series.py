@@ -22,6 +22,7 @@ hosts; ``Series.hosts`` lists the hosts that contributed.
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +89,7 @@ class Series:
     device: Mapping[str, Any] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    timing: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -223,6 +225,23 @@ def _check_peak(key: SeriesKey, kept: Sweep, other: Sweep) -> None:
         )
 
 
+def _most_common(values: Iterable[Any]) -> Any:
+    counts = Counter(v for v in values if v is not None)
+    return counts.most_common(1)[0][0] if counts else None
+
+
+def timing_of(sweep: Sweep, records: Sequence[Record]) -> dict[str, Any]:
+    """How a series was timed: ``timer`` (e.g. host, events, cuda-events, cupti-kernel), ``cache`` policy
+    (rotate, flush; None when the file does not say), ``mode`` and, for imports, the source's ``method`` text."""
+    settings = sweep.settings if isinstance(sweep.settings, Mapping) else {}
+    imported = sweep.extra.get("import") if isinstance(sweep.extra.get("import"), Mapping) else {}
+    timing = settings.get("timing") if isinstance(settings.get("timing"), Mapping) else {}
+    cache = _most_common(r.extra.get("cache") for r in records) or settings.get("cache") or imported.get("cache")
+    return {"timer": _most_common(r.timer for r in records), "cache": cache,
+            "mode": _most_common(r.mode for r in records),
+            "method": imported.get("timing_method") or timing.get("method")}
+
+
 def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
     """Group the usable records of ``sweeps`` into series.
 
@@ -261,5 +280,5 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
         sources = tuple(dict.fromkeys(sw.source for sw, _ in pairs))
         hosts = tuple(sorted({host_of(sw) for sw, _ in pairs}))
         out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,
-                          hosts=hosts)
+                          hosts=hosts, timing=timing_of(head, records))
     return out

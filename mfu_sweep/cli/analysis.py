@@ -9,6 +9,7 @@ Every command reads sweep files and merged files alike.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -181,11 +182,17 @@ def _print_comparison(c: Any) -> None:
     name = metric_name(c.metric)
     wv = max(len(c.a), len(c.b)) + len(name) + 1
     wl = max(len(c.a), len(c.b), len("ambiguous"))
-    click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader = Holm-corrected p < {c.alpha:g} "
-               f"in runs of >= {c.min_run} FLOP counts; {c.evidence_note()}")
+    click.echo(f"{c.a} vs {c.b}: {c.dtype} {c.mode}, {name}; leader per FLOP band: {c.band_test()}, "
+               f"p < {c.alpha:g}; {c.evidence_note()}")
     click.echo(f"summary: {c.summary()}")
+    for band in c.bands:
+        j = band.to_json(c.a, c.b)
+        ci = f"[{j['ratio_low'] or 0:.3g}, {j['ratio_high'] or math.inf:.3g}]"
+        click.echo(f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} shapes, "
+                   f"{c.a} ahead on {band.wins_a}, {c.b} on {band.wins_b}; a/b x{j['ratio']:.3g} {ci}, "
+                   f"p(Holm) {band.p_adjusted:.2g}: {j['leader'] or 'ambiguous'}")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
-               f"{'a/b':>6}  {'95% CI':<17} {'p(Holm)':>8}  {'leader':<{wl}} method")
+               f"{'a/b':>6}  {'95% CI':<17} {'p(band)':>8}  {'leader':<{wl}} method")
     for p in c.points:
         method = p.method if p.interpolated is None else f"interp ({p.interpolated})"
         ci = f"[{p.ratio_low:.3g}, {p.ratio_high:.3g}]"
@@ -216,7 +223,10 @@ def _print_comparison(c: Any) -> None:
               help="Accepted and ignored (verdicts do not bootstrap samples); kept so scripts that pass it still "
                    "run.")
 @click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
-              help="Consecutive FLOP counts with a significant lead needed for a lead (equal-FLOP shapes are one).")
+              help="Ignored since verdicts are per FLOP band (leaderboards still use it); kept for scripts.")
+@click.option("--calibrate", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="REF_A REF_B",
+              help="Two files of ONE reference chip, REF_A timed the way --a was (timer, cache, mode), REF_B the "
+                   "way --b was: their per-FLOP-band ratio is divided out of a/b, its uncertainty kept.")
 @click.option("--no-fit", is_flag=True, help="Skip the fitted-model crossovers (faster).")
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
               help="Bootstrap resamples of each roofline fit.")
@@ -229,20 +239,21 @@ def _print_comparison(c: Any) -> None:
 @contended.exclude_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
-            n_boot: int, min_run: int, no_fit: bool, fit_n_boot: int, baseline: str | None, pairwise: bool,
-            seed: int, as_json: bool, exclude_contended: bool) -> None:
+            n_boot: int, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool, fit_n_boot: int,
+            baseline: str | None, pairwise: bool, seed: int, as_json: bool, exclude_contended: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
-    Every pair of series is compared (or those with --a/--b). A series leads
-    at a shape only when the local trend of the ratio is significant against
-    run-to-run variation (method "runs", sweeps made with --repeats 2 or more)
-    or, without passes, against the scatter of shapes ("shapes": run-to-run
-    variation not measured), after Holm's correction over the pair's shapes,
-    in a run of at least --min-run FLOP counts; otherwise the shape is
-    ambiguous. Crossovers come from those verdicts ("runs" or "shapes") and
-    from the fitted rooflines ("fit"), each with an interval. Each pair opens with a
-    summary: the share of the shared FLOP range (log scale) where each series
-    leads or neither does, and the longest lead. For a torchrun replicate
+    Every pair of series is compared (or those with --a/--b). Leads are
+    decided once per FLOP band (half-decades) from all its shapes, the shape
+    being the unit: without passes a signed-rank test over the band's shapes
+    ("shapes": run-to-run variation not measured; bands widened to 10
+    shapes), with --repeats 2 or more a band mean with shape as a random
+    effect against run-to-run variation ("runs"); Holm's correction over the
+    bands. Segments, the summary shares and the sentence all come from those
+    band verdicts; the per-shape table is detail. Crossovers come from the
+    bands and from the fitted rooflines ("fit"), each with an interval. When
+    the two sides were timed differently (timer, cache policy, mode) a note
+    says so; --calibrate divides out the difference measured on one chip. For a torchrun replicate
     run (labels <label>.r0, .r1 ...) it first prints the fleet view (devices
     significantly slower than the rest, the slowest) and the spread across the
     devices of one chip: slowest/fastest median per shape.
@@ -283,6 +294,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     echo_incomplete(sweeps)
     hints = label_collisions(sweeps)
     series = group_series(sweeps)
+    refs = tuple(group_series(load_sweeps([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
     skipped: list[str] = []
@@ -291,7 +303,8 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     try:
         comps = [] if ranking and not pairwise else compare_all(
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
-            use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)))
+            use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
+            **({"calibration": refs} if refs else {}))
     except CompareError as exc:
         raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
     if skipped and not (comps or fleets or boards):

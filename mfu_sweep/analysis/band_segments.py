@@ -1,0 +1,141 @@
+"""Segments, crossovers and per-shape detail of a comparison, all from its band verdicts
+(:mod:`mfu_sweep.analysis.bands`).
+
+Every point takes the leader of the segment it lies in, and segments are runs
+of bands with one verdict, so the segments, the summary shares
+(:meth:`mfu_sweep.analysis.comparison.Comparison.lead_summary`) and the
+sentence cannot disagree. Two lead segments of the same leader separated by an
+ambiguous stretch narrower than one nominal band (half a decade, from the last
+point of the first lead to the first point of the second) become one segment.
+The per-shape numbers stay as detail: each point's own ratio with its interval
+against run-to-run variation (``runs``) or against the scatter of its band's
+shapes (``shapes``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from mfu_sweep.analysis.bands import BANDS_PER_DECADE, Band
+from mfu_sweep.analysis.comparison import ComparePoint, Crossover, Segment
+from mfu_sweep.analysis.verdicts import _Raw, crossing_point
+
+
+def band_runs(bands: Sequence[Band]) -> list[tuple[int, int, int]]:
+    """(first band, last band + 1, verdict) of the runs of equal verdicts, after merging same-leader leads
+    across an ambiguous gap narrower than one nominal band."""
+    runs: list[list[int]] = []
+    for k, band in enumerate(bands):
+        if runs and runs[-1][2] == band.verdict:
+            runs[-1][1] = k + 1
+        else:
+            runs.append([k, k + 1, band.verdict])
+    merged: list[list[int]] = []
+    for run in runs:
+        if (len(merged) >= 2 and run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]
+                and _gap_decades(bands, merged[-2][1] - 1, run[0]) < 1 / BANDS_PER_DECADE):
+            gap = merged.pop()
+            merged[-1][1] = run[1]
+            del gap
+        else:
+            merged.append(list(run))
+    return [(s, e, v) for s, e, v in merged]
+
+
+def _gap_decades(bands: Sequence[Band], before: int, after: int) -> float:
+    """Log10 FLOP distance between the last point of band ``before`` and the first of band ``after``."""
+    return math.log10(bands[after].first_flops / bands[before].last_flops)
+
+
+def _merged_leader(bands: Sequence[Band], runs: Sequence[tuple[int, int, int]]) -> np.ndarray:
+    out = np.zeros(bands[-1].stop if bands else 0, dtype=int)
+    for s, e, v in runs:
+        out[bands[s].start:bands[e - 1].stop] = v
+    return out
+
+
+def segments(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str) -> list[Segment]:
+    """One segment per run of bands (:func:`band_runs`), tiled from the first to the last point."""
+    runs = band_runs(bands)
+    flops = [r.flops for r in raw]
+    names = {1: a, -1: b, 0: None}
+    bounds = [flops[0]]
+    for (_, e, _), (s, _, _) in zip(runs, runs[1:], strict=False):
+        bounds.append(math.sqrt(flops[bands[e - 1].stop - 1] * flops[bands[s].start]))
+    bounds.append(flops[-1])
+    out = []
+    for k, (s, e, v) in enumerate(runs):
+        own = [bd for bd in bands[s:e] if bd.verdict == v] or list(bands[s:e])
+        log_ratio = _weighted_median([bd.estimate for bd in own], [bd.n for bd in own])
+        ratio = math.exp(log_ratio)
+        pts = raw[bands[s].start:bands[e - 1].stop]
+        out.append(Segment(start_flops=bounds[k], end_flops=bounds[k + 1], leader=names[v], ratio=ratio,
+                           diff=float(np.median([math.exp(p.log_b) * (ratio - 1) for p in pts])),
+                           n_points=len(pts), method=method))
+    return out
+
+
+def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float:
+    order = np.argsort(values)
+    v, w = np.asarray(values, float)[order], np.asarray(weights, float)[order]
+    return float(v[np.searchsorted(np.cumsum(w), w.sum() / 2)])
+
+
+def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str) -> list[Crossover]:
+    """A change of leader between two lead runs: bracketed by the median FLOPs of the last band of the first
+    lead and of the first band of the second, placed where the shapes' log ratio crosses zero between them."""
+    leads = [r for r in band_runs(bands) if r[2] != 0]
+    log_f = np.log([r.flops for r in raw])
+    d = np.array([r.log_a - r.log_b for r in raw])
+    names = {1: a, -1: b}
+    out = []
+    for (_, e0, v0), (s1, _, v1) in zip(leads, leads[1:], strict=False):
+        if v0 == v1:
+            continue
+        lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops
+        inside = (log_f >= math.log(lo)) & (log_f <= math.log(hi))
+        x = crossing_point(log_f[inside], d[inside]) if inside.sum() >= 2 else math.log(math.sqrt(lo * hi))
+        out.append(Crossover(math.exp(x), lo, hi, names[v0], names[v1], method))
+    return out
+
+
+def _point_noise(raw: Sequence[_Raw], bands: Sequence[Band],
+                 run_var: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Per point: sd of its log ratio and the df, from run-to-run variation or the scatter of its band."""
+    if run_var is not None:
+        return np.sqrt(run_var[0]), run_var[1]
+    d = np.array([r.log_a - r.log_b for r in raw])
+    sd, df = np.full(len(d), np.inf), np.ones(len(d))
+    for band in bands:
+        x = d[band.start:band.stop]
+        mad = 1.4826 * float(np.median(np.abs(x - np.median(x))))
+        if band.n >= 3 and mad > 0:
+            sd[band.start:band.stop], df[band.start:band.stop] = mad, band.n - 1
+    return sd, df
+
+
+def points(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str, alpha: float,
+           run_var: tuple[np.ndarray, np.ndarray] | None) -> list[ComparePoint]:
+    """Per-shape detail; ``leader`` is that of the point's segment, ``p_adjusted`` its band's."""
+    names = {1: a, -1: b, 0: None}
+    leader = _merged_leader(bands, band_runs(bands))
+    sd, df = _point_noise(raw, bands, run_var)
+    q = student_t.ppf(1 - alpha / 2, df)
+    out = []
+    for k, band in enumerate(bands):
+        for i in range(band.start, band.stop):
+            r = raw[i]
+            d = r.log_a - r.log_b
+            with np.errstate(invalid="ignore", divide="ignore"):
+                p = float(2 * student_t.sf(abs(d) / sd[i], df[i])) if np.isfinite(sd[i]) and sd[i] > 0 else 1.0
+            out.append(ComparePoint(
+                flops=r.flops, shape=r.shape, a_value=math.exp(r.log_a), b_value=math.exp(r.log_b),
+                ratio=math.exp(d), ratio_low=math.exp(d - q[i] * sd[i]), ratio_high=math.exp(d + q[i] * sd[i]),
+                p_value=p, p_adjusted=band.p_adjusted, leader=names[int(leader[i])], method=r.method,
+                interpolated=r.interpolated, verdict_method=method, trend_ratio=math.exp(band.estimate), band=k,
+            ))
+    return out

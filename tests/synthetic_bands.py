@@ -1,0 +1,79 @@
+"""SYNTHETIC pairs of devices for the band verdicts (mfu_sweep.analysis.bands). Every number here is MADE UP.
+
+Shapes are a mamf-finder-like grid of M, N, K (many aspect ratios per FLOP
+count). Values are log speeds per (seed, pass, shape), vectorised over seeds:
+
+* ``offset``: each shape's systematic log offset, drawn uniformly in
+  ``[-offset, offset]`` (0.2 is up to about 20%); ``common=True`` applies the
+  same offset to both devices (two copies of one device's shapes), else each
+  device draws its own (a shape x device interaction, symmetric about zero);
+* ``shape_noise``: normal log noise per (pass, shape, device), what one
+  shape's median moves by from run to run;
+* ``pass_noise``: normal log offset per (pass, device), every shape of a pass;
+* ``drift``/``drift_len``: an AR(1) drift per device along the FLOP order of
+  each pass (shapes swept in FLOP order);
+* ``lead``/``lead_share``: a planted log lead of device a, drawn uniformly in
+  ``lead`` (e.g. (0.02, 0.05)) on a random ``lead_share`` of the shapes.
+
+Never write this into ``sweeps/`` or ``plots/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+MAMF_SIZES = (256, 512, 1024, 2048, 4096, 8192)
+
+
+def grid_flops(sizes: Sequence[int] = MAMF_SIZES) -> np.ndarray:
+    """Sorted FLOP counts ``2 M N K`` of every (M, N, K) from ``sizes``."""
+    s = np.asarray(sizes, dtype=float)
+    return np.sort((2 * s[:, None, None] * s[None, :, None] * s[None, None, :]).ravel())
+
+
+@dataclass(frozen=True)
+class PairModel:
+    offset: float = 0.2
+    common: bool = True
+    shape_noise: float = 0.02
+    pass_noise: float = 0.0
+    drift: float = 0.0
+    drift_len: float = 4.0
+    lead: tuple[float, float] = (0.0, 0.0)
+    lead_share: float = 0.0
+    lead_band: tuple[float, float] | None = None  # FLOP range of the planted lead (None: everywhere)
+
+
+def _ar1(shape: tuple[int, ...], sd: float, corr_len: float, rng: np.random.Generator) -> np.ndarray:
+    phi = float(np.exp(-1.0 / corr_len))
+    eps = rng.standard_normal(shape)
+    out = np.empty(shape)
+    out[..., 0] = sd * eps[..., 0]
+    for i in range(1, shape[-1]):
+        out[..., i] = phi * out[..., i - 1] + sd * np.sqrt(1 - phi**2) * eps[..., i]
+    return out
+
+
+def draw_pair(model: PairModel, flops: np.ndarray, *, seeds: int, repeats: int = 1,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Log speeds of a and b, each ``(seeds, repeats, shapes)``, and the planted log lead ``(seeds, shapes)``."""
+    n = len(flops)
+    off_a = rng.uniform(-model.offset, model.offset, (seeds, 1, n))
+    off_b = off_a if model.common else rng.uniform(-model.offset, model.offset, (seeds, 1, n))
+    out = []
+    for off in (off_a, off_b):
+        v = off + model.shape_noise * rng.standard_normal((seeds, repeats, n))
+        v = v + model.pass_noise * rng.standard_normal((seeds, repeats, 1))
+        if model.drift:
+            v = v + _ar1((seeds, repeats, n), model.drift, model.drift_len, rng)
+        out.append(v)
+    lead = np.zeros((seeds, n))
+    if model.lead_share:
+        inside = np.ones(n, dtype=bool) if model.lead_band is None else (
+            (flops >= model.lead_band[0]) & (flops < model.lead_band[1]))
+        on = (rng.random((seeds, n)) < model.lead_share) & inside
+        lead = np.where(on, rng.uniform(*model.lead, (seeds, n)), 0.0)
+    return out[0] + lead[:, None, :], out[1], lead
