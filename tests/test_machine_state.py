@@ -59,7 +59,7 @@ PROC_STAT_B = """cpu  58606 0 7196 890534 919 0 62 369 0 0
 cpu0 23880 0 2641 452075 104 0 13 209 0 0
 cpu1 34725 0 4554 438459 814 0 49 160 0 0
 """
-PID_STAT = "4242 (pt_main (thread) x) R 4000 4242 4242 0 -1 4194560 1 0 0 0 250 31 0 0 20 0 3 0 1 1 1"
+PID_STAT = "4242 (pt_main (thread) x) R 4000 4242 4242 0 -1 4194560 1 0 0 0 250 31 7 2 20 0 3 0 1 1 1"
 
 
 def test_proc_stat_parser_sums_the_worker_cores_only():
@@ -72,7 +72,7 @@ def test_proc_stat_parser_sums_the_worker_cores_only():
 
 def test_pid_stat_parser_survives_spaces_and_parentheses_in_the_name():
     st = parse_pid_stat(PID_STAT)
-    assert (st.pid, st.ppid, st.session, st.ticks) == (4242, 4000, 4242, 281)
+    assert (st.pid, st.ppid, st.session, st.ticks) == (4242, 4000, 4242, 250 + 31 + 7 + 2)  # with reaped children
 
 
 def test_own_processes_are_the_parent_its_children_and_the_sessions_they_lead():
@@ -82,8 +82,8 @@ def test_own_processes_are_the_parent_its_children_and_the_sessions_they_lead():
     assert own_ticks(procs, 10) == {10: 7, 20: 100, 21: 30, 30: 2}
 
 
-def _snap(t, stat, own, children=0.0):
-    return Snapshot(t, parse_proc_stat(stat, {0, 1}), own, children)
+def _snap(t, stat, own):
+    return Snapshot(t, parse_proc_stat(stat, {0, 1}), own)
 
 
 def test_recorded_readings_give_others_share_and_the_rule_flags_at_the_threshold():
@@ -102,9 +102,9 @@ def test_recorded_readings_give_others_share_and_the_rule_flags_at_the_threshold
 
 def test_only_others_time_beyond_the_cores_the_worker_leaves_idle_competes():
     # 1 s on 2 cores (200 ticks); the sweep used 100 ticks (one thread), others 80, then 150.
-    a = Snapshot(0.0, CpuTicks(busy=0, idle=0, steal=0), {1: 0}, 0.0)
-    light = Snapshot(1.0, CpuTicks(busy=180, idle=20, steal=0), {1: 100}, 0.0)
-    heavy = Snapshot(1.0, CpuTicks(busy=200, idle=0, steal=0), {1: 50}, 0.0)
+    a = Snapshot(0.0, CpuTicks(busy=0, idle=0, steal=0), {1: 0})
+    light = Snapshot(1.0, CpuTicks(busy=180, idle=20, steal=0), {1: 100})
+    heavy = Snapshot(1.0, CpuTicks(busy=200, idle=0, steal=0), {1: 50})
     assert reading(a, light, 100, 2, None)["other_share"] == pytest.approx(0.4)  # all cores used: 80 of 200
     one = reading(a, light, 100, 2, None, used=1)
     assert one["other_share"] == 0.0 and one["cores_used"] == 1  # others fit on the idle core
@@ -113,9 +113,9 @@ def test_only_others_time_beyond_the_cores_the_worker_leaves_idle_competes():
 
 def test_a_reaped_worker_counts_as_own_not_as_others():
     # The worker (pid 2) was killed on timeout between the snapshots: its ticks left /proc, its lifetime
-    # arrived in the parent's children time, so the busy ticks are not blamed on other processes.
-    a = Snapshot(0.0, CpuTicks(busy=0, idle=0, steal=0), {1: 0, 2: 50}, 0.0)
-    b = Snapshot(1.0, CpuTicks(busy=200, idle=0, steal=0), {1: 0}, 2.0)
+    # arrived in the parent's cutime, so the busy ticks are not blamed on other processes.
+    a = Snapshot(0.0, CpuTicks(busy=0, idle=0, steal=0), {1: 0, 2: 50})
+    b = Snapshot(1.0, CpuTicks(busy=200, idle=0, steal=0), {1: 250})
     got = reading(a, b, 100, 2, None)
     assert got["other_share"] == 0.0
     assert "/proc/loadavg" in got["unobserved"]
@@ -251,6 +251,25 @@ def test_real_busy_processes_are_seen_as_others_and_the_worker_as_own():
     assert got["other_cpu_s"] >= sum(used[p] for p in others) - 0.05
     assert got["own_cpu_s"] >= used[own.pid] - 0.05
     assert got["other_share"] >= CONTENDED_SHARE and is_contended(got)
+
+
+@pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")
+def test_a_short_lived_grandchild_is_own_work():
+    # Like a compiler a worker runs: it exits during the window, its time arrives in the worker's cutime.
+    grandchild = subprocess.list2cmdline(BUSY).replace("+ 20", "+ 0.6")
+    child = subprocess.Popen([sys.executable, "-c", f"import subprocess, time; subprocess.run({grandchild!r}, "
+                              "shell=True); time.sleep(5)"], start_new_session=True)
+    monitor = HostMonitor()
+    try:
+        monitor.begin()
+        time.sleep(2.0)
+        got = monitor.end()
+        reaped = sum(int(x) for x in Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[13:15])
+    finally:
+        child.kill()
+        child.wait()
+    assert reaped / 100 > 0.1  # the grandchild ran and was reaped inside the window
+    assert got["own_cpu_s"] >= reaped / 100 - 0.05
 
 
 @pytest.mark.skipif(not Path("/proc/stat").exists(), reason="needs Linux /proc")

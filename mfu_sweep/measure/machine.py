@@ -77,8 +77,9 @@ def parse_pid_stat(text: str) -> ProcStat:
     """Parse a /proc/<pid>/stat line; the command name may hold spaces and parentheses."""
     pid = int(text.split(" ", 1)[0])
     rest = text[text.rindex(")") + 2:].split()
-    # rest[0] is the state; ppid, pgrp, session follow; utime and stime are fields 14 and 15 of the line.
-    return ProcStat(pid=pid, ppid=int(rest[1]), session=int(rest[3]), ticks=int(rest[11]) + int(rest[12]))
+    # rest[0] is the state; ppid, pgrp, session follow; utime, stime, cutime, cstime are fields 14-17 of the
+    # line. The reaped children's times count: a compiler a worker ran, a worker the parent killed.
+    return ProcStat(pid=pid, ppid=int(rest[1]), session=int(rest[3]), ticks=sum(int(x) for x in rest[11:15]))
 
 
 def parse_loadavg(text: str) -> float:
@@ -160,12 +161,11 @@ def own_processes(parent: int, root: Path = PROC) -> dict[int, int] | None:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """One look at the machine: when, the cores' ticks, the sweep's own processes and reaped children."""
+    """One look at the machine: when, the cores' ticks, the sweep's own processes (with reaped children)."""
 
     t: float
     cpu: CpuTicks | None
     own: Mapping[int, int] | None
-    children_s: float
     missing: tuple[str, ...] = ()
 
 
@@ -195,8 +195,7 @@ class HostMonitor:
         own = own_processes(os.getpid(), self.root)
         if own is None:
             missing.append("/proc/<pid>/stat")
-        times = os.times()
-        return Snapshot(time.monotonic(), cpu, own, times.children_user + times.children_system, tuple(missing))
+        return Snapshot(time.monotonic(), cpu, own, tuple(missing))
 
     def begin(self) -> None:
         self._start = self.snapshot()
@@ -222,9 +221,10 @@ def _clock_ticks() -> int:
 def _own_delta_s(a: Snapshot, b: Snapshot, hz: int) -> float | None:
     if a.own is None or b.own is None:
         return None
+    # A process reaped meanwhile (a worker killed on timeout, a compiler) left b.own; its whole lifetime arrived
+    # in its parent's cutime/cstime, so the sweep's own time may be overstated, never blamed on others.
     ticks = sum(t - a.own.get(pid, 0) for pid, t in b.own.items())
-    # Children reaped meanwhile (a worker killed on timeout) left b.own; their lifetime is in children_s.
-    return max(0.0, ticks / hz + (b.children_s - a.children_s))
+    return max(0.0, ticks / hz)
 
 
 def reading(a: Snapshot, b: Snapshot, hz: int, cpus: int, loadavg_text: str | None,
