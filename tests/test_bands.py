@@ -166,3 +166,33 @@ def test_timing_difference_is_noted_and_calibration_divides_it_out(tmp_path: Pat
     bad = CliRunner().invoke(main, ["compare", paths["x"], paths["y"], "--no-fit", "--calibrate", paths["x"],
                                     str(tmp_path / "missing.json")])
     assert bad.exit_code != 0 and "Traceback" not in bad.output and bad.output.count("\n") <= 1
+
+
+PUBLISHED = Path(__file__).parent.parent / "sweeps" / "published"
+
+
+@pytest.mark.parametrize(("a", "b", "dtype"), [("sm_90", "gfx950", "bf16"), ("NV_P100", "NV_TitanXp", "fp32"),
+                                                ("AMD_MI25", "NV_TitanX_Pascal", "fp32")])
+def test_published_pairs_verdicts_agree_with_clear_win_counts_and_with_the_summary(a: str, b: str, dtype: str) -> None:
+    # real published tables (cited imports): a band whose wins are lopsided beyond doubt (every shape but at
+    # most one) is called for its winner, a band is never called for the side that wins fewer of its
+    # shapes, and the summary's shares are exactly the band segments' (one verdict per band)
+    from mfu_sweep.analysis.compare import compare_series
+    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.results import load_sweeps
+
+    series = group_series(load_sweeps([str(PUBLISHED / f"{a}.json"), str(PUBLISHED / f"{b}.json")]))
+    sa, sb = (next(s for k, s in series.items() if k.label == x and k.dtype == dtype) for x in (a, b))
+    c = compare_series(sa, sb, "tflops", use_fit=False)
+    for band in c.bands:
+        if band.n >= 10 and min(band.wins_a, band.wins_b) <= 1:
+            assert band.verdict == (1 if band.wins_a > band.wins_b else -1), band
+        if band.verdict:
+            assert (band.wins_a - band.wins_b) * band.verdict > 0, band
+    s = c.lead_summary()
+    w = point_weights([p.flops for p in c.points])
+    for name, share in ((a, s.share_a), (b, s.share_b)):
+        seg_points = [p for p in c.points if any(g.leader == name and g.start_flops <= p.flops <= g.end_flops
+                                                 for g in c.segments)]
+        assert share == pytest.approx(sum(w[c.points.index(p)] for p in seg_points), abs=1e-9)
+        assert (share > 0) == (f"{name} leads" in c.sentence())

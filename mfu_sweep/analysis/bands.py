@@ -23,27 +23,33 @@ The shape test (every method)
     by dynamic programming) up to ``EXACT_MAX`` shapes without ties, else the
     normal approximation with the conditional variance ``sum rank^2`` (exact
     for ties and zero differences). Slow drift of the machine across
-    consecutive shapes makes neighbours' signs agree; the lag-1..``DRIFT_LAGS``
+    consecutive shapes makes neighbours' signs agree; the lag-1 and lag-2
     autocorrelation of the within-band residuals in FLOP order (pooled over the
-    pair, kept only where it exceeds its white-noise bound) inflates the null
-    variance by ``1 + 2 sum (1 - k/(L+1)) rho_k`` (Bartlett), so drift is not
-    counted as independent shapes.
+    pair, used only where lag 1 exceeds its white-noise bound) fit a white
+    noise plus AR(1) model whose variance factor for a band mean inflates the
+    null variance (:func:`drift_factor`), so drift is not counted as
+    independent shapes.
 
-The common-offset test (``runs``: both series in R >= 2 passes; or a calibration)
-    A pass that was slow on every shape of a band moves all its ``d_i`` the same
-    way, which no test over shapes can see. With passes, the band mean of the
-    log ratio is tested against the run-to-run variance of the band mean itself
-    (each pass's mean deviation over the band's shapes, Welch t with
-    Satterthwaite df); the variance of a timing-method calibration (one factor
-    per band, :mod:`mfu_sweep.analysis.timing`) adds to it. A band leads only
-    if *both* tests reject (intersection-union: its p-value is the larger of
-    the two), so each source of error is held at ``alpha``.
+With passes (``runs``: both series in R >= 2 passes)
+    The band mean of the log ratio with the shape as a random effect
+    (:func:`random_effects`: DerSimonian-Laird shape variance, Hartung-Knapp
+    standard error) against each shape's run-to-run variance, plus the
+    variance of the band mean that pass-level offsets or drift within a pass
+    add (each pass's mean deviation over the band, beyond what independent
+    per-shape noise explains), Satterthwaite df.
+
+Calibration (either method)
+    A timing-method calibration (:mod:`mfu_sweep.analysis.timing`) divides one
+    factor per band out of the ratios; its variance joins the ``runs`` test, and
+    for ``shapes`` a second test of the band mean against shape scatter plus
+    calibration variance must also reject (intersection-union: the larger
+    p-value), so each source of error is held at ``alpha``.
 
 Then Holm's step-down correction over the bands of the pair (family-wise error
 ``alpha``). The effect of a band is the Hodges-Lehmann estimate (median of the
 Walsh averages, the centre the signed-rank test is about) with its
-signed-rank interval, widened by the drift factor and by the common-offset
-variance.
+signed-rank interval, widened by the drift factor and any calibration
+variance (``shapes``), or the random-effects mean with its t interval (``runs``).
 """
 
 from __future__ import annotations

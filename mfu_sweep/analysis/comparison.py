@@ -277,7 +277,9 @@ def _effect(seg: Segment, a: str, metric: str) -> str:
     ratio = seg.ratio if seg.leader == a else 1.0 / seg.ratio
     if metric == "mfu":
         return f"{metric_words(metric)}: MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}"
-    return f"{metric_words(metric)}: {(ratio - 1) * 100:+.0f}% TFLOP/s"
+    pct = (ratio - 1) * 100
+    return f"{metric_words(metric)}: {pct:+.1f}% TFLOP/s" if abs(pct) < 9.5 else \
+        f"{metric_words(metric)}: {pct:+.0f}% TFLOP/s"
 
 
 def _share(fraction: float) -> str:

@@ -30,9 +30,10 @@ H100_EXAMPLE = "one H100: mamf-finder log vs the OpenXLA table's sm_90, median r
 
 
 def timing_differences(a: Series, b: Series) -> list[str]:
-    """The timing fields (timer, cache, mode) known on both sides that differ; not the mode when the modes
-    are what is compared (``--a X/DTYPE/eager --b X/DTYPE/compile``)."""
-    fields = [f for f in FIELDS if f != "mode" or "|" not in a.mode]
+    """The timing fields (timer, cache, mode) known on both sides that differ; not the mode when one
+    device's modes are what is compared (``--a X/DTYPE/eager --b X/DTYPE/compile``)."""
+    same_device = a.device.get("label") is not None and a.device.get("label") == b.device.get("label")
+    fields = [f for f in FIELDS if f != "mode" or "|" not in a.mode or not same_device]
     return [f for f in fields if a.timing.get(f) and b.timing.get(f) and a.timing.get(f) != b.timing.get(f)]
 
 
