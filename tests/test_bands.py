@@ -196,3 +196,23 @@ def test_published_pairs_verdicts_agree_with_clear_win_counts_and_with_the_summa
                                                  for g in c.segments)]
         assert share == pytest.approx(sum(w[c.points.index(p)] for p in seg_points), abs=1e-9)
         assert (share > 0) == (f"{name} leads" in c.sentence())
+
+
+def test_two_real_mamf_finder_logs_of_one_node_compare_in_one_piece(tmp_path: Path) -> None:
+    # real excerpts of two GPUs of one 8xH100 node (tests/data/import/provenance.toml): the same timing on
+    # both sides (no timing note), every shape in one band, so at most one segment and no crossover
+    data = Path(__file__).parent / "data" / "import"
+    logs = [str(data / f"mamf_finder_shisa_gpu{i}_bf16_excerpt.txt") for i in (0, 1)]
+    out = tmp_path / "out"
+    labels = [a for i, log in enumerate(logs) for a in ("--label", f"{Path(log).name}:NVIDIA H100 80GB HBM3=gpu{i}")]
+    res = CliRunner().invoke(main, ["import", "mamf-finder", *logs, *labels, "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    cmp = CliRunner().invoke(main, ["compare", str(out / "gpu0.json"), str(out / "gpu1.json"), "--no-fit",
+                                    "--metric", "tflops", "--json"])
+    assert cmp.exit_code == 0, cmp.output
+    [c] = json.loads(cmp.output)["comparisons"]
+    assert c["timing"]["differs"] == [] and c["timing"]["a"]["timer"] == c["timing"]["b"]["timer"]
+    assert not any(n.startswith("timing differs") for n in c["notes"])
+    assert len(c["bands"]) == 1 and len(c["segments"]) == 1
+    assert [x for x in c["crossovers"] if x["method"] != "fit"] == []
+    assert c["bands"][0]["n_shapes"] == len(c["points"]) >= 8
