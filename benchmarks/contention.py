@@ -64,7 +64,7 @@ def sweep_once(out: Path, repeats: int, budget_s: float, busy_from: int | None, 
     """One sweep; busy loops start when pass ``busy_from`` begins (None: never). (sweep, seconds)."""
     pids: list[int] = []
 
-    def on_pass(index: int, _r: int) -> None:
+    def on_pass(index: int, *_: object) -> None:
         if busy_from is not None and index == busy_from and not pids:
             pids.extend(start_busy(2))
             time.sleep(0.1)
