@@ -37,8 +37,10 @@ def best_sentence(summary: SeriesSummary) -> str:
     mfu = f", MFU {best.mfu:.1%} {PEAK_WORDS.get(summary.peak_kind, '')}".rstrip() if best.mfu is not None else \
         f" (no {summary.key.dtype} peak: MFU unknown)"
     passes = f", median of {best.n_passes} passes" if best.n_passes > 1 else ""
+    above = (" - above 100%: the peak is too low for this run (records flagged above_peak, kept)"
+             if best.mfu is not None and best.mfu > 1 else "")
     return (f"best {summary.key.dtype} {summary.key.mode}: {significant(best.tflops)} TFLOP/s{mfu}, "
-            f"at {best.shape} ({format_flops(best.flops)}{passes})")
+            f"at {best.shape} ({format_flops(best.flops)}{passes}){above}")
 
 
 def ceiling_phrase(fit: RooflineFit | None, unfitted: str | None = None) -> str:
@@ -68,10 +70,17 @@ def sweep_headline(sweeps: Sequence[Sweep], output: str | Path, *, n_boot: int =
     several = len({k.label for k in series}) > 1
     lines = [(f"{key.label}: " if several else "") + best_sentence(summarise(s)) + "; "
              + ceiling_phrase(fits.get(key), unfitted.get(key)) for key, s in series.items()]
+    lines += peak_lines(sweeps)
     path = shlex.quote(str(output))
     lines.append(f"next: mfu-sweep report {path} -o report/  (figures, fits and every shape; "
                  f"mfu-sweep plot {path} for the figures alone)")
     return "\n".join(lines)
+
+
+def peak_lines(sweeps: Sequence[Sweep]) -> list[str]:
+    """Why a peak is not the plain spec or table value (a measured clock or ceiling), once per distinct reason."""
+    reasons = dict.fromkeys(s.peak.basis for s in sweeps if s.peak.basis)
+    return [f"peak: {reason}" for reason in reasons]
 
 
 def pair_sentences(comparisons: Iterable[Any]) -> list[str]:
