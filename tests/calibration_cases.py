@@ -249,3 +249,39 @@ def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = Tr
             lo, hi = getattr(fit, k + "_ci")
             covered[k] += lo <= value <= hi
     return FitScore(seeds, covered, unconstrained)
+
+
+# -- band verdicts of a pair (mfu_sweep.analysis.bands) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BandScore:
+    seeds: int
+    false_leads: int  # seeds with a band verdict between identical chips (or against the planted sign)
+    bands: int
+    covered: int  # bands whose [low, high] holds the true log ratio of the band
+    methods: frozenset[str]
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / max(self.bands, 1)
+
+
+def score_bands(case: PairCase, seeds: int, seed: int = 0, size: float = 0.0) -> BandScore:
+    """Band verdicts of identical chips (``size`` 0) or of a uniform lead ``size``: wrong calls and interval
+    coverage. ``runs`` (with its run-to-run variance) when both sides have two passes or more, else ``shapes``."""
+    from mfu_sweep.analysis.bands import band_verdicts, run_variance
+
+    x, truth, va, vb = case.draw(seeds, seed, np.full(case.n_shapes, float(size)))
+    flops = np.exp(x)
+    runs = min(case.passes) >= 2
+    wrong = n_bands = covered = 0
+    for s in range(seeds):
+        bands = band_verdicts(flops, va[s], vb[s], alpha=ALPHA,
+                              run_var=run_variance(flops, va[s], vb[s]) if runs else None)
+        wrong += any(b.verdict != 0 and (size == 0 or b.verdict != np.sign(size)) for b in bands)
+        for b in bands:
+            true = float(np.mean(truth[b.start:b.stop]))
+            n_bands += 1
+            covered += b.low <= true <= b.high
+    return BandScore(seeds, wrong, n_bands, covered, frozenset({"runs" if runs else "shapes"}))
