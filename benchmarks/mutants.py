@@ -42,6 +42,7 @@ EVIDENCE = ((CAL, "-k", "runs_interval or offsets_are"), ("tests/test_compare.py
             (CAL, "-k", "identical_chips or one_pass or crossover"), ("tests/test_evidence.py",))
 LEADERBOARD = ((CAL, "-k", "fleet or band"), ("tests/test_leaderboard.py",))
 VERDICTS = ((CAL, "-k", "crossover"), ("tests/test_compare.py",))
+BANDS = ((CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py",), ("tests/test_compare.py",))
 PAIR = (("tests/test_compare.py",),)
 
 
@@ -59,6 +60,7 @@ class Mutant:
 
 E, L, V, P = ("mfu_sweep/analysis/evidence.py", "mfu_sweep/analysis/leaderboard.py",
               "mfu_sweep/analysis/verdicts.py", "mfu_sweep/analysis/pair.py")
+B, BS = "mfu_sweep/analysis/bands.py", "mfu_sweep/analysis/band_segments.py"
 
 MUTANTS = (
     # -- named: survived the old suite, or nearly --
@@ -121,10 +123,16 @@ MUTANTS = (
            "reference median's se over k devices, not the k - 1 others"),
     Mutant("place-verdicts-tie", "fresh", V, "if 2 * int((group == lead).sum()) > len(group):",
            "if 2 * int((group == lead).sum()) >= len(group):", VERDICTS, "a FLOP count's leader at half its points"),
-    Mutant("crossover-interval-collapsed", "fresh", V, "raw[i].flops, raw[j].flops, names[s0]",
-           "raw[i].flops, raw[i].flops, names[s0]", VERDICTS, "data crossover interval of zero width"),
+    Mutant("crossover-interval-collapsed", "fresh", BS, "lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops",
+           "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", BANDS,
+           "data crossover interval of zero width"),
     Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))", PAIR,
            "fit band's critical value at the alpha quantile"),
+    # -- band verdicts (compare's verdict per FLOP band) --
+    Mutant("band-no-correlation", "bands", B, "parts = [(se**2, df), *_correlated(sides, run_var, s, e)]",
+           "parts = [(se**2, df)]", BANDS, "band mean tested against independent shapes only (no drift, no offsets)"),
+    Mutant("band-no-holm", "bands", B, "adjusted = holm([r[10] for r in rows]) if rows else np.array([])",
+           "adjusted = np.array([r[10] for r in rows])", BANDS, "band verdicts without Holm over the bands"),
 )
 
 
@@ -190,7 +198,7 @@ def main() -> None:
     for m, outcome, _took, why in rows:
         note = f" (argued equivalent: {m.equivalent})" if m.equivalent and outcome == "survived" else ""
         print(f"| `{m.id}` | {m.group} | {Path(m.path).name} | {m.what} | {outcome}{note} | {why or '-'} |")
-    for group in ("named", "fresh"):
+    for group in ("named", "fresh", "bands"):
         mine = [r for r in rows if r[0].group == group]
         alive = [r[0].id for r in mine if r[1] == "survived" and not r[0].equivalent]
         print(f"\n{group}: {len(mine)} mutants, {sum(r[1] == 'killed' for r in mine)} killed, "

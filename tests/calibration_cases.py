@@ -34,7 +34,7 @@ from synthetic_fleet import fleet_docs
 from mfu_sweep.analysis.evidence import Evidence, lead_evidence
 from mfu_sweep.analysis.leaderboard import Leaderboard, leaderboard
 from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.verdicts import _Raw, data_crossovers
+from mfu_sweep.analysis.verdicts import _Raw
 from mfu_sweep.results import parse_document
 
 ALPHA = 0.05
@@ -130,17 +130,14 @@ class CrossScore:
 
 
 def score_crossovers(case: PairCase, seeds: int, seed: int = 0, size: float = math.log(1.1)) -> CrossScore:
-    """The seed's pattern (a leads 1-100 GFLOP, b 0.1-1 TFLOP, a above) and its data crossover intervals."""
-    lo, hi = 6.0, 13.0
-    x10 = np.linspace(lo, hi, case.n_shapes)
+    """The seed's pattern (a leads 1-100 GFLOP, b 0.1-1 TFLOP, a above) and compare's data crossover intervals."""
+    x10 = np.linspace(6.0, 13.0, case.n_shapes)
     truth = log_ratio_seed_crossover(x10, size)
-    x, _, evs = pair_evidence(case, seeds, seed, truth)
-    flops = np.exp(x)
-    raw = [_Raw(float(f), f"s{i}", np.zeros(1), np.zeros(1), 0.0, "matched", None) for i, f in enumerate(flops)]
+    x, _, va, vb = case.draw(seeds, seed, truth)
     found = covered = wrong = 0
-    for e in evs:
-        cross = data_crossovers(raw, e, "a", "b")
-        wrong += bool(((e.verdict * np.sign(truth)) < 0).any())
+    for s in range(seeds):
+        _, bands, _, cross = compare_arrays(x, va[s], vb[s])
+        wrong += any(b.verdict != 0 and b.verdict * np.sign(np.mean(truth[b.start:b.stop])) < 0 for b in bands)
         if [(c.from_label, c.to_label) for c in cross] == [("a", "b"), ("b", "a")]:
             found += 1
             covered += sum(c.low_flops <= 10**t <= c.high_flops for c, t in zip(cross, (11.0, 12.0), strict=True))
@@ -251,37 +248,51 @@ def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = Tr
     return FitScore(seeds, covered, unconstrained)
 
 
-# -- band verdicts of a pair (mfu_sweep.analysis.bands) ----------------------------------------------------
+# -- what compare reports: band verdicts, per-shape points, crossovers (mfu_sweep.analysis.bands) ---------
+
+
+def compare_arrays(log_flops: np.ndarray, values_a: np.ndarray, values_b: np.ndarray) -> tuple[str, list, list, list]:
+    """The data part of :func:`mfu_sweep.analysis.pair.compare_series` on arrays (same calls, same order):
+    method, band verdicts, per-shape points and data crossovers of a over b."""
+    from mfu_sweep.analysis import band_segments
+    from mfu_sweep.analysis.bands import band_verdicts, run_variance
+    from mfu_sweep.analysis.evidence import choose_method
+
+    flops = np.exp(log_flops)
+    raw = [_Raw(float(f), f"s{i}", values_a[:, i], values_b[:, i], 0.0, "matched", None) for i, f in enumerate(flops)]
+    method = choose_method(values_a, values_b)
+    run_var = run_variance(flops, values_a, values_b, np.zeros(len(flops))) if method == "runs" else None
+    bands = band_verdicts(flops, values_a, values_b, alpha=ALPHA, run_var=run_var)
+    points = band_segments.points(raw, bands, "a", "b", method, ALPHA, run_var)
+    return method, bands, points, band_segments.crossovers(raw, bands, "a", "b", method)
 
 
 @dataclass(frozen=True)
-class BandScore:
+class CompareScore:
     seeds: int
     false_leads: int  # seeds with a band verdict between identical chips (or against the planted sign)
+    point_coverage: float  # mean share of shapes whose ratio_low/ratio_high holds the true ratio
     bands: int
     covered: int  # bands whose [low, high] holds the true log ratio of the band
     methods: frozenset[str]
 
     @property
-    def coverage(self) -> float:
+    def band_coverage(self) -> float:
         return self.covered / max(self.bands, 1)
 
 
-def score_bands(case: PairCase, seeds: int, seed: int = 0, size: float = 0.0) -> BandScore:
-    """Band verdicts of identical chips (``size`` 0) or of a uniform lead ``size``: wrong calls and interval
-    coverage. ``runs`` (with its run-to-run variance) when both sides have two passes or more, else ``shapes``."""
-    from mfu_sweep.analysis.bands import band_verdicts, run_variance
-
+def score_compare(case: PairCase, seeds: int, seed: int = 0, size: float = 0.0) -> CompareScore:
+    """Compare's verdicts and intervals for identical chips (``size`` 0) or a uniform lead of ``size``."""
     x, truth, va, vb = case.draw(seeds, seed, np.full(case.n_shapes, float(size)))
-    flops = np.exp(x)
-    runs = min(case.passes) >= 2
     wrong = n_bands = covered = 0
+    cover, methods = [], set()
     for s in range(seeds):
-        bands = band_verdicts(flops, va[s], vb[s], alpha=ALPHA,
-                              run_var=run_variance(flops, va[s], vb[s]) if runs else None)
+        method, bands, points, _ = compare_arrays(x, va[s], vb[s])
+        methods.add(method)
         wrong += any(b.verdict != 0 and (size == 0 or b.verdict != np.sign(size)) for b in bands)
         for b in bands:
-            true = float(np.mean(truth[b.start:b.stop]))
             n_bands += 1
-            covered += b.low <= true <= b.high
-    return BandScore(seeds, wrong, n_bands, covered, frozenset({"runs" if runs else "shapes"}))
+            covered += b.low <= float(np.mean(truth[b.start:b.stop])) <= b.high
+        ratio = np.exp(truth)
+        cover.append(np.mean([p.ratio_low <= r <= p.ratio_high for p, r in zip(points, ratio, strict=True)]))
+    return CompareScore(seeds, wrong, float(np.mean(cover)), n_bands, covered, frozenset(methods))

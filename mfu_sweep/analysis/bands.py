@@ -34,9 +34,10 @@ With passes (``runs``: both series in R >= 2 passes)
     The band mean of the log ratio with the shape as a random effect
     (:func:`random_effects`: DerSimonian-Laird shape variance, Hartung-Knapp
     standard error) against each shape's run-to-run variance, plus the
-    variance of the band mean that pass-level offsets or drift within a pass
-    add (each pass's mean deviation over the band, beyond what independent
-    per-shape noise explains), Satterthwaite df.
+    variance of the band mean that drift within a pass (the correlation of
+    neighbouring shapes) and pass-level offsets add, both estimated over all
+    shapes of each series (:func:`mfu_sweep.analysis.evidence.run_side`; per
+    band, two passes would give one degree of freedom), Satterthwaite df.
 
 Calibration (either method)
     A timing-method calibration (:mod:`mfu_sweep.analysis.timing`) divides one
@@ -63,7 +64,7 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.evidence import holm, run_side
+from mfu_sweep.analysis.evidence import RunSide, holm, run_covariance, run_side
 
 BANDS_PER_DECADE = 2
 MIN_BAND_SHAPES = 10  # fewest shapes a band is widened to: 10 same-sign shapes give exact p = 0.002
@@ -282,22 +283,23 @@ def hodges_lehmann(d: np.ndarray, alpha: float, drift: float = 1.0) -> tuple[flo
 # -- the common-offset test ------------------------------------------------------------------
 
 
-def _excess_offsets(values: np.ndarray, start: int, stop: int) -> list[tuple[float, float]]:
-    """Variance of one series' band mean from pass-level offsets or drift: the run-to-run variance of the
-    band mean (:func:`band_offset_variance`) minus what independent per-shape noise explains, clipped at
-    zero, with ``R - 1`` df; [] with one pass."""
-    var, df = band_offset_variance(values, start, stop)
-    if not math.isfinite(df):
-        return []
-    v = np.atleast_2d(values)[:, start:stop]
-    n = np.isfinite(v).sum(axis=0)
-    ok = n >= 2
-    if not ok.any():
-        return []
-    with np.errstate(invalid="ignore"):
-        per_point = np.nanvar(v[:, ok], axis=0, ddof=1) / n[ok]
-    independent = float(per_point.mean()) / int(ok.sum())
-    return [(max(var - independent, 0.0), df)]
+def _correlated(sides: tuple[RunSide, RunSide], run_var: tuple[np.ndarray, np.ndarray], start: int,
+                stop: int) -> list[tuple[float, float]]:
+    """Variance of a band's mean log ratio beyond independent shapes, as parts ``(var, df)``: the correlation
+    of neighbouring shapes within a pass (drift through passes in FLOP order) and pass-level offsets.
+
+    Both come from :func:`mfu_sweep.analysis.evidence.run_side`, estimated over all shapes of each series
+    (its autocorrelation of pass deviations and its pass offsets), so a band of few shapes measured in two
+    passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance).
+    """
+    a, b = sides
+    cov = run_covariance(a.var / a.n_runs, b.var / b.n_runs, a.rho, b.rho)[start:stop, start:stop]
+    w = 1.0 / run_var[0][start:stop]
+    u = w / w.sum()
+    excess = float(u @ cov @ u - np.sum(u**2 * np.diag(cov)))
+    df = float(np.mean(np.minimum(a.df[start:stop], b.df[start:stop])))
+    parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]
+    return [(v, d) for v, d in parts if np.isfinite(v) and v > 0]
 
 
 def _satterthwaite(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
@@ -305,23 +307,6 @@ def _satterthwaite(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
     var = sum(v for v, _ in parts)
     denom = sum(v**2 / df for v, df in parts if math.isfinite(df) and v > 0)
     return var, (var**2 / denom if denom > 0 else math.inf)
-
-
-def band_offset_variance(values: np.ndarray, start: int, stop: int) -> tuple[float, float]:
-    """Run-to-run variance of one series' band mean (mean over passes) and its df; (0, inf) with one pass.
-
-    ``values`` is (passes, points) of log values, NaN where a pass lacks a
-    point; each pass's offset is its mean deviation from the per-point means
-    over the band's points.
-    """
-    v = np.atleast_2d(values)[:, start:stop]
-    with np.errstate(invalid="ignore"):
-        dev = v - np.nanmean(v, axis=0)[None, :]
-    rows = [row[np.isfinite(row)] for row in dev]
-    offsets = np.array([float(r.mean()) for r in rows if len(r)])
-    if len(offsets) < 2:
-        return 0.0, math.inf
-    return float(np.var(offsets, ddof=1)) / len(offsets), float(len(offsets) - 1)
 
 
 def common_p(mean: float, parts: Sequence[tuple[float, float]]) -> tuple[float | None, float]:
@@ -415,6 +400,8 @@ def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.nda
     edges = method_edges(flops, run_var is not None)
     drift = drift_factor(d, edges, np.log(f)) if run_var is None else 1.0
     rows = []
+    x_log = np.log(f)
+    sides = (run_side(x_log, va), run_side(x_log, vb)) if run_var is not None else None
     for k, (s, e, lo_f, hi_f) in enumerate(edges):
         x = d[s:e]
         if run_var is None:
@@ -432,7 +419,7 @@ def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.nda
             p = max(p_unit, p_common or 0.0) if agree else 1.0
         else:
             mu, se, df = (float(y[0]) for y in random_effects(x, run_var[0][s:e], run_var[1][s:e]))
-            parts = [(se**2, df), *_excess_offsets(va, s, e), *_excess_offsets(vb, s, e)]
+            parts = [(se**2, df), *_correlated(sides, run_var, s, e)]
             if calibration is not None:
                 parts.append(calibration[k][1:])
             p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0

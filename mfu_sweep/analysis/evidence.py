@@ -346,7 +346,7 @@ def runs_evidence(log_flops: np.ndarray, a: RunSide, b: RunSide, *, alpha: float
     with np.errstate(invalid="ignore", divide="ignore"):
         df_point = np.where(ok, v**2 / (va**2 / a.df + vb**2 / b.df), 1.0)
     half = np.where(ok, student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v), np.inf)
-    cov = (_run_covariance(np.where(ok, va, 0.0), np.where(ok, vb, 0.0), a.rho, b.rho)
+    cov = (run_covariance(np.where(ok, va, 0.0), np.where(ok, vb, 0.0), a.rho, b.rho)
            + np.diag(np.where(ok, v - va - vb, 0.0)))  # interpolation error: independent per point
     levels = [(np.where(ok, d, 0.0), np.where(ok, v, np.inf), df_point)]
     levels += [_run_level(np.where(ok, d, 0.0), v, ok, cov, df_point, (a, b), smoother_matrix(
@@ -374,7 +374,7 @@ def _run_level(d: np.ndarray, v: np.ndarray, ok: np.ndarray, cov: np.ndarray,
     return s @ d, var, df
 
 
-def _run_covariance(va: np.ndarray, vb: np.ndarray, rho_a: np.ndarray, rho_b: np.ndarray) -> np.ndarray:
+def run_covariance(va: np.ndarray, vb: np.ndarray, rho_a: np.ndarray, rho_b: np.ndarray) -> np.ndarray:
     """Covariance of the mean log ratio between points: each side's variance times its autocorrelation by lag."""
     lag = np.abs(np.arange(len(va))[:, None] - np.arange(len(va))[None, :])
     sa, sb = np.sqrt(va), np.sqrt(vb)
