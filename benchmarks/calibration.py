@@ -37,6 +37,7 @@ from calibration_cases import (  # noqa: E402  (SYNTHETIC cases live in tests/)
     PER_SHAPE_5,
     FleetCase,
     PairCase,
+    score_compare,
     score_crossovers,
     score_fit,
     score_fleet,
@@ -87,6 +88,30 @@ def pairs(seeds: int) -> None:
               f"(<= {_pct(_upper(s.false_leads, seeds))}) | {_pct(s.coverage)} |", flush=True)
 
 
+COMPARE = (
+    PairCase("1 vs 1", PER_SHAPE_2, (1, 1)), PairCase("1 vs 1", PER_SHAPE_5, (1, 1)),
+    PairCase("1 vs 3", PER_SHAPE_2, (1, 3)), PairCase("2 vs 2", PER_SHAPE_2, (2, 2)),
+    PairCase("5 vs 2", PER_SHAPE_5, (5, 2)), PairCase("2 vs 5", PER_SHAPE_5, (2, 5)),
+    PairCase("3 vs 2", PASS_OFFSETS, (3, 2)), PairCase("5 vs 5", PASS_OFFSETS, (5, 5)),
+    PairCase("2 vs 2, FLOP order", DRIFT, (2, 2), shuffle=False),
+    PairCase("3 vs 3, FLOP order", DRIFT, (3, 3), shuffle=False),
+    PairCase("2 vs 2, shuffled", DRIFT, (2, 2)), PairCase("1 vs 1, FLOP order", DRIFT, (1, 1), shuffle=False),
+    PairCase("1 vs 1, shuffled", DRIFT, (1, 1)),
+)
+
+
+def compare(seeds: int) -> None:
+    print(f"\nWhat compare reports, identical SYNTHETIC chips, {seeds} seeds: seeds with a band verdict (95% upper "
+          "bound) / per-shape coverage / band-interval coverage")
+    print("| noise | passes (a vs b) | method | false leads | shape coverage | band coverage |")
+    print("|---|---|---|---:|---:|---:|")
+    for case in COMPARE:
+        s = score_compare(case, seeds, seed=1)
+        print(f"| {case.model.name} | {case.name} | {'/'.join(sorted(s.methods))} | "
+              f"{_pct(s.false_leads / seeds)} (<= {_pct(_upper(s.false_leads, seeds))}) | {_pct(s.point_coverage)} | "
+              f"{_pct(s.band_coverage)} |", flush=True)
+
+
 def crossings(seeds: int) -> None:
     print(f"\nThe seed's crossovers (+-10%), {seeds} seeds: both found / interval holds the true crossing / "
           "a lead for the wrong chip")
@@ -126,12 +151,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=400, help="seeds per pair row (default 400)")
     parser.add_argument("--fleet-seeds", type=int, default=200, help="seeds per fleet row (default 200)")
     parser.add_argument("--fit-seeds", type=int, default=100, help="seeds per fit row (default 100)")
-    parser.add_argument("--part", nargs="*", choices=("pairs", "crossings", "fleets", "fits"),
-                        default=["pairs", "crossings", "fleets", "fits"], help="which tables (default all)")
+    parser.add_argument("--part", nargs="*", choices=("compare", "pairs", "crossings", "fleets", "fits"),
+                        default=["compare", "pairs", "crossings", "fleets", "fits"], help="which tables (default all)")
     args = parser.parse_args()
     start = time.monotonic()
     for part in args.part:
-        {"pairs": lambda: pairs(args.seeds), "crossings": lambda: crossings(max(args.seeds // 4, 20)),
+        {"compare": lambda: compare(args.seeds),
+         "pairs": lambda: pairs(args.seeds), "crossings": lambda: crossings(max(args.seeds // 4, 20)),
          "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds)}[part]()
     print(f"\n({time.monotonic() - start:.0f} s)")
 
