@@ -119,7 +119,8 @@ def crossings(seeds: int) -> None:
     print("|---|---|---:|---:|---:|")
     for case in CROSSINGS:
         s = score_crossovers(case, seeds, seed=3)
-        print(f"| {case.model.name} | {case.name} | {_pct(s.found / seeds)} | {_pct(s.coverage)} | "
+        cover = _pct(s.coverage) if s.found else "—"
+        print(f"| {case.model.name} | {case.name} | {_pct(s.found / seeds)} | {cover} | "
               f"{_pct(s.wrong / seeds)} |", flush=True)
 
 
