@@ -4,6 +4,7 @@ the signed-rank test's exact null, merging, and that segments, shares and senten
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -224,3 +225,26 @@ def test_drift_within_passes_in_flop_order_is_measured_by_the_passes() -> None:
     # correlation along FLOPs, a few %. 150 seeds: MC sd 1.8% at 5%, so 0.09 fails the uncorrected method.
     calls = _verdicts(PairModel(offset=0.2, drift=0.02), seeds=150, repeats=3, seed=7)
     assert float((calls != 0).any(axis=1).mean()) <= 0.09
+
+
+def test_fieller_crossing_narrows_the_bracket_with_dense_shapes_and_covers_the_truth() -> None:
+    # SYNTHETIC: log ratio = 0.3 * (x - x0) + noise(sd 0.02) on 25 shapes across a one-decade bracket; over
+    # 400 seeds the 95% interval must hold x0 in 90-99% of them (binomial sd ~1.1% at 95%) and be far
+    # narrower than the bracket; with 5 shapes (below FIELLER_MIN_POINTS) the bracket itself comes back.
+    from mfu_sweep.analysis.band_segments import FIELLER_MIN_POINTS, fieller_crossing
+
+    lo, hi, x0 = math.log(1e9), math.log(1e10), math.log(3e9)
+    rng = np.random.default_rng(7)
+    x = np.linspace(lo, hi, 25)
+    held, widths = 0, []
+    for _ in range(400):
+        d = 0.3 * (x - x0) + rng.normal(0, 0.02, x.size)
+        a, b = fieller_crossing(x, d, lo, hi)
+        held += a <= x0 <= b
+        widths.append(b - a)
+    assert 0.90 <= held / 400 <= 0.99, held
+    assert np.median(widths) < 0.2 * (hi - lo)
+    few = np.linspace(lo, hi, FIELLER_MIN_POINTS - 1)
+    assert fieller_crossing(few, 0.3 * (few - x0), lo, hi) == (lo, hi)
+    flat = rng.normal(0, 0.02, x.size)  # no slope to speak of: the bracket, not a made-up crossing
+    assert fieller_crossing(x, flat, lo, hi) == (lo, hi)

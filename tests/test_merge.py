@@ -182,3 +182,25 @@ def test_cli_merge_label_clash_is_one_line(tmp_path: Path) -> None:
     fixed = CliRunner().invoke(main, ["merge", str(a), str(b), "-o", str(tmp_path / "m.json"),
                                       "--relabel", f"{b}:gpu=gpu-2"])
     assert fixed.exit_code == 0, fixed.output
+
+
+@pytest.mark.parametrize(("basis", "peaks", "ok"), [
+    ("measured clock", (600.0, 606.0), True),     # two runs' clock probes of one machine, 1% apart
+    ("measured clock", (600.0, 660.0), False),    # 10% apart: not the same machine state, refuse
+    ("", (600.0, 606.0), False),                   # table or vendor peaks never differ within one series
+])
+def test_one_series_takes_two_measured_peaks_only_when_they_nearly_agree(tmp_path: Path, basis: str, peaks,
+                                                                        ok: bool) -> None:
+    from mfu_sweep.analysis.series import SeriesError, group_series
+
+    docs = [_doc("gpu", seed=i, peak_tflops=p) for i, p in enumerate(peaks)]
+    for d in docs:
+        d["peak"]["basis"] = basis
+    files = [write_sweep(tmp_path, d, f"r{i}.json") for i, d in enumerate(docs)]
+    sweeps = load_sweeps(files)
+    if ok:
+        (series,) = group_series(sweeps).values()
+        assert len(series.records) == 2 * len(FLOPS)
+    else:
+        with pytest.raises(SeriesError, match="disagree on peak"):
+            group_series(sweeps)

@@ -21,6 +21,7 @@ from mfu_sweep.analysis.refine import (
     refine_round,
     shape_file_text,
     square_near,
+    trend_regions,
 )
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.measure.passes import plan_passes
@@ -240,7 +241,7 @@ def test_refine_loop_stops_settled_or_on_budget_and_says_which(tmp_path) -> None
     assert len(roomy.shape_files) == roomy.rounds and all(Path(f).exists() for f in roomy.shape_files)
     (tmp_path / "tight").mkdir()
     out, other, measure, clock, a = _loop_files(tmp_path / "tight", 7)
-    budget = a.seconds + 60  # the first round here costs ~100 simulated seconds: it must not start
+    budget = a.seconds + 1  # any first round costs more than 1 simulated second: it must not start
     tight = refine_loop(out, LoopSettings(target=1.5, budget_s=budget, others=(str(other),)), measure, a.seconds,
                         clock=lambda: clock[0])
     assert tight.reason == "budget" and tight.rounds == 0 and tight.seconds <= budget
@@ -257,3 +258,27 @@ def test_parse_until_and_duration() -> None:
             parse_until(bad)
     with pytest.raises(LoopError, match="positive duration"):
         parse_duration("0m")
+
+
+def test_a_ratio_sweeping_through_one_inside_an_uncalled_band_is_a_candidate(tmp_path: Path) -> None:
+    # SYNTHETIC (tests/synthetic.py): 6 shapes measured once each over 2.7 decades are one band (a one-pass
+    # band needs 10 shapes), which cannot be called; a 100 us per-call overhead makes "slow-start" far behind
+    # on the smallest shapes and far ahead on the largest, so its ratio crosses 1 inside that band.
+    from synthetic import make_sweep_doc, write_sweep
+
+    from mfu_sweep.results import load_sweeps
+
+    flops = [float(f) for f in np.geomspace(1e5, 3e7, 6)]
+    docs = [make_sweep_doc("slow-start", P_tflops=1000.0, W_tbs=100.0, t0_s=1e-4, dtype="fp32", flops=flops,
+                           peak_tflops=0.1, seed=3),
+            make_sweep_doc("quick", P_tflops=0.05, W_tbs=0.05, t0_s=2e-6, dtype="fp32", flops=flops,
+                           peak_tflops=0.1, seed=4)]
+    (c,) = compare_all(load_sweeps([write_sweep(tmp_path, d) for d in docs]), metric="tflops", use_fit=False)
+    assert all(b.verdict == 0 for b in c.bands) and not c.crossovers
+    (region,) = trend_regions(c, [])
+    def ratio_at(flops: float) -> float:
+        return min(c.points, key=lambda p: abs(math.log(p.flops / flops))).ratio
+
+    below, above = ratio_at(region.low_flops), ratio_at(region.high_flops)
+    assert region.kind == "candidate" and (below - 1) * (above - 1) < 0  # the two shapes either side of 1
+    assert trend_regions(c, [(region.low_flops, region.high_flops)]) == []  # a covered stretch is not repeated

@@ -99,8 +99,60 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
         lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops
         inside = (log_f >= math.log(lo)) & (log_f <= math.log(hi))
         x = crossing_point(log_f[inside], d[inside]) if inside.sum() >= 2 else math.log(math.sqrt(lo * hi))
-        out.append(Crossover(math.exp(x), lo, hi, names[v0], names[v1], method))
+        x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi))
+        x = min(max(x, x_lo), x_hi)
+        out.append(Crossover(math.exp(x), math.exp(x_lo), math.exp(x_hi), names[v0], names[v1], method))
     return out
+
+
+def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+    """:func:`fieller_crossing` over the bracket, then once more over the shapes within three interval widths
+    of the first interval (where a line describes the log ratio better than over the whole bracket)."""
+    x_lo, x_hi = fieller_crossing(x, d, lo, hi)
+    if (x_lo, x_hi) == (lo, hi):
+        return lo, hi
+    width = x_hi - x_lo
+    near = (x >= x_lo - width) & (x <= x_hi + width)
+    if near.sum() < FIELLER_MIN_POINTS or near.all():
+        return x_lo, x_hi
+    n_lo, n_hi = fieller_crossing(x[near], d[near], lo, hi)
+    return (n_lo, n_hi) if (n_lo, n_hi) != (lo, hi) else (x_lo, x_hi)
+
+
+FIELLER_MIN_POINTS = 6  # a line through fewer shapes has too few degrees of freedom to narrow the bracket
+
+
+def fieller_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float, alpha: float = 0.05) -> tuple[float, float]:
+    """Where a straight line through the log ratios ``d`` of the shapes between two opposite leads crosses
+    zero, with Fieller's ``1 - alpha`` interval, clipped to the bracket ``[lo, hi]`` (log FLOPs). The bracket
+    itself (the two bands' median FLOPs) when the shapes do not bound the crossing: too few of them, a slope
+    indistinguishable from flat, or an interval reaching past the bracket. Dense shapes near a crossing
+    (what ``refine`` adds) narrow it below a band's width; the residual scatter of the shapes about the line
+    is the noise, so shape-to-shape differences widen it rather than pass for precision."""
+    n = len(x)
+    if n < FIELLER_MIN_POINTS:
+        return lo, hi
+    xc = x - x.mean()
+    sxx = float(xc @ xc)
+    if sxx <= 0:
+        return lo, hi
+    slope = float(xc @ (d - d.mean())) / sxx
+    level = float(d.mean())
+    resid = d - level - slope * xc
+    s2 = float(resid @ resid) / (n - 2)
+    tq = float(student_t.ppf(1 - alpha / 2, n - 2))
+    g = tq**2 * s2 / (sxx * slope**2) if slope else math.inf
+    if g >= 1:
+        return lo, hi
+    # Fieller: theta = level/slope, the crossing is at mean(x) - theta
+    disc = slope**2 / n + level**2 / sxx - tq**2 * s2 / (n * sxx)
+    root = tq * math.sqrt(s2 * max(disc, 0.0))
+    denom = slope**2 - tq**2 * s2 / sxx
+    thetas = ((level * slope - root) / denom, (level * slope + root) / denom)
+    x_lo, x_hi = sorted(x.mean() - t for t in thetas)
+    if x_lo >= hi or x_hi <= lo:  # the line crosses outside the bracket: it does not describe these shapes
+        return lo, hi
+    return max(lo, x_lo), min(hi, x_hi)
 
 
 def _point_noise(raw: Sequence[_Raw], bands: Sequence[Band],

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import norm, spearmanr
 
 from mfu_sweep.analysis.comparison import ComparePoint, Comparison, format_flops
 from mfu_sweep.analysis.evidence import apply_min_run
@@ -251,8 +251,8 @@ def crossover_regions(c: Comparison, target: float) -> list[Region]:
 
 def _leanings(points: Sequence[ComparePoint], min_run: int) -> np.ndarray:
     """+1/-1 where a point's unadjusted p-value is below ``LEAN_P``, held over ``min_run`` FLOP counts."""
-    lean = np.array([int(np.sign(math.log(p.trend_ratio or p.ratio))) if p.p_value < LEAN_P else 0
-                     for p in points], dtype=int)
+    # the point's own ratio: its p-value tests that ratio (trend_ratio is its whole band's, one sign per band)
+    lean = np.array([int(np.sign(math.log(p.ratio))) if p.p_value < LEAN_P else 0 for p in points], dtype=int)
     return apply_min_run(lean, min_run, [p.flops for p in points])
 
 
@@ -273,9 +273,33 @@ def candidate_regions(c: Comparison) -> list[Region]:
         if lean[i] == lean[j] or j == i:
             continue
         lo, hi = pts[i].flops, pts[j].flops
-        if any(a <= lo and hi <= b for a, b in called):
-            continue  # inside a called crossover's interval: that region covers it
+        if any(a < hi and lo < b for a, b in called):
+            continue  # overlaps a called crossover's interval: the same sign change, that region covers it
         out.append(Region("candidate", lo, hi, _pair_name(c)))
+    return out + trend_regions(c, called + [(r.low_flops, r.high_flops) for r in out])
+
+
+def trend_regions(c: Comparison, covered: Sequence[tuple[float, float]]) -> list[Region]:
+    """Inside a band with no leader, a log ratio that trends with FLOPs (Spearman p < ``LEAN_P``) and changes
+    sign: the shapes on either side of where a line through them crosses zero. The band's scatter hides a
+    crossover from the per-shape p-values when the ratio sweeps through 1 within one band (a sparse sweep)."""
+    out = []
+    for band in (b for b in c.bands if b.verdict == 0):
+        pts = [p for p in c.points if band.low_flops <= p.flops <= band.high_flops]
+        if len(pts) < 4:
+            continue
+        x = np.log([p.flops for p in pts])
+        d = np.log([p.ratio for p in pts])
+        if np.all(d > 0) or np.all(d < 0) or np.ptp(x) == 0 or spearmanr(x, d).pvalue >= LEAN_P:
+            continue
+        slope, level = np.polyfit(x, d, 1)
+        cross = -level / slope
+        below, above = x[x <= cross], x[x > cross]
+        if not len(below) or not len(above):
+            continue
+        lo, hi = math.exp(below.max()), math.exp(above.min())
+        if not any(a < hi and lo < b for a, b in covered):
+            out.append(Region("candidate", lo, hi, _pair_name(c)))
     return out
 
 
