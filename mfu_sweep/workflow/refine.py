@@ -70,7 +70,8 @@ class LoopSettings:
 
 @dataclass(frozen=True)
 class LoopResult:
-    """Why the loop stopped (``settled``, ``looks`` or ``budget``), its rounds, device seconds and last plan."""
+    """Why the loop stopped (``settled``, ``looks``, ``budget`` or ``stalled``), its rounds, device seconds and
+    last plan."""
 
     reason: str
     rounds: int
@@ -81,7 +82,9 @@ class LoopResult:
     def sentence(self) -> str:
         why = {"settled": "every crossover is narrower than the target and nothing leans open",
                "looks": "the planned looks are used up (the verdicts' error budget is spent)",
-               "budget": "the next round does not fit in the device-time budget left"}[self.reason]
+               "budget": "the next round does not fit in the device-time budget left",
+               "stalled": "nothing left to propose: the open regions have no room for another shape at the "
+                          "target's spacing and no passes to add"}[self.reason]
         tail = f"; {self.plan.sentence()}" if self.plan else ""
         return f"refine loop stopped after {self.rounds} round(s), {self.seconds:.0f} s of device time: {why}{tail}"
 
@@ -142,6 +145,8 @@ def refine_loop(output: Path, settings: LoopSettings, measure: Measure, spent_s:
         say(plan.sentence())
         if plan.status != "open":
             return LoopResult("settled" if plan.status == "settled" else "looks", rounds, seconds, plan, tuple(files))
+        if not plan.proposals:  # open, but another round would measure nothing and look at the same data
+            return LoopResult("stalled", rounds, seconds, plan, tuple(files))
         own = load_sweeps([output])
         records = [r for s in own for r in s.records]
         cost = new_slots(plan, own[0]) * seconds_per_slot(records, seconds)
@@ -153,6 +158,8 @@ def refine_loop(output: Path, settings: LoopSettings, measure: Measure, spent_s:
         files.append(str(path))
         family = plan.family
         start = clock()
-        measure([(p.shape, family, p.passes) for p in plan.proposals])
+        after = measure([(p.shape, family, p.passes) for p in plan.proposals])
         seconds += clock() - start
         rounds += 1
+        if len(after.records) <= len(records):  # the round added no measurement: the next look would repeat
+            return LoopResult("stalled", rounds, seconds, plan, tuple(files))
