@@ -34,9 +34,9 @@ from scipy.stats import binomtest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from synthetic_bands import PairModel, draw_pair, grid_flops  # noqa: E402
+from synthetic_bands import PairModel, band_calls, grid_flops  # noqa: E402
 
-from mfu_sweep.analysis.bands import band_edges, band_verdicts, run_variance  # noqa: E402
+from mfu_sweep.analysis.bands import band_edges  # noqa: E402
 from mfu_sweep.analysis.compare import compare_series  # noqa: E402
 from mfu_sweep.analysis.evidence import holm  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
@@ -46,12 +46,7 @@ FLOPS = grid_flops()
 
 
 def calls(model: PairModel, seeds: int, repeats: int, seed: int) -> np.ndarray:
-    va, vb, _ = draw_pair(model, FLOPS, seeds=seeds, repeats=repeats, rng=np.random.default_rng(seed))
-    out = []
-    for s in range(seeds):
-        rv = run_variance(FLOPS, va[s], vb[s]) if repeats > 1 else None
-        out.append([b.verdict for b in band_verdicts(FLOPS, va[s], vb[s], run_var=rv)])
-    return np.array(out)
+    return band_calls(model, FLOPS, seeds, repeats, seed)
 
 
 def false_table(seeds: int) -> None:

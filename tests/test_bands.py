@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, make_sweep_doc, write_sweep
-from synthetic_bands import PairModel, draw_pair, grid_flops
+from synthetic_bands import PairModel, band_calls, draw_pair, grid_flops
 
-from mfu_sweep.analysis.bands import band_edges, band_verdicts, run_variance, signed_rank_p
+from mfu_sweep.analysis.bands import band_edges, signed_rank_p
 from mfu_sweep.analysis.compare import compare_all, point_weights
 from mfu_sweep.cli import main
 from mfu_sweep.results import parse_document
@@ -23,12 +23,7 @@ FLOPS = grid_flops((256, 512, 1024, 2048, 4096))  # 125 mixed shapes, 7 half-dec
 
 def _verdicts(model: PairModel, seeds: int, repeats: int = 1, seed: int = 0) -> np.ndarray:
     """(seeds, bands) verdicts of band_verdicts on SYNTHETIC draws."""
-    va, vb, _ = draw_pair(model, FLOPS, seeds=seeds, repeats=repeats, rng=np.random.default_rng(seed))
-    out = []
-    for s in range(seeds):
-        rv = run_variance(FLOPS, va[s], vb[s]) if repeats > 1 else None
-        out.append([b.verdict for b in band_verdicts(FLOPS, va[s], vb[s], run_var=rv)])
-    return np.array(out)
+    return band_calls(model, FLOPS, seeds, repeats, seed)
 
 
 def test_signed_rank_null_is_exact_and_keeps_its_level() -> None:
