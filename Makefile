@@ -70,7 +70,7 @@ $(XLA_STAMP):
 	$(XLA_BIN)/python -m pip install --quiet --upgrade pip
 	$(XLA_BIN)/python -m pip install --quiet torch==2.9.0 torch-xla==2.9.0
 	$(XLA_BIN)/python -m pip install --quiet --no-deps -e .
-	$(XLA_BIN)/python -m pip install --quiet numpy scipy click jsonschema tqdm seaborn pytest pytest-timeout
+	$(XLA_BIN)/python -m pip install --quiet numpy scipy click jsonschema jsonschema-rs tqdm seaborn pytest pytest-timeout
 	touch $(XLA_STAMP)
 
 venv-xla: $(XLA_STAMP)
