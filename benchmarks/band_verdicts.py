@@ -36,10 +36,10 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from synthetic_bands import PairModel, band_calls, grid_flops  # noqa: E402
 
-from mfu_sweep.analysis.bands import band_edges  # noqa: E402
-from mfu_sweep.analysis.compare import compare_series  # noqa: E402
-from mfu_sweep.analysis.evidence import holm  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.verdicts.bands import band_edges  # noqa: E402
+from mfu_sweep.analysis.verdicts.compare import compare_series  # noqa: E402
+from mfu_sweep.analysis.verdicts.evidence import holm  # noqa: E402
 from mfu_sweep.results import load_sweeps  # noqa: E402
 
 FLOPS = grid_flops()

@@ -24,7 +24,7 @@ intervals of P, W and t0 against the known truth (fit.py's own bootstrap).
 
 Methods: ``old`` is the within-run bootstrap compare used before issue 12
 (``evidence.within_run_evidence``, samples of all passes pooled per shape);
-``runs`` and ``shapes`` are ``mfu_sweep.analysis.evidence``.
+``runs`` and ``shapes`` are ``mfu_sweep.analysis.verdicts.evidence``.
 
 REAL part (``--real``): sweeps this machine's CPU twice, N times, with the default
 settings, and prints how many same-machine pairs show any lead. It lives in
@@ -56,7 +56,7 @@ from synthetic import (  # noqa: E402  (SYNTHETIC data lives in tests/)
     synthetic_pairs,
 )
 
-from mfu_sweep.analysis.evidence import Evidence, lead_evidence, within_run_evidence  # noqa: E402
+from mfu_sweep.analysis.verdicts.evidence import Evidence, lead_evidence, within_run_evidence  # noqa: E402
 
 ALPHA = 0.05
 LAYOUTS = (("R=1, FLOP order", 1, False), ("R=3, FLOP order", 3, False), ("R=3, shuffled", 3, True))
@@ -167,7 +167,7 @@ TRUTH = {"P_tflops": 600.0, "W_tbs": 2.0, "t0_s": 2e-6}
 
 
 def _fit_pair(model: NoiseModel, seed: int, repeats: int, shuffle: bool, n_boot: int):  # noqa: ANN202
-    from mfu_sweep.analysis.fit import fit_series
+    from mfu_sweep.analysis.fits.fit import fit_series
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import parse_document
 

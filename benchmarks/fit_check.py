@@ -50,8 +50,8 @@ def cpu(fn, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN201
 
 
 def main() -> None:
-    from mfu_sweep.analysis.fit import fit_series
-    from mfu_sweep.analysis.physical import measured_copy_bandwidth
+    from mfu_sweep.analysis.fits.fit import fit_series
+    from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import load_sweeps
 

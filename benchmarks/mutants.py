@@ -58,9 +58,9 @@ class Mutant:
     equivalent: str = ""  # why it changes nothing that matters, when it is argued to
 
 
-E, L, V, P = ("mfu_sweep/analysis/evidence.py", "mfu_sweep/analysis/leaderboard.py",
-              "mfu_sweep/analysis/verdicts.py", "mfu_sweep/analysis/pair.py")
-B, BS = "mfu_sweep/analysis/bands.py", "mfu_sweep/analysis/band_segments.py"
+E, L, V, P = ("mfu_sweep/analysis/verdicts/evidence.py", "mfu_sweep/analysis/fleet/leaderboard.py",
+              "mfu_sweep/analysis/verdicts/curves.py", "mfu_sweep/analysis/verdicts/pair.py")
+B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/segments.py"
 
 MUTANTS = (
     # -- named: survived the old suite, or nearly --

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mfu_sweep.analysis.compare import compare_all
+from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.results import load_sweeps
 from mfu_sweep.shapes import points_for_range
 

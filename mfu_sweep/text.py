@@ -6,3 +6,14 @@ from __future__ import annotations
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1: ``counted(1, "core")`` is ``"1 core"``, 2 gives ``"2 cores"``."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def format_flops(value: float) -> str:
+    """``1.1e9 -> "1.1 GFLOP"``: two significant digits, SI prefix, no exponent."""
+    scale, prefix = next(((s, p) for s, p in SI if abs(value) >= s * 0.9995), SI[-1])
+    v = float(f"{value / scale:.2g}")
+    text = f"{v:.0f}" if v >= 10 else f"{v:g}"
+    return f"{text} {prefix}FLOP"

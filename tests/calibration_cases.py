@@ -31,10 +31,10 @@ from scipy.stats import binom
 from synthetic import NoiseModel, log_ratio_seed_crossover, synthetic_pairs
 from synthetic_fleet import fleet_docs
 
-from mfu_sweep.analysis.evidence import Evidence, lead_evidence
-from mfu_sweep.analysis.leaderboard import Leaderboard, leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, leaderboard
 from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.verdicts import _Raw
+from mfu_sweep.analysis.verdicts.curves import _Raw
+from mfu_sweep.analysis.verdicts.evidence import Evidence, lead_evidence
 from mfu_sweep.results import parse_document
 
 ALPHA = 0.05
@@ -63,7 +63,7 @@ def max_false(n: int, bug: float = BUG_RATE, catch: float = CATCH) -> int:
     return c
 
 
-# -- pairs: two sweeps compared shape by shape (mfu_sweep.analysis.evidence) ---------------------------
+# -- pairs: two sweeps compared shape by shape (mfu_sweep.analysis.verdicts.evidence) ---------------------------
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def score_crossovers(case: PairCase, seeds: int, seed: int = 0, size: float = ma
     return CrossScore(seeds, found, covered, wrong)
 
 
-# -- fleets: every device against the median of the others (mfu_sweep.analysis.leaderboard) ------------
+# -- fleets: every device against the median of the others (mfu_sweep.analysis.fleet.leaderboard) ------------
 
 FLEET_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))
 
@@ -210,7 +210,7 @@ def score_fleet(case: FleetCase, seeds: int, seed: int = 0) -> FleetScore:
     return FleetScore(seeds, false_flags, cells, covered, found)
 
 
-# -- fits: the 95% intervals of P, W and t0 (mfu_sweep.analysis.fit) ------------------------------------
+# -- fits: the 95% intervals of P, W and t0 (mfu_sweep.analysis.fits.fit) ------------------------------------
 
 FIT_TRUTH = {"p_tflops": 600.0, "w_tbs": 2.0, "t0_s": 2e-6}
 
@@ -230,7 +230,7 @@ def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = Tr
     """Fit one SYNTHETIC chip per seed (24 shapes, 1 MFLOP - 10 TFLOP) and count intervals holding the truth."""
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.analysis.fit import fit_series
+    from mfu_sweep.analysis.fits.fit import fit_series
 
     covered = dict.fromkeys(FIT_TRUTH, 0)
     unconstrained = 0
@@ -248,15 +248,15 @@ def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = Tr
     return FitScore(seeds, covered, unconstrained)
 
 
-# -- what compare reports: band verdicts, per-shape points, crossovers (mfu_sweep.analysis.bands) ---------
+# -- what compare reports: band verdicts, per-shape points, crossovers (mfu_sweep.analysis.verdicts.bands) ---------
 
 
 def compare_arrays(log_flops: np.ndarray, values_a: np.ndarray, values_b: np.ndarray) -> tuple[str, list, list, list]:
-    """The data part of :func:`mfu_sweep.analysis.pair.compare_series` on arrays (same calls, same order):
+    """The data part of :func:`mfu_sweep.analysis.verdicts.pair.compare_series` on arrays (same calls, same order):
     method, band verdicts, per-shape points and data crossovers of a over b."""
-    from mfu_sweep.analysis import band_segments
-    from mfu_sweep.analysis.bands import band_verdicts, run_variance
-    from mfu_sweep.analysis.evidence import choose_method
+    from mfu_sweep.analysis.verdicts import segments as band_segments
+    from mfu_sweep.analysis.verdicts.bands import band_verdicts, run_variance
+    from mfu_sweep.analysis.verdicts.evidence import choose_method
 
     flops = np.exp(log_flops)
     raw = [_Raw(float(f), f"s{i}", values_a[:, i], values_b[:, i], 0.0, "matched", None) for i, f in enumerate(flops)]

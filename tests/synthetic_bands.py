@@ -1,4 +1,4 @@
-"""SYNTHETIC pairs of devices for the band verdicts (mfu_sweep.analysis.bands). Every number here is MADE UP.
+"""SYNTHETIC pairs of devices for the band verdicts (mfu_sweep.analysis.verdicts.bands). Every number here is MADE UP.
 
 Shapes are a mamf-finder-like grid of M, N, K (many aspect ratios per FLOP
 count). Values are log speeds per (seed, pass, shape), vectorised over seeds:
@@ -80,9 +80,9 @@ def draw_pair(model: PairModel, flops: np.ndarray, *, seeds: int, repeats: int =
 
 
 def band_calls(model: PairModel, flops: np.ndarray, seeds: int, repeats: int = 1, seed: int = 0) -> np.ndarray:
-    """(seeds, bands) band verdicts of :func:`mfu_sweep.analysis.bands.band_verdicts` on SYNTHETIC draws of
+    """(seeds, bands) band verdicts of :func:`mfu_sweep.analysis.verdicts.bands.band_verdicts` on SYNTHETIC draws of
     ``model`` (run-to-run variance from the passes when there are several)."""
-    from mfu_sweep.analysis.bands import band_verdicts, run_variance
+    from mfu_sweep.analysis.verdicts.bands import band_verdicts, run_variance
 
     va, vb, _ = draw_pair(model, flops, seeds=seeds, repeats=repeats, rng=np.random.default_rng(seed))
     out = []

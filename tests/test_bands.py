@@ -1,4 +1,4 @@
-"""Band verdicts (mfu_sweep.analysis.bands) on SYNTHETIC pairs (tests/synthetic_bands.py): error rate, power,
+"""Band verdicts (mfu_sweep.analysis.verdicts.bands) on SYNTHETIC pairs (tests/synthetic_bands.py): error rate, power,
 the signed-rank test's exact null, merging, and that segments, shares and sentence agree."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from synthetic import NOISE_MODELS, make_sweep_doc, write_sweep
 from synthetic_bands import PairModel, band_calls, draw_pair, grid_flops
 
-from mfu_sweep.analysis.bands import band_edges, signed_rank_p
-from mfu_sweep.analysis.compare import compare_all, point_weights
+from mfu_sweep.analysis.verdicts.bands import band_edges, signed_rank_p
+from mfu_sweep.analysis.verdicts.compare import compare_all, point_weights
 from mfu_sweep.cli import main
 from mfu_sweep.results import parse_document
 
@@ -67,7 +67,7 @@ def test_small_consistent_leads_are_found() -> None:
 
 
 def test_drift_inflates_the_variance_only_when_present() -> None:
-    from mfu_sweep.analysis.bands import drift_factor
+    from mfu_sweep.analysis.verdicts.bands import drift_factor
 
     rng = np.random.default_rng(5)
     edges = band_edges(FLOPS)
@@ -118,8 +118,8 @@ def test_segments_shares_and_sentence_come_from_the_same_bands() -> None:
 
 
 def test_same_leader_across_a_narrow_ambiguous_band_merges() -> None:
-    from mfu_sweep.analysis.band_segments import band_runs
-    from mfu_sweep.analysis.bands import Band
+    from mfu_sweep.analysis.verdicts.bands import Band
+    from mfu_sweep.analysis.verdicts.segments import band_runs
 
     def band(v: int, lo: float, hi: float) -> Band:
         return Band(lo, hi, 0, 1, 1, 0, 0, 0.1 * v, 0.0, 0.2, 0.01, None, 0.01, 0.01, v, 1.0, lo, hi, lo)
@@ -173,8 +173,8 @@ def test_published_pairs_verdicts_agree_with_clear_win_counts_and_with_the_summa
     # real published tables (cited imports): a band whose wins are lopsided beyond doubt (every shape but at
     # most one) is called for its winner, a band is never called for the side that wins fewer of its
     # shapes, and the summary's shares are exactly the band segments' (one verdict per band)
-    from mfu_sweep.analysis.compare import compare_series
     from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.verdicts.compare import compare_series
     from mfu_sweep.results import load_sweeps
 
     series = group_series(load_sweeps([str(PUBLISHED / f"{a}.json"), str(PUBLISHED / f"{b}.json")]))
@@ -226,7 +226,7 @@ def test_fieller_crossing_narrows_the_bracket_with_dense_shapes_and_covers_the_t
     # SYNTHETIC: log ratio = 0.3 * (x - x0) + noise(sd 0.02) on 25 shapes across a one-decade bracket; over
     # 400 seeds the 95% interval must hold x0 in 90-99% of them (binomial sd ~1.1% at 95%) and be far
     # narrower than the bracket; with 5 shapes (below FIELLER_MIN_POINTS) the bracket itself comes back.
-    from mfu_sweep.analysis.band_segments import FIELLER_MIN_POINTS, fieller_crossing
+    from mfu_sweep.analysis.verdicts.segments import FIELLER_MIN_POINTS, fieller_crossing
 
     lo, hi, x0 = math.log(1e9), math.log(1e10), math.log(3e9)
     rng = np.random.default_rng(7)

@@ -33,7 +33,7 @@ from calibration_cases import (
     score_pair,
 )
 
-from mfu_sweep.analysis.evidence import NOT_MEASURED, ONE_PASS_LIMIT
+from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT
 
 SEEDS = 200
 
@@ -180,7 +180,7 @@ def test_runs_interval_is_a_welch_t_interval_with_each_sides_own_passes() -> Non
     """
     from scipy.stats import t as student_t
 
-    from mfu_sweep.analysis.evidence import pooled_run_variance, run_side, runs_evidence
+    from mfu_sweep.analysis.verdicts.evidence import pooled_run_variance, run_side, runs_evidence
 
     rng = np.random.default_rng(4)
     x = np.log(np.geomspace(1e6, 1e12, 20))
@@ -229,7 +229,7 @@ def test_fit_intervals_cover_the_truth_with_passes(model, repeats: int, shuffle:
 def test_one_pass_fit_says_its_intervals_miss_pass_offsets_and_drift() -> None:
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.analysis.fit import ONE_PASS_FIT, fit_series
+    from mfu_sweep.analysis.fits.fit import ONE_PASS_FIT, fit_series
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.results import parse_document
 
@@ -246,7 +246,7 @@ def test_one_pass_fit_says_its_intervals_miss_pass_offsets_and_drift() -> None:
 def test_band_noise_floor_is_the_medians_errors_against_the_median_of_the_others(n_devices: int) -> None:
     """Where shapes scatter less than the medians' own errors, those errors are the noise: a device's se
     squared plus that of the median of the *other* n - 1 devices (pi/2 times the variance of one, over n - 1)."""
-    from mfu_sweep.analysis.leaderboard import MEDIAN_SE, Grid, _evidence
+    from mfu_sweep.analysis.fleet.leaderboard import MEDIAN_SE, Grid, _evidence
 
     shapes = 12
     grid = Grid(tuple(f"d{i}" for i in range(n_devices)), tuple(f"s{j}" for j in range(shapes)),

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, roofline_time, write_sweep
 
-from mfu_sweep.analysis.compare import CompareError, compare_all, compare_series, format_flops, holm
-from mfu_sweep.analysis.evidence import ONE_PASS_LIMIT
-from mfu_sweep.analysis.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all, compare_series, format_flops, holm
+from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT
+from mfu_sweep.analysis.verdicts.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.cli import main
 from mfu_sweep.results import parse_document
 
@@ -199,7 +199,7 @@ def _approx_equal(got: Any, want: Any, where: str = "") -> None:
 # The verdicts of the golden pair, reviewed by hand. Regenerating the golden file (MFU_SWEEP_REGEN_GOLDEN=1,
 # docs/statistics-calibration.md "Golden files") rewrites numbers only: it fails, and writes nothing, when the
 # new output changes a verdict, so a changed verdict needs an edit here, seen in review.
-# Verdicts are per FLOP band (mfu_sweep.analysis.bands): nine shapes measured once are one band, where a
+# Verdicts are per FLOP band (mfu_sweep.analysis.verdicts.bands): nine shapes measured once are one band, where a
 # signed-rank test cannot resolve chip-a's 5% lead below 5 GFLOP from chip-b's above it; only the fit
 # finds that crossover. Changed deliberately with the band method, not by regeneration.
 GOLDEN_VERDICTS = {
@@ -279,7 +279,7 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
 
 def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
     """SYNTHETIC: compile has a larger fixed overhead but a higher ceiling; it pays above the crossover."""
-    from mfu_sweep.analysis.compare import compare_all, parse_selector
+    from mfu_sweep.analysis.verdicts.compare import compare_all, parse_selector
     from mfu_sweep.results import load_sweeps
 
     flops = list(np.geomspace(1e6, 1e11, 16))
@@ -301,7 +301,7 @@ def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
 
 def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     """SYNTHETIC: MFU against different peaks; the fitted crossover must land where the data's does."""
-    from mfu_sweep.analysis.compare import compare_all
+    from mfu_sweep.analysis.verdicts.compare import compare_all
     from mfu_sweep.results import load_sweeps
 
     flops = list(np.geomspace(1e8, 1e13, 16))
@@ -389,7 +389,7 @@ def test_summary_reads_a_fragmented_grid_comparison() -> None:
 
 def test_point_weights_split_ties_and_half_cells() -> None:
     """SYNTHETIC FLOP counts: one per decade 1e8..1e11, two shapes at 1e9."""
-    from mfu_sweep.analysis.compare import point_weights
+    from mfu_sweep.analysis.verdicts.compare import point_weights
 
     w = point_weights([1e8, 1e9, 1e9, 1e10, 1e11])
     assert w.tolist() == pytest.approx([1 / 6, 1 / 6, 1 / 6, 1 / 3, 1 / 6])
@@ -397,7 +397,7 @@ def test_point_weights_split_ties_and_half_cells() -> None:
 
 
 def test_share_text_never_rounds_a_lead_away() -> None:
-    from mfu_sweep.analysis.comparison import _share
+    from mfu_sweep.analysis.verdicts.comparison import _share
 
     assert [_share(x) for x in (0.0, 0.004, 0.3333, 0.996, 1.0)] == ["0%", "<1%", "33%", ">99%", "100%"]
 
@@ -440,8 +440,8 @@ def _lead_lose_regain() -> list:
 
 
 def test_compare_all_uses_the_fits_it_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
-    from mfu_sweep.analysis import compare as compare_module
-    from mfu_sweep.analysis.fit import fit_series
+    from mfu_sweep.analysis.fits.fit import fit_series
+    from mfu_sweep.analysis.verdicts import compare as compare_module
 
     sweeps = _lead_lose_regain()
     series = group_series(sweeps)
@@ -518,7 +518,7 @@ def test_one_sample_per_shape_gets_data_based_verdicts_and_says_what_was_not_mea
 
 
 def test_pass_index_makes_runs_the_method_and_is_read_from_the_records() -> None:
-    from mfu_sweep.analysis.verdicts import pass_curve, pass_of
+    from mfu_sweep.analysis.verdicts.curves import pass_curve, pass_of
 
     doc = make_sweep_doc("A", P_tflops=600, W_tbs=2.0, t0_s=8e-6, flops=FLOPS[::4], seed=1, **PASSES)
     [sweep] = parse_document(doc)
@@ -534,7 +534,7 @@ def test_pass_index_makes_runs_the_method_and_is_read_from_the_records() -> None
 
 def test_equal_flop_shapes_are_one_place_in_the_segments() -> None:
     """A grid (here the published XLA tables: many shapes per FLOP count) never yields zero-width segments."""
-    from mfu_sweep.analysis.verdicts import place_verdicts
+    from mfu_sweep.analysis.verdicts.curves import place_verdicts
     from mfu_sweep.results import load_sweeps
 
     assert list(place_verdicts([1, 1, 1, 2, 2], np.array([1, 1, 0, -1, 0]))) == [1, 1, 1, 0, 0]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.merge import merge_files, merge_sweeps
 from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.sources.merge import merge_files, merge_sweeps
 from mfu_sweep.cli import main
 from mfu_sweep.measure.distributed import placement
 from mfu_sweep.results import ResultError, load_sweeps, parse_document
@@ -136,7 +136,7 @@ def test_replicate_spread_names_the_slow_device(tmp_path: Path) -> None:
     """SYNTHETIC: rank 1 is 10% slower everywhere; the spread says so."""
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.analysis.spread import replicate_spreads
+    from mfu_sweep.analysis.fleet.spread import replicate_spreads
 
     flops = [1e8, 1e9, 1e10, 1e11]
     fast = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, noise=0.0, run_id="a")

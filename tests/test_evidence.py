@@ -15,7 +15,7 @@ from synthetic import (
     synthetic_pairs,
 )
 
-from mfu_sweep.analysis.evidence import (
+from mfu_sweep.analysis.verdicts.evidence import (
     NOT_MEASURED,
     ONE_PASS_LIMIT,
     POOL_DF,

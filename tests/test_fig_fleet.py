@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 
 from synthetic_fleet import fleet_docs  # noqa: E402
 
-from mfu_sweep.analysis.fleet import replicate_fleets  # noqa: E402
+from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.present.fig_fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
 from mfu_sweep.present.figures import make_figures, save_figure  # noqa: E402

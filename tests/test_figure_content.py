@@ -20,7 +20,7 @@ from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from mfu_sweep.analysis.fit import fit_groups  # noqa: E402
+from mfu_sweep.analysis.fits.fit import fit_groups  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.analysis.summary import summarise  # noqa: E402
 from mfu_sweep.present.fig_compile import plot_first_call  # noqa: E402

@@ -12,7 +12,7 @@ import pytest
 from scipy.optimize import least_squares
 from synthetic import make_sweep_doc, roofline_time
 
-from mfu_sweep.analysis.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
+from mfu_sweep.analysis.fits.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
 from mfu_sweep.analysis.series import SeriesError, SeriesKey, group_series
 from mfu_sweep.results import parse_document
 
@@ -133,8 +133,8 @@ def test_group_series_refuses_two_peaks_for_one_label() -> None:
 
 
 def test_analysis_modules_never_import_matplotlib_or_torch() -> None:
-    code = ("import sys, mfu_sweep.analysis.fit, mfu_sweep.analysis.compare, mfu_sweep.present.export, "
-            "mfu_sweep.analysis.merge, mfu_sweep.analysis.series; "
+    code = ("import sys, mfu_sweep.analysis.fits.fit, mfu_sweep.analysis.verdicts.compare, mfu_sweep.present.export, "
+            "mfu_sweep.analysis.sources.merge, mfu_sweep.analysis.series; "
             "bad = [m for m in ('matplotlib', 'torch') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -165,8 +165,8 @@ def test_batch_solver_matches_scipy_estimates_and_intervals(shapes, truth) -> No
 
 
 def test_batch_solver_reaches_scipys_minimum_on_every_start() -> None:
-    from mfu_sweep.analysis import lsq
-    from mfu_sweep.analysis.roofline import LOWER, UPPER, Options, batch_model, shape_data, starts
+    from mfu_sweep.analysis.fits import lsq
+    from mfu_sweep.analysis.fits.roofline import LOWER, UPPER, Options, batch_model, shape_data, starts
 
     series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.05, seed=9, **TRUTH))
     data = shape_data(series)
@@ -182,7 +182,7 @@ def test_batch_solver_reaches_scipys_minimum_on_every_start() -> None:
 
 
 def test_robust_losses_match_scipy_derivatives() -> None:
-    from mfu_sweep.analysis import lsq
+    from mfu_sweep.analysis.fits import lsq
 
     z = np.geomspace(1e-3, 50, 30)
     for loss in lsq.LOSSES:
@@ -325,7 +325,7 @@ def test_intervals_cover_the_truth_under_pass_level_offsets() -> None:
 
 def test_one_pass_intervals_are_unchanged_by_the_pass_offset_term() -> None:
     # files without passes (and single-pass sweeps) have no pass offset to add: the same draws as always
-    from mfu_sweep.analysis.roofline import pass_shifts, shape_data
+    from mfu_sweep.analysis.fits.roofline import pass_shifts, shape_data
 
     series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH))
     data = shape_data(series)

@@ -144,20 +144,20 @@ def test_cycle_finder_finds_cycles(edges: dict[str, set[str]], cycle: bool) -> N
 
 
 def test_rules_catch_a_forbidden_edge() -> None:
-    edges = {"mfu_sweep.analysis.fit": {"torch", "mfu_sweep.results"}, "mfu_sweep.measure.sweep": {"matplotlib"},
-             "mfu_sweep.results": {"mfu_sweep.analysis.fit"}}
+    edges = {"mfu_sweep.analysis.fits.fit": {"torch", "mfu_sweep.results"}, "mfu_sweep.measure.sweep": {"matplotlib"},
+             "mfu_sweep.results": {"mfu_sweep.analysis.fits.fit"}}
     assert violations(edges) == [
-        "mfu_sweep.analysis.fit (analysis) imports torch",
+        "mfu_sweep.analysis.fits.fit (analysis) imports torch",
         "mfu_sweep.measure.sweep (measure) imports matplotlib",
-        "mfu_sweep.results (ground) imports mfu_sweep.analysis.fit",
+        "mfu_sweep.results (ground) imports mfu_sweep.analysis.fits.fit",
     ]
 
 
 def test_rules_keep_the_workflow_stage_above_measure_and_analysis() -> None:
-    edges = {"mfu_sweep.workflow.refine": {"mfu_sweep.measure.sweep", "mfu_sweep.analysis.refine", "click"},
-             "mfu_sweep.measure.sweep": {"mfu_sweep.workflow.refine"}}
-    assert violations(edges) == ["mfu_sweep.measure.sweep (measure) imports mfu_sweep.workflow.refine",
-                                 "mfu_sweep.workflow.refine (workflow) imports click"]
+    edges = {"mfu_sweep.workflow.loop": {"mfu_sweep.measure.sweep", "mfu_sweep.analysis.refine.plan", "click"},
+             "mfu_sweep.measure.sweep": {"mfu_sweep.workflow.loop"}}
+    assert violations(edges) == ["mfu_sweep.measure.sweep (measure) imports mfu_sweep.workflow.loop",
+                                 "mfu_sweep.workflow.loop (workflow) imports click"]
 
 
 def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> None:
@@ -169,3 +169,48 @@ def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> No
     assert missing == []
     shipped = set(find_packages(str(PACKAGE.parent), include=["mfu_sweep*"]))
     assert {module_name(f / "__init__.py") for f in folders} <= shipped
+
+
+# Inside analysis/, parts in order of the question they answer; a part imports only parts of a lower rank
+# (docs/layout.md). predict sits beside verdicts, above fits, and nothing in analysis imports it.
+ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2, "predict": 2, "fleet": 3,
+                 "refine": 4}
+
+
+def analysis_part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["mfu_sweep", "analysis"] else None
+
+
+def analysis_violations(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(edges.items()):
+        if (part := analysis_part(module)) is None:
+            continue
+        for target in sorted(targets):
+            other = analysis_part(target)
+            if other is None or other == part:
+                continue
+            if ANALYSIS_RANK[other] >= ANALYSIS_RANK[part] and ANALYSIS_RANK[part] > 0 or (
+                    ANALYSIS_RANK[part] == 0 and ANALYSIS_RANK[other] > 0):
+                bad.append(f"{module} ({part}) imports {target} ({other})")
+    return bad
+
+
+def test_analysis_is_split_by_question_in_a_fixed_order() -> None:
+    modules = known_modules()
+    parts = {analysis_part(m) for m in modules} - {None, "__init__"}
+    assert parts <= set(ANALYSIS_RANK), parts - set(ANALYSIS_RANK)
+    assert analysis_violations(internal(graph())) == []
+
+
+def test_analysis_rules_catch_an_arrow_back_up() -> None:
+    edges = {"mfu_sweep.analysis.fits.fit": {"mfu_sweep.analysis.verdicts.comparison", "mfu_sweep.analysis.series"},
+             "mfu_sweep.analysis.series": {"mfu_sweep.analysis.fits.fit"},
+             "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.predict"},
+             "mfu_sweep.analysis.refine.plan": {"mfu_sweep.analysis.fleet.leaderboard"}}
+    assert analysis_violations(edges) == [
+        "mfu_sweep.analysis.fits.fit (fits) imports mfu_sweep.analysis.verdicts.comparison (verdicts)",
+        "mfu_sweep.analysis.series (series) imports mfu_sweep.analysis.fits.fit (fits)",
+        "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.predict (predict)",
+    ]

@@ -9,9 +9,7 @@ import pytest
 from synthetic import make_sweep_doc
 from synthetic_fleet import fleet_docs
 
-from mfu_sweep.analysis.compare import holm
-from mfu_sweep.analysis.fleet import fleet_view, heatmap_rows, replicate_fleets
-from mfu_sweep.analysis.leaderboard import (
+from mfu_sweep.analysis.fleet.leaderboard import (
     LeaderboardError,
     align,
     flop_bands,
@@ -20,7 +18,9 @@ from mfu_sweep.analysis.leaderboard import (
     profile,
     rest_median,
 )
+from mfu_sweep.analysis.fleet.view import fleet_view, heatmap_rows, replicate_fleets
 from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts.compare import holm
 from mfu_sweep.results import parse_document
 
 FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))

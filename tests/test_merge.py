@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.merge import Relabel, merge_files
+from mfu_sweep.analysis.sources.merge import Relabel, merge_files
 from mfu_sweep.cli import main
 from mfu_sweep.results import ResultError, load_sweeps, write_json_atomic
 

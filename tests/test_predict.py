@@ -63,7 +63,7 @@ def test_unmeasured_shapes_without_a_fit_make_the_step_incomplete() -> None:
 
 
 def test_unmeasured_shapes_fall_back_to_the_roofline_fit() -> None:
-    pytest.importorskip("mfu_sweep.analysis.fit")
+    pytest.importorskip("mfu_sweep.analysis.fits.fit")
     # SYNTHETIC series on a plain roofline, with two shapes inside the measured range left out
     shapes = sorted((s for s, _ in sweep_shapes(FAMILY)), key=lambda s: s.flops)
     doc = make_sweep_doc("synthetic-roof", P_tflops=50, W_tbs=1, t0_s=5e-6, shapes=shapes[:5] + shapes[7:],
@@ -137,7 +137,7 @@ def test_a_repeats_sweep_gives_each_shape_the_median_of_its_passes() -> None:
 
 
 def test_the_fit_does_not_stand_in_where_the_time_depends_on_an_unconstrained_parameter() -> None:
-    pytest.importorskip("mfu_sweep.analysis.fit")
+    pytest.importorskip("mfu_sweep.analysis.fits.fit")
     # SYNTHETIC: the two smallest shapes left out; every measured shape is so large that the overhead t0
     # sets under 20% of its time (t0 not constrained), while at the left-out shapes it sets about a third
     shapes = sorted((s for s, _ in sweep_shapes(FAMILY)), key=lambda s: s.flops)

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from synthetic_refine import SimDevice, SimSweep, base_time, crossing_ratio
 
-from mfu_sweep.analysis.compare import compare_all
-from mfu_sweep.analysis.knees import bends
-from mfu_sweep.analysis.refine import (
+from mfu_sweep.analysis.refine.knees import bends
+from mfu_sweep.analysis.refine.plan import (
     Look,
     RefineError,
     current_look,
@@ -24,6 +23,7 @@ from mfu_sweep.analysis.refine import (
     trend_regions,
 )
 from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.measure.passes import plan_passes
 from mfu_sweep.shapes import Shape, ShapeError, points_for_range, read_shape_rows, square_family
 
@@ -231,7 +231,7 @@ def _loop_files(tmp_path, seed: int):  # noqa: ANN001, ANN202
 
 
 def test_refine_loop_stops_settled_or_on_budget_and_says_which(tmp_path) -> None:  # noqa: ANN001
-    from mfu_sweep.workflow.refine import LoopSettings, refine_loop
+    from mfu_sweep.workflow.loop import LoopSettings, refine_loop
 
     out, other, measure, clock, a = _loop_files(tmp_path, 7)
     roomy = refine_loop(out, LoopSettings(target=1.5, budget_s=1e6, others=(str(other),)), measure, a.seconds,
@@ -249,7 +249,7 @@ def test_refine_loop_stops_settled_or_on_budget_and_says_which(tmp_path) -> None
 
 
 def test_parse_until_and_duration() -> None:
-    from mfu_sweep.workflow.refine import LoopError, parse_duration, parse_until
+    from mfu_sweep.workflow.loop import LoopError, parse_duration, parse_until
 
     assert parse_duration("20m") == 1200 and parse_duration("1.5h") == 5400 and parse_duration("90") == 90
     assert parse_until("crossover-width=1.5") == ("crossover-width", 1.5)

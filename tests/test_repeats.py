@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.merge import merge_files
+from mfu_sweep.analysis.sources.merge import merge_files
 from mfu_sweep.cli import main
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.measure.passes import order_seed, order_seeds, plan_passes, shuffled

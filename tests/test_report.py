@@ -100,7 +100,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     assert "method runs" in md and "method shapes" in md  # "How to read" explains both
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
     assert crossing, "the synthetic pair must cross"
-    from mfu_sweep.analysis.compare import format_flops
+    from mfu_sweep.analysis.verdicts.compare import format_flops
     from mfu_sweep.present.report import crossover_text
 
     for x in crossing:
@@ -196,8 +196,8 @@ def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) 
 def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """SYNTHETIC: three devices in bf16 and fp32 (one without an fp32 peak); the report compares each
     dtype in turn, with the fits it already has, and notes the pairs MFU cannot rank."""
-    from mfu_sweep.analysis import compare as compare_module
-    from mfu_sweep.analysis.compare import compare_all
+    from mfu_sweep.analysis.verdicts import compare as compare_module
+    from mfu_sweep.analysis.verdicts.compare import compare_all
 
     flops = FLOPS[3:8]
     sweeps = [s for i, label in enumerate(("p", "q", "r")) for dtype in ("bf16", "fp32")

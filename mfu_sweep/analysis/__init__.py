@@ -1,6 +1,16 @@
 """Analysis: what the measurements say, torch-free and matplotlib-free.
 
-Series per (label, dtype, mode) and merging (``series``, ``merge``), roofline fits (``fit`` on
-``roofline``/``lsq``), per-shape lead evidence (``evidence``) and comparisons (``compare`` is the entry
-point), fleet and leaderboard views, replicate spread and step prediction (``tests/test_layout.py``).
+Split by the question each part answers, bottom to top (``tests/test_layout.py`` enforces the order):
+
+- ``series``, ``summary`` and ``sources/``: the shared ground. What one measured curve is (a
+  series per label, dtype and mode), its one-number summary, and which files make it (merging,
+  runs under one label).
+- ``fits/``: what one device's curve says on its own (roofline fits, their solver, physical limits).
+- ``verdicts/``: who leads where between two series (band verdicts, their evidence, crossovers,
+  timing calibration, the ``compare`` entry point).
+- ``fleet/``: many devices at once (leaderboards against a reference, the fleet view, replicate spread).
+- ``refine/``: where to measure next (proposals, curve bends).
+- ``predict``: the GEMM time of a workload step from the fits.
+
+A part imports only the parts listed before it (``predict`` only the ground and ``fits/``).
 """

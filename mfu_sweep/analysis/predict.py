@@ -6,7 +6,7 @@ its count per step, summed, is the step's GEMM time. The GEMM-only MFU is the
 step's GEMM FLOPs over that time over the series' peak.
 
 Shapes a series did not measure fall back, with a warning, to the series'
-fitted roofline when ``mfu_sweep.analysis.fit`` is installed alongside, but only where
+fitted roofline when ``mfu_sweep.analysis.fits.fit`` is installed alongside, but only where
 the measured shapes constrain what that shape's time depends on
 (:class:`FitPredictor`); otherwise they are reported missing, with the reason, and the
 prediction is incomplete (a caller may still show the measured part, clearly labelled partial).
@@ -175,7 +175,7 @@ class FitPredictor:
     """Time per call from a roofline fit, only where the fit is backed by the measured shapes.
 
     Calling it gives None for a shape the fit cannot stand in for; :meth:`refusal` says why
-    (:meth:`mfu_sweep.analysis.fit.RooflineFit.unsupported_at`).
+    (:meth:`mfu_sweep.analysis.fits.fit.RooflineFit.unsupported_at`).
     """
 
     fit: Any
@@ -192,17 +192,17 @@ class FitPredictor:
 
 def roofline_predictors(sweeps: Sequence[Sweep], dtype: str, mode: str,
                         labels: Collection[str] | None = None) -> dict[str, Predictor]:
-    """Per-label time predictors from ``mfu_sweep.analysis.fit`` when that module is installed.
+    """Per-label time predictors from ``mfu_sweep.analysis.fits.fit`` when that module is installed.
 
     Only ``labels`` are fitted (all when None). Returns an empty mapping when the
     fitting modules are absent; a label that cannot be fitted (too few shapes)
     has no entry.
     """
     try:
-        from mfu_sweep.analysis.fit import fit_series
+        from mfu_sweep.analysis.fits.fit import fit_series
         from mfu_sweep.analysis.series import group_series
     except ModuleNotFoundError as exc:
-        if exc.name in ("mfu_sweep.analysis.fit", "mfu_sweep.analysis.series"):
+        if exc.name in ("mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.series"):
             return {}
         raise
     dt = get_dtype(dtype)

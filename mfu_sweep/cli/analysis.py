@@ -1,7 +1,7 @@
 """Analysis commands: ``merge``, ``fit``, ``compare`` and ``export``.
 
-Thin wrappers: each parses options, calls :mod:`mfu_sweep.analysis.merge`,
-:mod:`mfu_sweep.analysis.fit`, :mod:`mfu_sweep.analysis.compare` or :mod:`mfu_sweep.present.export`, and
+Thin wrappers: each parses options, calls :mod:`mfu_sweep.analysis.sources.merge`,
+:mod:`mfu_sweep.analysis.fits.fit`, :mod:`mfu_sweep.analysis.verdicts.compare` or :mod:`mfu_sweep.present.export`, and
 prints. Registered on the main group by :mod:`mfu_sweep.cli`.
 Every command reads sweep files and merged files alike.
 """
@@ -64,7 +64,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
         mfu-sweep merge sweeps/h100.json sweeps/trn2.json -o sweeps/all.json
         mfu-sweep merge a.json b.json --relabel b.json:cpu=cpu-laptop -o ab.json
     """
-    from mfu_sweep.analysis.merge import Relabel, merge_files
+    from mfu_sweep.analysis.sources.merge import Relabel, merge_files
     from mfu_sweep.filelock import output_lock
     from mfu_sweep.results import write_json_atomic
 
@@ -135,10 +135,10 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         mfu-sweep fit sweeps/*.json
         mfu-sweep fit sweeps/all.json --json --n-boot 1000
     """
-    from mfu_sweep.analysis.fit import fit_groups
-    from mfu_sweep.analysis.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.runs import check_pooling
+    from mfu_sweep.analysis.fits.fit import fit_groups
+    from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
     from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.results import load_sweeps
 
     sweeps = contended.apply(load_sweeps(files), exclude_contended)
@@ -177,7 +177,7 @@ def _value(metric: str, v: float) -> str:
 
 
 def _print_comparison(c: Any) -> None:
-    from mfu_sweep.analysis.compare import format_flops, metric_name
+    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
 
     name = metric_name(c.metric)
     wv = max(len(c.a), len(c.b)) + len(name) + 1
@@ -279,10 +279,10 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
         mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
-    from mfu_sweep.analysis.compare import CompareError, compare_all
-    from mfu_sweep.analysis.runs import check_pooling, label_collisions, pick_runs
+    from mfu_sweep.analysis.fleet.spread import replicate_spreads
     from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.analysis.spread import replicate_spreads
+    from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences

@@ -3,8 +3,8 @@
 Called from the ``compare`` command of :mod:`mfu_sweep.cli.analysis`: with
 ``--baseline LABEL``, or with more than :data:`HANDFUL` devices of one dtype
 and mode and no ``--a``/``--b``/``--pairwise``, ``compare`` prints leaderboards
-(:mod:`mfu_sweep.analysis.leaderboard`) instead of every pair; replicate runs
-(labels ``<label>.r<rank>``) get their fleet view (:mod:`mfu_sweep.analysis.fleet`)
+(:mod:`mfu_sweep.analysis.fleet.leaderboard`) instead of every pair; replicate runs
+(labels ``<label>.r<rank>``) get their fleet view (:mod:`mfu_sweep.analysis.fleet.view`)
 first in every mode.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.analysis.leaderboard import HANDFUL, REST, Leaderboard, many_devices
+from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "fleets_and_boards", "use_board"]
 
@@ -61,8 +61,8 @@ def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | No
 
     With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each.
     """
-    from mfu_sweep.analysis.fleet import replicate_fleets
-    from mfu_sweep.analysis.leaderboard import leaderboards
+    from mfu_sweep.analysis.fleet.leaderboard import leaderboards
+    from mfu_sweep.analysis.fleet.view import replicate_fleets
 
     boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric, reference=baseline or REST,
                                   **kw) if boards_too else ([], []))

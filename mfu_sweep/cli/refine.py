@@ -57,7 +57,7 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         mfu-sweep sweep --device cuda --shape-file next.csv --resume -o sweeps/h100.json
         mfu-sweep refine sweeps/cpu.json --a cpu/fp32 --b cpu/bf16 -o next.csv
     """
-    from mfu_sweep.analysis.refine import plan_refinement, write_shape_file
+    from mfu_sweep.analysis.refine.plan import plan_refinement, write_shape_file
     from mfu_sweep.results import load_sweeps
 
     if Path(output).exists() and not force:
@@ -130,7 +130,7 @@ DEFAULT_LOOP_BUDGET = "30m"
 def loop_settings(refine_against: tuple[str, ...], until: str | None, refine_budget: str | None,
                   refine_pair: str | None) -> Any:
     """The loop's settings, or None when no loop option is given (validated before any measuring)."""
-    from mfu_sweep.workflow.refine import LoopSettings, parse_duration, parse_until
+    from mfu_sweep.workflow.loop import LoopSettings, parse_duration, parse_until
 
     if not (refine_against or until or refine_budget or refine_pair):
         return None
@@ -152,7 +152,7 @@ def loop_settings(refine_against: tuple[str, ...], until: str | None, refine_bud
 
 def run_loop(settings: Any, plan: Any, measure_plan: Callable[[Any], Any], spent_s: float) -> None:
     """Run the refinement loop after the first sweep; ``measure_plan(sweep_plan)`` runs one resumed sweep."""
-    from mfu_sweep.workflow.refine import refine_loop
+    from mfu_sweep.workflow.loop import refine_loop
 
     template = {(t.dtype, t.mode): t for t in plan.tasks}
 

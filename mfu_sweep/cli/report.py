@@ -59,8 +59,8 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],
           exclude_contended: bool = False) -> list[Any]:
     """The selected sweeps, their labels checked (one device per label) before anything is created."""
-    from mfu_sweep.analysis.runs import label_collisions, pooling_problems
     from mfu_sweep.analysis.series import check_labels
+    from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.cli.contended import apply
     from mfu_sweep.present.select import filter_sweeps
     from mfu_sweep.results import load_sweeps

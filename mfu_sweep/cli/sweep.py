@@ -270,7 +270,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
 
 def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
-    from mfu_sweep.workflow.refine import check_budget
+    from mfu_sweep.workflow.loop import check_budget
 
     if place.world > 1 or place.launcher or place.shard_count > 1:
         raise click.BadParameter("the refinement loop runs on one process; refine sharded or torchrun sweeps "
@@ -305,7 +305,7 @@ def _write_failed(exc: OSError, output: Path) -> str:
 
 def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:
     """Rank 0: merge every rank's sweep into one file."""
-    from mfu_sweep.analysis.merge import merge_sweeps
+    from mfu_sweep.analysis.sources.merge import merge_sweeps
     from mfu_sweep.results import parse_document, write_json_atomic
 
     sweeps = [s for i, d in enumerate(docs) for s in parse_document(d, source=f"rank {i}")]

@@ -124,7 +124,7 @@ def gather_to_rank0(sweep: Sweep, place: Placement) -> list[dict[str, Any]] | No
     """Gather every rank's sweep document on rank 0 (rank 0 gets them in rank order, the others None).
 
     Each record is tagged with rank, host and device index. Merging them is the
-    caller's job (``mfu_sweep.analysis.merge``): measurement never imports analysis.
+    caller's job (``mfu_sweep.analysis.sources.merge``): measurement never imports analysis.
     """
     import torch.distributed as dist
 

@@ -18,9 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.compare import SI, Comparison, compare_all
-from mfu_sweep.analysis.fit import RooflineFit, fit_all
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
+from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
 
@@ -282,8 +282,8 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
                  **kw: Any) -> str:
     """Render ``what`` (records, fits or crossovers) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
-    Keyword arguments go to :func:`mfu_sweep.analysis.fit.fit_all` (fits) or
-    :func:`mfu_sweep.analysis.compare.compare_all` (crossovers).
+    Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
+    :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers).
     """
     if what not in WHATS:
         raise ValueError(f"what={what!r} must be one of {', '.join(WHATS)}")

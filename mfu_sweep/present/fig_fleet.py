@@ -17,8 +17,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.colors import TwoSlopeNorm
 
-from mfu_sweep.analysis.fleet import FleetView
-from mfu_sweep.analysis.leaderboard import Leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
+from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 
 MAX_ROW_LABELS = 40

@@ -11,8 +11,8 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from mfu_sweep.analysis.fit import RooflineFit, fit_groups
-from mfu_sweep.analysis.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey
 from mfu_sweep.present.machine_facts import legend_notes
 from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
@@ -66,9 +66,9 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     metric:
         ``"mfu"`` (fraction of the peak, shown in %) or ``"tflops"``.
     fits:
-        ``SeriesKey -> RooflineFit`` (``mfu_sweep.analysis.fit.fit_groups``); computed when None and ``show_fit``.
+        ``SeriesKey -> RooflineFit`` (``mfu_sweep.analysis.fits.fit.fit_groups``); computed when None and ``show_fit``.
     comparisons:
-        ``mfu_sweep.analysis.compare.compare_all`` results; computed when None and ``show_compare``.
+        ``mfu_sweep.analysis.verdicts.compare.compare_all`` results; computed when None and ``show_compare``.
     colors:
         Label -> colour; default :func:`series_colors` of every label in ``sweeps``.
     legend:
@@ -162,7 +162,7 @@ def _scale_y(ax: Axes, metric: str, values: Sequence[float], top: float, strip: 
 def _panel_comparisons(sweeps: Sequence[Sweep], dtype: str, mode: str, metric: str,
                        comparisons: Sequence[Any] | None) -> list[Any]:
     if comparisons is None:
-        from mfu_sweep.analysis.compare import compare_pairs
+        from mfu_sweep.analysis.verdicts.compare import compare_pairs
 
         series = {s.key: s for s in pick_series(sweeps, dtype, mode)}
         comparisons = compare_pairs(series, fit_groups(series)[0], metric)[0]

@@ -9,8 +9,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from mfu_sweep.analysis.fit import RooflineFit, fit_groups
-from mfu_sweep.analysis.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.present.theme import (

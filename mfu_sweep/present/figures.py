@@ -12,10 +12,10 @@ import matplotlib as mpl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from mfu_sweep.analysis.fit import RooflineFit, fit_groups
-from mfu_sweep.analysis.fleet import replicate_fleets
-from mfu_sweep.analysis.leaderboard import many_devices
-from mfu_sweep.analysis.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fleet.leaderboard import many_devices
+from mfu_sweep.analysis.fleet.view import replicate_fleets
 from mfu_sweep.analysis.series import SeriesKey, group_series
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
@@ -161,7 +161,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     colors = label_colors(sweeps, colors)
     keys = panel_keys(sweeps)
     if fits is None or comparisons is None or fleets is None:
-        from mfu_sweep.analysis.compare import compare_pairs
+        from mfu_sweep.analysis.verdicts.compare import compare_pairs
 
         series = group_series(sweeps)
         fits = fit_groups(series, copy_bandwidth=measured_copy_bandwidth(sweeps))[0] if fits is None else fits

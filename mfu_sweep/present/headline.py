@@ -19,13 +19,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.analysis.comparison import format_flops
-from mfu_sweep.analysis.fit import RooflineFit, fit_groups
-from mfu_sweep.analysis.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.summary import SeriesSummary, summarise
 from mfu_sweep.present.export import significant
 from mfu_sweep.results import Sweep
+from mfu_sweep.text import format_flops
 
 PEAK_WORDS = {"vendor spec": "of the vendor peak", "estimated": "of the estimated peak",
               "override": "of the given peak"}

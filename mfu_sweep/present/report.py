@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.analysis.compare import Comparison, compare_pairs, compile_pairs, format_flops
-from mfu_sweep.analysis.fit import RooflineFit, fit_groups
-from mfu_sweep.analysis.fleet import FleetView, replicate_fleets
-from mfu_sweep.analysis.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
-from mfu_sweep.analysis.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
+from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
+from mfu_sweep.analysis.fleet.spread import replicate_spreads
+from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.analysis.spread import replicate_spreads
 from mfu_sweep.analysis.summary import summarise
+from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figures import make_figures, save_figure
@@ -71,16 +71,16 @@ class Analysis:
     compare_notes:
         Pairs that could not be compared, and why.
     compile_comparisons:
-        Compile series key -> eager vs compile in TFLOP/s (``mfu_sweep.analysis.compare.compare_across``),
+        Compile series key -> eager vs compile in TFLOP/s (``mfu_sweep.analysis.verdicts.compare.compare_across``),
         for every device and dtype measured in both modes: where compiling pays.
     metric:
         ``"mfu"`` or ``"tflops"``: what the comparisons rank.
     settings:
         Seed, bootstrap sizes and alpha used.
     fleets:
-        Fleet views of the replicate runs (``mfu_sweep.analysis.fleet``).
+        Fleet views of the replicate runs (``mfu_sweep.analysis.fleet.view``).
     leaderboards, leaderboard_notes:
-        With many devices, one leaderboard per dtype and mode (``mfu_sweep.analysis.leaderboard``)
+        With many devices, one leaderboard per dtype and mode (``mfu_sweep.analysis.fleet.leaderboard``)
         instead of the pairwise comparisons, and what it left out.
     """
 

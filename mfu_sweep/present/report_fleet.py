@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mfu_sweep.analysis.fleet import FleetView
-from mfu_sweep.analysis.leaderboard import Leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
+from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.fig_fleet import figure_stem
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from matplotlib.lines import Line2D
 
-from mfu_sweep.analysis.fit import RooflineFit
+from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.summary import shape_point, shape_records
 from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors

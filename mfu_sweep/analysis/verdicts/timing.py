@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.comparison import CompareError, format_flops
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts import pass_curve, raw_points
+from mfu_sweep.analysis.verdicts.comparison import CompareError, format_flops
+from mfu_sweep.analysis.verdicts.curves import pass_curve, raw_points
 
 FIELDS = ("timer", "cache", "mode")
 H100_EXAMPLE = "one H100: mamf-finder log vs the OpenXLA table's sm_90, median ratio 0.74"

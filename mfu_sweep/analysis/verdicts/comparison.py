@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.bands import BAND_TEST, MIN_BAND_SHAPES, Band
-from mfu_sweep.analysis.evidence import NOT_MEASURED
+from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band
+from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED
+from mfu_sweep.text import format_flops
 
 METRICS = ("mfu", "tflops")
 FIT_GRID = 256
 LN_TERA = 12 * math.log(10)
-SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 
 class CompareError(ValueError):
@@ -33,7 +33,7 @@ class ComparePoint:
     against run-to-run variation (``runs``) or the scatter of the shapes of its
     FLOP band (``shapes``); ``verdict_method`` names which, and ``p_value`` is
     that shape's own two-sided test against the same noise (detail only).
-    The verdict is per FLOP band (:mod:`mfu_sweep.analysis.bands`): ``band``
+    The verdict is per FLOP band (:mod:`mfu_sweep.analysis.verdicts.bands`): ``band``
     indexes :attr:`Comparison.bands`, ``trend_ratio`` is the band's
     Hodges-Lehmann ratio, ``p_adjusted`` the band's Holm-adjusted p-value and
     ``leader`` the leader of the segment the shape lies in.
@@ -257,14 +257,6 @@ class Comparison:
 
 def metric_name(metric: str) -> str:
     return "MFU" if metric == "mfu" else "TFLOP/s"
-
-
-def format_flops(value: float) -> str:
-    """``1.1e9 -> "1.1 GFLOP"``: two significant digits, SI prefix, no exponent."""
-    scale, prefix = next(((s, p) for s, p in SI if abs(value) >= s * 0.9995), SI[-1])
-    v = float(f"{value / scale:.2g}")
-    text = f"{v:.0f}" if v >= 10 else f"{v:g}"
-    return f"{text} {prefix}FLOP"
 
 
 def metric_words(metric: str) -> str:

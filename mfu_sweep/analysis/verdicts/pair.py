@@ -9,9 +9,11 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis import band_segments
-from mfu_sweep.analysis.bands import band_verdicts, method_edges, run_variance
-from mfu_sweep.analysis.comparison import (
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series, why_unfittable
+from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts import segments as band_segments
+from mfu_sweep.analysis.verdicts.bands import band_verdicts, method_edges, run_variance
+from mfu_sweep.analysis.verdicts.comparison import (
     FIT_GRID,
     METRICS,
     CompareError,
@@ -19,11 +21,7 @@ from mfu_sweep.analysis.comparison import (
     Crossover,
     format_flops,
 )
-from mfu_sweep.analysis.evidence import ONE_PASS_LIMIT, choose_method
-from mfu_sweep.analysis.fit import RooflineFit, fit_series, why_unfittable
-from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.timing import band_calibration, pick_reference, timing_json, timing_note
-from mfu_sweep.analysis.verdicts import (
+from mfu_sweep.analysis.verdicts.curves import (
     PassCurve,
     _Raw,
     bytes_along,
@@ -32,6 +30,8 @@ from mfu_sweep.analysis.verdicts import (
     pass_curve,
     raw_points,
 )
+from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
+from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
 
@@ -126,7 +126,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         Seed of the fits' bootstrap.
     n_boot, min_run:
         Kept so existing callers, ``--n-boot`` and ``--min-run`` keep working; the
-        verdicts are per FLOP band (:mod:`mfu_sweep.analysis.bands`), which needs
+        verdicts are per FLOP band (:mod:`mfu_sweep.analysis.verdicts.bands`), which needs
         neither (``n_boot`` must be >= 2 and ``min_run`` >= 1).
     alpha:
         Family-wise error rate of the band verdicts (Holm over bands), and interval level ``1 - alpha``.
@@ -135,7 +135,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         resamples) unless ``use_fit`` is False.
     calibration:
         Grouped series of two files of one reference chip, the first timed like
-        ``a`` and the second like ``b`` (:func:`mfu_sweep.analysis.timing.band_calibration`);
+        ``a`` and the second like ``b`` (:func:`mfu_sweep.analysis.verdicts.timing.band_calibration`);
         their ratio is divided out of a/b per band, its uncertainty kept.
 
     Returns

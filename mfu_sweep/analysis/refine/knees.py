@@ -7,7 +7,7 @@ line through its two neighbours (in log FLOPs); where the difference is larger
 than the noise allows (``BEND_Z`` standard errors: run-to-run variance when the
 series has several passes, else the scatter of those differences, robustly) and
 than ``MIN_BEND`` (3%), the curve bends there, and the two gaps beside it are
-split by :func:`mfu_sweep.analysis.refine.plan_series`. A bend whose gaps are
+split by :func:`mfu_sweep.analysis.refine.plan.plan_series`. A bend whose gaps are
 already narrower than ``sqrt(target)`` is resolved: nothing is proposed there.
 Nothing here makes a claim about the device; it only places shapes.
 """
@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts import pass_curve
+from mfu_sweep.analysis.verdicts.curves import pass_curve
 
 BEND_Z = 3.0  # standard errors: one in ~370 straight stretches looks bent by chance (normal)
 MIN_BEND = 0.03  # log throughput: bends smaller than 3% are not worth device time

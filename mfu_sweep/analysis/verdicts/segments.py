@@ -1,9 +1,9 @@
 """Segments, crossovers and per-shape detail of a comparison, all from its band verdicts
-(:mod:`mfu_sweep.analysis.bands`).
+(:mod:`mfu_sweep.analysis.verdicts.bands`).
 
 Every point takes the leader of the segment it lies in, and segments are runs
 of bands with one verdict, so the segments, the summary shares
-(:meth:`mfu_sweep.analysis.comparison.Comparison.lead_summary`) and the
+(:meth:`mfu_sweep.analysis.verdicts.comparison.Comparison.lead_summary`) and the
 sentence cannot disagree. Two lead segments of the same leader separated by an
 ambiguous stretch narrower than one nominal band (half a decade, from the last
 point of the first lead to the first point of the second) become one segment.
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.bands import BANDS_PER_DECADE, Band
-from mfu_sweep.analysis.comparison import ComparePoint, Crossover, Segment
-from mfu_sweep.analysis.verdicts import _Raw, crossing_point
+from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, Band
+from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Crossover, Segment
+from mfu_sweep.analysis.verdicts.curves import _Raw, crossing_point
 
 
 def band_runs(bands: Sequence[Band]) -> list[tuple[int, int, int]]:

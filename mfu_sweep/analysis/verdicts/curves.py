@@ -1,5 +1,5 @@
 """The per-point statistics of a comparison: per-pass values of each series, their lead evidence
-(:mod:`mfu_sweep.analysis.evidence`: methods ``runs`` and ``shapes``), segments and data crossovers."""
+(:mod:`mfu_sweep.analysis.verdicts.evidence`: methods ``runs`` and ``shapes``), segments and data crossovers."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from mfu_sweep.analysis.comparison import LN_TERA, ComparePoint, Crossover, Segment
-from mfu_sweep.analysis.evidence import Evidence, lead_evidence, runs_of
 from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts.comparison import LN_TERA, ComparePoint, Crossover, Segment
+from mfu_sweep.analysis.verdicts.evidence import Evidence, lead_evidence, runs_of
 from mfu_sweep.results import Record
 
 
@@ -144,7 +144,7 @@ def raw_points(ca: PassCurve, cb: PassCurve) -> list[_Raw]:
 
 
 def point_evidence(raw: Sequence[_Raw], alpha: float, min_run: int) -> Evidence:
-    """Lead evidence at every point (:func:`mfu_sweep.analysis.evidence.lead_evidence`)."""
+    """Lead evidence at every point (:func:`mfu_sweep.analysis.verdicts.evidence.lead_evidence`)."""
     return lead_evidence(np.log([r.flops for r in raw]), np.column_stack([r.values_a for r in raw]),
                          np.column_stack([r.values_b for r in raw]), alpha=alpha, min_run=min_run,
                          extra_var=np.array([r.extra_var for r in raw]))

@@ -16,17 +16,17 @@ itself by the Bayesian information criterion. Uncertainty comes from a seeded
 bootstrap that resamples shapes (each with all its passes and samples) and,
 within each shape, its raw samples; with R >= 2 passes (``sweep --repeats``)
 every draw also shifts all shapes by a pass-level offset, t-distributed with
-the spread of the passes' offsets (:func:`mfu_sweep.analysis.roofline.resamples`).
+the spread of the passes' offsets (:func:`mfu_sweep.analysis.fits.roofline.resamples`).
 
 Solvers: ``solver="batch"`` (default) solves the starting points and all
 bootstrap refits at once with the vectorised Levenberg-Marquardt of
-:mod:`mfu_sweep.analysis.lsq`, warm-started at the estimate (about 20-50x
+:mod:`mfu_sweep.analysis.fits.lsq`, warm-started at the estimate (about 20-50x
 cheaper per series); ``solver="scipy"`` refits each with
 ``scipy.optimize.least_squares``, one by one, on the same resamples (the
 reference the tests check the batch solver against). Fits are cached per
 series content and options within a process.
 
-The memory term is kept physical (:mod:`mfu_sweep.analysis.physical`): a
+The memory term is kept physical (:mod:`mfu_sweep.analysis.fits.physical`): a
 measured copy bandwidth or the spec bandwidth bound W, and when the shapes tie
 bytes to FLOPs (square families) an uncorroborated W is reported as
 confounded with the overhead, not as a roof. This module never imports matplotlib.
@@ -44,15 +44,14 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis import lsq
-from mfu_sweep.analysis.comparison import format_flops
-from mfu_sweep.analysis.physical import (
+from mfu_sweep.analysis.fits import lsq
+from mfu_sweep.analysis.fits.physical import (
     BandwidthRange,
     bytes_tied_to_flops,
     measured_copy_bandwidth,
     plausible_bandwidth,
 )
-from mfu_sweep.analysis.roofline import (
+from mfu_sweep.analysis.fits.roofline import (
     LN_TERA,
     LOWER,
     MIN_LEVERAGE,
@@ -71,6 +70,7 @@ from mfu_sweep.analysis.roofline import (
 )
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.results import Sweep
+from mfu_sweep.text import format_flops
 
 __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
            "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]
@@ -382,8 +382,8 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
         Fewer distinct shapes than this gives None (see :func:`why_unfittable`).
     copy_bandwidth_tbs:
         Measured copy bandwidth of the device (TB/s; ``mfu-sweep ceilings --into`` stores it,
-        :func:`mfu_sweep.analysis.physical.measured_copy_bandwidth` reads it). With it, or with a
-        spec bandwidth, W is bounded to the plausible range (:mod:`mfu_sweep.analysis.physical`).
+        :func:`mfu_sweep.analysis.fits.physical.measured_copy_bandwidth` reads it). With it, or with a
+        spec bandwidth, W is bounded to the plausible range (:mod:`mfu_sweep.analysis.fits.physical`).
     solver:
         ``"batch"`` (default, vectorised) or ``"scipy"`` (one ``least_squares`` call per start
         and resample; the slow reference).
@@ -471,7 +471,7 @@ def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[st
     """Fit every series; return the fits and, for the others, why they were skipped.
 
     ``copy_bandwidth`` maps labels to measured copy bandwidths (TB/s), e.g. from
-    :func:`mfu_sweep.analysis.physical.measured_copy_bandwidth`; other keyword
+    :func:`mfu_sweep.analysis.fits.physical.measured_copy_bandwidth`; other keyword
     arguments go to :func:`fit_series`.
     """
     fits: dict[SeriesKey, RooflineFit] = {}

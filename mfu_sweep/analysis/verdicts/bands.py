@@ -36,11 +36,11 @@ With passes (``runs``: both series in R >= 2 passes)
     standard error) against each shape's run-to-run variance, plus the
     variance of the band mean that drift within a pass (the correlation of
     neighbouring shapes) and pass-level offsets add, both estimated over all
-    shapes of each series (:func:`mfu_sweep.analysis.evidence.run_side`; per
+    shapes of each series (:func:`mfu_sweep.analysis.verdicts.evidence.run_side`; per
     band, two passes would give one degree of freedom), Satterthwaite df.
 
 Calibration (either method)
-    A timing-method calibration (:mod:`mfu_sweep.analysis.timing`) divides one
+    A timing-method calibration (:mod:`mfu_sweep.analysis.verdicts.timing`) divides one
     factor per band out of the ratios; its variance joins the ``runs`` test, and
     for ``shapes`` a second test of the band mean against shape scatter plus
     calibration variance must also reject (intersection-union: the larger
@@ -64,7 +64,7 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.evidence import RunSide, holm, run_covariance, run_side
+from mfu_sweep.analysis.verdicts.evidence import RunSide, holm, run_covariance, run_side
 
 BANDS_PER_DECADE = 2
 MIN_BAND_SHAPES = 10  # fewest shapes a band is widened to: 10 same-sign shapes give exact p = 0.002
@@ -288,7 +288,7 @@ def _correlated(sides: tuple[RunSide, RunSide], run_var: tuple[np.ndarray, np.nd
     """Variance of a band's mean log ratio beyond independent shapes, as parts ``(var, df)``: the correlation
     of neighbouring shapes within a pass (drift through passes in FLOP order) and pass-level offsets.
 
-    Both come from :func:`mfu_sweep.analysis.evidence.run_side`, estimated over all shapes of each series
+    Both come from :func:`mfu_sweep.analysis.verdicts.evidence.run_side`, estimated over all shapes of each series
     (its autocorrelation of pass deviations and its pass offsets), so a band of few shapes measured in two
     passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance).
     """
@@ -441,7 +441,7 @@ def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.nda
 def run_variance(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray,
                  extra_var: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Each point's run-to-run variance of the mean log ratio and its Satterthwaite df, from the passes
-    (:func:`mfu_sweep.analysis.evidence.run_side`: per-shape variance pooled over the nearest shapes)."""
+    (:func:`mfu_sweep.analysis.verdicts.evidence.run_side`: per-shape variance pooled over the nearest shapes)."""
     x = np.log(np.asarray(flops, dtype=float))
     sa, sb = run_side(x, np.atleast_2d(values_a)), run_side(x, np.atleast_2d(values_b))
     va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs

@@ -1,7 +1,7 @@
 """The one-machine refinement loop: measure, decide where the question is open, measure there, until done.
 
 ``sweep --refine-against OTHER.json --until crossover-width=1.5 --refine-budget 20m``
-alternates :func:`mfu_sweep.analysis.refine.plan_refinement` (deciding) with a
+alternates :func:`mfu_sweep.analysis.refine.plan.plan_refinement` (deciding) with a
 resumed sweep of the proposed rows (measuring) until every crossover is
 narrower than the target (``settled``), the planned looks are used up
 (``looks``), or the next round would not fit in what is left of the device-time
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mfu_sweep.analysis.refine import RefinePlan, plan_refinement, write_shape_file
+from mfu_sweep.analysis.refine.plan import RefinePlan, plan_refinement, write_shape_file
 from mfu_sweep.results import Record, Sweep, load_sweeps
 from mfu_sweep.shapes import Shape
 
@@ -125,7 +125,7 @@ def refine_loop(output: Path, settings: LoopSettings, measure: Measure, spent_s:
         The local result file (already holding the initial sweep).
     settings:
         Target width, device-time budget, the other device's files and the
-        comparison options (see :func:`mfu_sweep.analysis.refine.plan_refinement`).
+        comparison options (see :func:`mfu_sweep.analysis.refine.plan.plan_refinement`).
     measure:
         ``measure(rows)`` measures the (shape, family, passes) rows into ``output``
         (a resumed sweep) and returns the sweep.

@@ -33,9 +33,9 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm, spearmanr
 
-from mfu_sweep.analysis.comparison import ComparePoint, Comparison, format_flops
-from mfu_sweep.analysis.evidence import apply_min_run
 from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Comparison, format_flops
+from mfu_sweep.analysis.verdicts.evidence import apply_min_run
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import Shape, parse_shape, size_align
 
@@ -479,8 +479,8 @@ def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] =
 
 def plan_series(series: Sequence[Series], look: Look, target: float = DEFAULT_TARGET, max_shapes: int = MAX_SHAPES,
                 repeats: int = 1) -> RefinePlan:
-    """The next round for single series: split the gaps beside every bend (:mod:`mfu_sweep.analysis.knees`)."""
-    from mfu_sweep.analysis.knees import bends
+    """The next round for single series: split the gaps beside every bend (:mod:`mfu_sweep.analysis.refine.knees`)."""
+    from mfu_sweep.analysis.refine.knees import bends
 
     if target <= 1:
         raise RefineError(f"width target={target} must be above 1 (a ratio of FLOPs, e.g. 1.5)")
@@ -547,8 +547,8 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     RefineError
         One device only (without ``bends_only``), or no pair that can be compared.
     """
-    from mfu_sweep.analysis.compare import CompareError, compare_all
     from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
 
     if max_shapes < 1:
         raise RefineError(f"max-shapes={max_shapes} must be at least 1")

@@ -1,10 +1,10 @@
 """The roofline-with-overhead model of time per call, its Jacobian, and how it is solved and bootstrapped.
 
 ``log_time(x, ln F, ln B)`` with ``x = (ln t0, ln P[TFLOP/s], ln W[TB/s][, ln p])``
-is the model :mod:`mfu_sweep.analysis.fit` fits (hard ``max`` roof with 3
+is the model :mod:`mfu_sweep.analysis.fits.fit` fits (hard ``max`` roof with 3
 parameters, smooth ``pnorm`` knee with 4). Every function here takes one
 parameter vector or many at once (shape ``(n_params, B, 1)``), which is what
-lets the batch solver of :mod:`mfu_sweep.analysis.lsq` fit all starting points
+lets the batch solver of :mod:`mfu_sweep.analysis.fits.lsq` fit all starting points
 and all bootstrap resamples together. ``solver="scipy"`` solves the same
 problems one by one with ``scipy.optimize.least_squares`` (the reference).
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from mfu_sweep.analysis import lsq
+from mfu_sweep.analysis.fits import lsq
 from mfu_sweep.analysis.series import Series
 
 # A parameter is "constrained" when, at some measured shape, a 1% change of it
@@ -272,7 +272,7 @@ def pass_shifts(data: ShapeData, n_boot: int, seed: int) -> np.ndarray:
     it, yet it moves t0, P and W from run to run. With R >= 2 passes each draw gets
     ``s / sqrt(R) * T``: ``s`` the standard deviation of the R offsets of :func:`pass_offsets`, ``T``
     Student's t with R - 1 degrees of freedom, the distribution of the error of a mean of R passes
-    whose spread is estimated from those R (the ``runs`` method of :mod:`mfu_sweep.analysis.evidence`
+    whose spread is estimated from those R (the ``runs`` method of :mod:`mfu_sweep.analysis.verdicts.evidence`
     adds the same pass-level variance, with the same degrees of freedom). With one pass the offset
     is not measured: all zeros. Its own random stream (from the seed and the samples, see
     :func:`_content_word`), so the resamples do not depend on R.

@@ -7,7 +7,7 @@ a shape only one measured is compared against the other series interpolated
 in (log FLOPs, log time) between its neighbouring measurements, pass by pass
 (``method="interp"``), never extrapolated.
 
-Statistics, per pair (:mod:`mfu_sweep.analysis.evidence`):
+Statistics, per pair (:mod:`mfu_sweep.analysis.verdicts.evidence`):
 
 * the unit of evidence is the run or the shape, never the sample: with both
   series swept in R >= 2 passes (``sweep --repeats``) a point's log ratio is
@@ -32,7 +32,7 @@ Statistics, per pair (:mod:`mfu_sweep.analysis.evidence`):
   into the share of the shared FLOP range, on a log10 scale, where each series
   leads and where neither does, plus the longest lead: readable however many
   short segments a non-square grid produces;
-* with fits of both series (:mod:`mfu_sweep.analysis.fit`) the fitted curves give
+* with fits of both series (:mod:`mfu_sweep.analysis.fits.fit`) the fitted curves give
   crossovers too (``method="fit"``), from a simultaneous bootstrap band; when
   data and fit crossovers disagree beyond their intervals a note says so.
 """
@@ -44,24 +44,23 @@ from dataclasses import replace
 from itertools import combinations
 from typing import Any
 
-from mfu_sweep.analysis.comparison import (
+from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.verdicts.comparison import (
     METRICS,
-    SI,
     CompareError,
     ComparePoint,
     Comparison,
     Crossover,
     LeadSummary,
     Segment,
-    format_flops,
     metric_name,
     point_weights,
 )
-from mfu_sweep.analysis.evidence import holm
-from mfu_sweep.analysis.fit import RooflineFit, fit_series
-from mfu_sweep.analysis.pair import check_pair, compare_series
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.verdicts.evidence import holm
+from mfu_sweep.analysis.verdicts.pair import check_pair, compare_series
 from mfu_sweep.results import Sweep
+from mfu_sweep.text import SI, format_flops
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
@@ -227,7 +226,7 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         ``"mfu"`` or ``"tflops"``; labels that select pairs, or ``LABEL/DTYPE[/MODE]``
         selectors (both needed) to compare across dtypes or modes (:func:`compare_across`).
     fits:
-        ``SeriesKey -> fit`` to reuse (e.g. from ``mfu_sweep.analysis.fit.fit_groups``); each
+        ``SeriesKey -> fit`` to reuse (e.g. from ``mfu_sweep.analysis.fits.fit.fit_groups``); each
         series not in it is fitted once here (unless ``use_fit=False``).
     on_error:
         Called with the :class:`CompareError` of each pair that cannot be compared
@@ -262,7 +261,7 @@ def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, R
                   **kw: object) -> tuple[list[Comparison], list[str]]:
     """Compare every pair of series with the same dtype and mode, reusing ``fits``.
 
-    ``mfu_sweep.analysis.compare.compare_groups`` (:func:`~mfu_sweep.analysis.compare.compare_all` on series
+    ``compare_groups`` (:func:`~mfu_sweep.analysis.verdicts.compare.compare_all` on series
     already grouped) does the work, one dtype and mode at a time: groups in the order of
     their first sorted series key, pairs within a group as ``compare_all`` orders them
     (``compare_all`` itself sorts pairs across groups). Returns the comparisons and, for

@@ -29,11 +29,11 @@ Verdicts:
 * per shape, for runs: Holm over all devices x shapes; a device is slower
   (faster) over a run when at least ``min_run`` consecutive FLOP counts are
   significant in the same direction, the rule of the pairwise verdicts
-  (``holm`` and ``apply_min_run`` of :mod:`mfu_sweep.analysis.evidence`;
-  :mod:`mfu_sweep.analysis.fleet` flags such devices).
+  (``holm`` and ``apply_min_run`` of :mod:`mfu_sweep.analysis.verdicts.evidence`;
+  :mod:`mfu_sweep.analysis.fleet.view` flags such devices).
 
 The per-shape noise model is this module's own (band-mean residuals, pooled
-over the devices); :func:`mfu_sweep.analysis.evidence.shapes_evidence`, which
+over the devices); :func:`mfu_sweep.analysis.verdicts.evidence.shapes_evidence`, which
 smooths one pair's log ratio along FLOPs, could replace it per device behind
 :func:`shape_evidence`.
 
@@ -50,10 +50,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.compare import format_flops
-from mfu_sweep.analysis.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.stats import median_ci_indices
+from mfu_sweep.text import format_flops
 
 LN_TERA = 12 * math.log(10)
 METRICS = ("mfu", "tflops")
@@ -413,7 +413,7 @@ def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard
 def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None) -> list[Run]:
     """Runs per device from the per-shape tests, Holm-corrected over every device and shape.
 
-    The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.evidence.apply_min_run`).
+    The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.verdicts.evidence.apply_min_run`).
     """
     p = _p(ev.log_ratio, np.sqrt(ev.var)[:, None], ev.dof[:, None])
     valid = ~np.isnan(ev.log_ratio)

@@ -2,7 +2,7 @@
 
 Per device: the ratio of its metric to the median of the other devices at each
 shape, its geometric mean over shapes, and whether it is *flagged*: significantly
-slower than the rest over a run of shapes, which :mod:`mfu_sweep.analysis.leaderboard`
+slower than the rest over a run of shapes, which :mod:`mfu_sweep.analysis.fleet.leaderboard`
 tests two ways, both with shape-level noise: a whole FLOP band behind the rest
 (band means, Holm over devices x bands), or a run of at least ``min_run``
 consecutive FLOP counts each significantly slower (Holm over devices x shapes,
@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.compare import format_flops
-from mfu_sweep.analysis.leaderboard import REST, Band, Leaderboard, Run, leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
+from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.analysis.spread import RANK_SUFFIX
+from mfu_sweep.text import format_flops
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ def fleet_view(series: Sequence[Series], label: str | None = None, metric: str =
     ``label`` names the fleet (default: the common base label of ``.r<rank>`` labels, else the first);
     ``metric`` defaults to TFLOP/s (devices of one chip share a peak, and it works without one);
     ``board`` reuses a leaderboard of exactly these series against the rest; other keyword
-    arguments go to :func:`mfu_sweep.analysis.leaderboard.leaderboard` (not ``reference``).
+    arguments go to :func:`mfu_sweep.analysis.fleet.leaderboard.leaderboard` (not ``reference``).
     """
     board = board or leaderboard(series, metric, reference=REST, **kw)
     health = sorted((_health(board, lbl) for lbl in board.devices if lbl in board.overall),

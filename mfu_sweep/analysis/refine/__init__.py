@@ -1,0 +1,5 @@
+"""Where to measure next: shapes and passes that most narrow what a comparison leaves open, and where one
+device's curve bends. Deciding only; ``workflow/loop.py`` runs the loop and ``cli/refine.py`` is the command.
+
+Imports every other part of ``analysis/`` except ``predict``.
+"""
