@@ -243,3 +243,14 @@ def test_fieller_crossing_narrows_the_bracket_with_dense_shapes_and_covers_the_t
     assert fieller_crossing(few, 0.3 * (few - x0), lo, hi) == (lo, hi)
     flat = rng.normal(0, 0.02, x.size)  # no slope to speak of: the bracket, not a made-up crossing
     assert fieller_crossing(x, flat, lo, hi) == (lo, hi)
+
+
+def test_margin_is_parsed_and_checked_in_one_place() -> None:
+    from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, parse_margin
+
+    assert DEFAULT_MARGIN == 0.02 and parse_margin("2%") == parse_margin("0.02") == 0.02 and parse_margin("0") == 0
+    for bad in ("-1%", "51%", "0.6", "nan", "two"):
+        with pytest.raises(MarginError, match="margin="):
+            parse_margin(bad)
+    with pytest.raises(MarginError, match="-0.01"):
+        check_margin(-0.01)

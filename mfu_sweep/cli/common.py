@@ -83,3 +83,19 @@ def echo_incomplete(sweeps: Any) -> None:
 
     for reason in filter(None, map(incomplete_reason, sweeps)):
         click.echo(f"note: {reason}", err=True)
+
+
+def _margin(ctx: click.Context, param: click.Parameter, value: str | None) -> float:
+    from mfu_sweep.analysis.verdicts.margin import MarginError, parse_margin
+
+    try:
+        return parse_margin(value)
+    except MarginError as exc:  # one line, naming the option and the value
+        raise click.ClickException(f"--margin: {exc}") from None
+
+
+# --margin, shared by compare (bands), the fleet view and the leaderboards
+margin_option = click.option(
+    "--margin", default="2%", show_default=True, metavar="FRACTION|PERCENT", callback=_margin,
+    help="Practical-equivalence margin: a ratio within 1 +- margin is 'the same', never a lead; a lead must be "
+         "beyond it with confidence. 0 restores a pure difference test; at most 50%.")
