@@ -36,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from synthetic_refine import SimDevice, SimSweep, crossing_ratio  # noqa: E402  (SYNTHETIC)
 
-from mfu_sweep.analysis.refine.plan import DEFAULT_LOOKS, plan_refinement  # noqa: E402
+from mfu_sweep.analysis.refine.looks import DEFAULT_LOOKS  # noqa: E402
+from mfu_sweep.analysis.refine.plan import plan_refinement  # noqa: E402
 from mfu_sweep.analysis.verdicts.compare import compare_all  # noqa: E402
 from mfu_sweep.shapes import points_for_range, square_family  # noqa: E402
 

@@ -11,17 +11,9 @@ import pytest
 from synthetic_refine import SimDevice, SimSweep, base_time, crossing_ratio
 
 from mfu_sweep.analysis.refine.knees import bends
-from mfu_sweep.analysis.refine.plan import (
-    Look,
-    RefineError,
-    current_look,
-    gap_targets,
-    plan_refinement,
-    refine_round,
-    shape_file_text,
-    square_near,
-    trend_regions,
-)
+from mfu_sweep.analysis.refine.looks import Look, RefineError, current_look, refine_round
+from mfu_sweep.analysis.refine.plan import gap_targets, plan_refinement, shape_file_text, square_near
+from mfu_sweep.analysis.refine.regions import trend_regions
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.measure.passes import plan_passes

@@ -25,126 +25,45 @@ it may look at unadjusted p-values to find leanings.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import norm, spearmanr
+from scipy.stats import norm
 
+from mfu_sweep.analysis.refine.looks import (
+    DEFAULT_ALPHA,
+    FAMILY_PREFIX,
+    Look,
+    RefineError,
+    current_look,
+    file_repeats,
+    shape_passes,
+)
+from mfu_sweep.analysis.refine.regions import Region, candidate_regions, crossover_regions
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Comparison, format_flops
-from mfu_sweep.analysis.verdicts.evidence import apply_min_run
+from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import Shape, parse_shape, size_align
 
 DEFAULT_TARGET = 1.5  # crossover interval: high/low FLOPs at most this
-DEFAULT_LOOKS = 8  # looks planned before the first data: the initial sweep + up to 7 refinement rounds
-DEFAULT_ALPHA = 0.05
-LEAN_P = 0.05  # unadjusted p-value at which a point "leans" (placement only, never a claim)
+
 MAX_SHAPES = 24  # proposals per round (all regions together), largest gaps first
+
 # a called interval spans about three gaps (the last call of one lead, the uncalled crossing, the first call
 # of the next), so gaps of target**(1/3) let it reach the target
 GAPS_PER_TARGET = 3
+
 # focus shapes at centre * target**x: the calls that bound an interval of the target width sit near
 # x = +-0.5; a step inside them (+-0.45, so rounding cannot push them out) and one outside (+-0.9) in case
 # the centre is off, and the centre itself, which anchors the local line the verdicts smooth
 FOCUS = (-0.9, -0.45, 0.0, 0.45, 0.9)
+
 PASS_GROWTH = 1.5  # passes grow at most this much per round: the need is estimated from few points
+
 ALIGNS = (64, 32, 16, 8)  # square sizes: the coarsest alignment that lands near the FLOP target
-FAMILY_PREFIX = "refine-"
-_FAMILY = re.compile(r"^refine-(\d+)(?:-of-(\d+))?$")
 
-
-class RefineError(ValueError):
-    """Nothing can be proposed from the given sweeps; the message says why."""
-
-
-@dataclass(frozen=True)
-class Look:
-    """Look ``index`` (1-based) of at most ``looks``; its claims are made at ``alpha / looks``."""
-
-    index: int
-    looks: int = DEFAULT_LOOKS
-    alpha: float = DEFAULT_ALPHA
-
-    def __post_init__(self) -> None:
-        if self.looks < 1 or self.index < 1:
-            raise RefineError(f"looks={self.looks} and look index={self.index} must be at least 1")
-        if not 0 < self.alpha < 1:
-            raise RefineError(f"alpha={self.alpha} must be in (0, 1)")
-
-    @property
-    def alpha_look(self) -> float:
-        """The level this look's verdicts are tested at (Bonferroni over the planned looks)."""
-        return self.alpha / self.looks
-
-    @property
-    def spent(self) -> float:
-        """Family-wise error spent by the looks so far, this one included."""
-        return min(self.index, self.looks) * self.alpha_look
-
-    @property
-    def last(self) -> bool:
-        """Whether no look is left after this one (no further round may be proposed)."""
-        return self.index >= self.looks
-
-
-def refine_round(family: str) -> int | None:
-    """The refinement round a record's family names (``refine-2-of-8`` or ``refine-2`` -> 2), or None."""
-    m = _FAMILY.match(family)
-    return int(m.group(1)) if m else None
-
-
-def rounds_done(sweeps: Iterable[Sweep]) -> int:
-    """The last refinement round whose shapes are in ``sweeps`` (0: none yet)."""
-    found = [refine_round(r.family) for s in sweeps for r in s.records]
-    return max((r for r in found if r is not None), default=0)
-
-
-def planned_looks(sweeps: Iterable[Sweep]) -> set[int]:
-    """The looks planned by the rounds already in ``sweeps`` (``refine-<round>-of-<looks>`` families)."""
-    return {int(m.group(2)) for s in sweeps for r in s.records if (m := _FAMILY.match(r.family)) and m.group(2)}
-
-
-def current_look(sweeps: Sequence[Sweep], looks: int | None = None, alpha: float = DEFAULT_ALPHA) -> Look:
-    """The look the data of ``sweeps`` makes: one more than the refinement rounds they hold.
-
-    The planned number of looks travels in the records' families; a different
-    ``looks`` than the one the earlier rounds planned is refused, since choosing
-    it after seeing data would break the error bound.
-    """
-    recorded = planned_looks(sweeps)
-    if len(recorded) > 1:
-        raise RefineError(f"the files mix refinement rounds planned with {sorted(recorded)} looks; "
-                          f"refine each plan's files apart")
-    if recorded and looks is not None and looks not in recorded:
-        raise RefineError(f"looks={looks} differs from the {next(iter(recorded))} looks the earlier rounds "
-                          f"planned; the plan is fixed before the data, keep it")
-    return Look(rounds_done(sweeps) + 1, looks or next(iter(recorded), DEFAULT_LOOKS), alpha)
-
-
-@dataclass(frozen=True)
-class Region:
-    """A FLOP range still open: a crossover wider than the target, a leaning sign change, or a bend."""
-
-    kind: str  # "crossover", "candidate" or "bend"
-    low_flops: float
-    high_flops: float
-    where: str  # the pair or series it belongs to
-    centre: float | None = None  # a called crossover's estimate
-
-    @property
-    def width(self) -> float:
-        """high / low."""
-        return self.high_flops / self.low_flops
-
-    def describe(self) -> str:
-        span = f"[{format_flops(self.low_flops)}, {format_flops(self.high_flops)}]"
-        what = {"crossover": "crossover", "candidate": "possible crossover (leaning, not called)",
-                "bend": "bend of the curve"}[self.kind]
-        return f"{self.where}: {what} in {span} (x{self.width:.2g} wide)"
 
 
 @dataclass(frozen=True)
@@ -155,6 +74,7 @@ class Proposal:
     reason: str
     passes: int
     extra_pass: bool = False
+
 
 
 @dataclass(frozen=True)
@@ -198,8 +118,6 @@ class RefinePlan:
                 f"shape(s) and more passes over {n_pass} measured one(s)")
 
 
-# -- shapes at FLOP targets ------------------------------------------------------
-
 
 def square_near(flops: float, tolerance: float) -> Shape:
     """The square shape nearest ``flops`` at the coarsest alignment in ``ALIGNS`` within ``tolerance`` (a ratio).
@@ -220,6 +138,7 @@ def square_near(flops: float, tolerance: float) -> Shape:
     return best  # type: ignore[return-value]
 
 
+
 def gap_targets(levels: Sequence[float], low: float, high: float, gap: float) -> list[tuple[float, float]]:
     """FLOP targets that split every gap between ``levels`` inside ``[low, high]`` to at most ``gap`` wide.
 
@@ -236,81 +155,13 @@ def gap_targets(levels: Sequence[float], low: float, high: float, gap: float) ->
     return out
 
 
-# -- open regions of a comparison --------------------------------------------------
-
-
-def _pair_name(c: Comparison) -> str:
-    return f"{c.a} vs {c.b} ({c.dtype}, {c.mode})"
-
-
-def crossover_regions(c: Comparison, target: float) -> list[Region]:
-    """Called data crossovers wider than ``target``."""
-    return [Region("crossover", x.low_flops, x.high_flops, _pair_name(c), x.flops) for x in c.crossovers
-            if x.method != "fit" and x.high_flops / x.low_flops > target]
-
-
-def _leanings(points: Sequence[ComparePoint], min_run: int) -> np.ndarray:
-    """+1/-1 where a point's unadjusted p-value is below ``LEAN_P``, held over ``min_run`` FLOP counts."""
-    # the point's own ratio: its p-value tests that ratio (trend_ratio is its whole band's, one sign per band)
-    lean = np.array([int(np.sign(math.log(p.ratio))) if p.p_value < LEAN_P else 0 for p in points], dtype=int)
-    return apply_min_run(lean, min_run, [p.flops for p in points])
-
-
-def candidate_regions(c: Comparison) -> list[Region]:
-    """Sign changes between leaning stretches that the called verdicts do not (yet) make a crossover.
-
-    A leaning point is not a claim: its p-value is not adjusted. The region
-    reaches from the last point of one leaning stretch to the first of the next.
-    """
-    pts = c.points
-    if not pts:
-        return []
-    lean = _leanings(pts, c.min_run)
-    called = [(x.low_flops, x.high_flops) for x in c.crossovers if x.method != "fit"]
-    idx = [i for i in range(len(pts)) if lean[i] != 0]
-    out = []
-    for i, j in zip(idx, idx[1:], strict=False):
-        if lean[i] == lean[j] or j == i:
-            continue
-        lo, hi = pts[i].flops, pts[j].flops
-        if any(a < hi and lo < b for a, b in called):
-            continue  # overlaps a called crossover's interval: the same sign change, that region covers it
-        out.append(Region("candidate", lo, hi, _pair_name(c)))
-    return out + trend_regions(c, called + [(r.low_flops, r.high_flops) for r in out])
-
-
-def trend_regions(c: Comparison, covered: Sequence[tuple[float, float]]) -> list[Region]:
-    """Inside a band with no leader, a log ratio that trends with FLOPs (Spearman p < ``LEAN_P``) and changes
-    sign: the shapes on either side of where a line through them crosses zero. The band's scatter hides a
-    crossover from the per-shape p-values when the ratio sweeps through 1 within one band (a sparse sweep)."""
-    out = []
-    for band in (b for b in c.bands if b.verdict == 0):
-        pts = [p for p in c.points if band.low_flops <= p.flops <= band.high_flops]
-        if len(pts) < 4:
-            continue
-        x = np.log([p.flops for p in pts])
-        d = np.log([p.ratio for p in pts])
-        if np.all(d > 0) or np.all(d < 0) or np.ptp(x) == 0 or spearmanr(x, d).pvalue >= LEAN_P:
-            continue
-        slope, level = np.polyfit(x, d, 1)
-        cross = -level / slope
-        below, above = x[x <= cross], x[x > cross]
-        if not len(below) or not len(above):
-            continue
-        lo, hi = math.exp(below.max()), math.exp(above.min())
-        if not any(a < hi and lo < b for a, b in covered):
-            out.append(Region("candidate", lo, hi, _pair_name(c)))
-    return out
-
-
-# -- proposals -------------------------------------------------------------------------
-
 
 def _shapes_at(c: Comparison) -> dict[float, list[str]]:
     out: dict[float, list[str]] = {}
     for p in c.points:
         out.setdefault(p.flops, []).append(p.shape)
     return out
+
 
 
 def _new_shapes(targets: Iterable[tuple[float, float]], region: Region, tolerance: float,
@@ -322,6 +173,7 @@ def _new_shapes(targets: Iterable[tuple[float, float]], region: Region, toleranc
             known.add(shape)
             out.append((rank, shape))
     return out
+
 
 
 def focus_targets(levels: Sequence[float], region: Region, centre: float, target: float) -> list[tuple[float, float]]:
@@ -342,9 +194,11 @@ def focus_targets(levels: Sequence[float], region: Region, centre: float, target
     return out
 
 
+
 def in_focus(flops: float, region: Region, target: float) -> bool:
     """Whether ``flops`` lies within a factor ``target`` of a crossover region's centre (any flops without one)."""
     return region.centre is None or abs(math.log(flops / region.centre)) <= math.log(target) * 1.0001
+
 
 
 def region_shapes(region: Region, levels: Sequence[float], target: float,
@@ -365,6 +219,7 @@ def region_shapes(region: Region, levels: Sequence[float], target: float,
         targets = focus_targets(flops, region, region.centre, target)
         targets += gap_targets(flops + [f for f, _ in targets], region.low_flops, region.high_flops, coarse)
     return _new_shapes(targets, region, target ** (1 / 16), known)
+
 
 
 def passes_needed(c: Comparison, region: Region, target: float, base: int) -> int:
@@ -389,6 +244,7 @@ def passes_needed(c: Comparison, region: Region, target: float, base: int) -> in
     reach = slope * math.log(target) / 2
     factor = (need / reach) ** 2 if reach > 0 else math.inf
     return int(min(math.ceil(PASS_GROWTH * base), max(base + 1, math.ceil(base * factor))))
+
 
 
 def pair_plan(comparisons: Sequence[Comparison], look: Look, target: float = DEFAULT_TARGET,
@@ -432,6 +288,7 @@ def pair_plan(comparisons: Sequence[Comparison], look: Look, target: float = DEF
     return _finish(look, target, regions, ranked, list(extra.values()), repeats, max_shapes, tuple(comparisons))
 
 
+
 def _finish(look: Look, target: float, regions: list[Region], ranked: list[tuple[float, Proposal]],
             extra: list[Proposal], repeats: int, max_shapes: int, comparisons: tuple[Comparison, ...]) -> RefinePlan:
     """Rank and cap the proposals (at most ``max_shapes`` new shapes and as many extra-pass rows)."""
@@ -442,8 +299,6 @@ def _finish(look: Look, target: float, regions: list[Region], ranked: list[tuple
     most = max([repeats, *(p.passes for p in chosen)])
     return RefinePlan(look, target, tuple(regions), chosen, most, comparisons)
 
-
-# -- the shape file ----------------------------------------------------------------------
 
 
 def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
@@ -461,6 +316,7 @@ def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
     return "\n".join(lines) + "\n"
 
 
+
 def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] = ()) -> None:
     """Write :func:`shape_file_text` atomically."""
     import os
@@ -473,8 +329,6 @@ def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] =
         fh.write(shape_file_text(plan, header))
     os.replace(tmp, path)
 
-
-# -- one device: where its curve bends ---------------------------------------------------
 
 
 def plan_series(series: Sequence[Series], look: Look, target: float = DEFAULT_TARGET, max_shapes: int = MAX_SHAPES,
@@ -498,26 +352,6 @@ def plan_series(series: Sequence[Series], look: Look, target: float = DEFAULT_TA
                 ranked += [(rank, Proposal(shape, region.describe(), repeats)) for rank, shape in new]
     return _finish(look, target, regions, ranked, [], repeats, max_shapes, ())
 
-
-# -- from result files ---------------------------------------------------------------------
-
-
-def file_repeats(sweeps: Iterable[Sweep]) -> int:
-    """The passes of the sweeps (``settings.repeats``; 1 for files without it); the largest when they differ."""
-    return max((int(s.settings.get("repeats") or 1) for s in sweeps), default=1)
-
-
-def shape_passes(sweeps: Iterable[Sweep]) -> dict[Shape, int]:
-    """Passes each shape has, the fewest over the series that measured it (usable records only)."""
-    per: dict[tuple[str, str, str, Shape], set[int]] = {}
-    for s in sweeps:
-        for r in s.records:
-            if r.ok:
-                per.setdefault((s.label, r.dtype, r.mode, r.shape), set()).add(r.run_pass)
-    out: dict[Shape, int] = {}
-    for (*_, shape), seen in per.items():
-        out[shape] = min(out.get(shape, len(seen)), len(seen))
-    return out
 
 
 def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, looks: int | None = None,
@@ -574,3 +408,4 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     except CompareError as exc:
         raise RefineError(f"nothing to refine: {exc}") from None
     return pair_plan(comps, look, target, max_shapes, repeats, shape_passes(sweeps))
+
