@@ -34,16 +34,14 @@ from mfu_sweep.measure.backends.cuda import (
     GRAPH_BELOW_S,
     MIN_ROTATION_BYTES,
     TIMER_ENV,
-    Sampler,
     choose_timer,
-    decode_throttle_reasons,
     estimate_call_s,
     fp8_dtype_name,
     graph_calls,
     rotation_bytes_for,
-    summarize_telemetry,
     unsupported_reason,
 )
+from mfu_sweep.measure.backends.cuda_telemetry import Sampler, decode_throttle_reasons, summarize_telemetry
 from mfu_sweep.measure.backends.generic import event_flush_timer
 from mfu_sweep.measure.backends.neuron import (
     cache_delta,

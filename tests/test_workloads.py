@@ -10,13 +10,12 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
+from mfu_sweep.models import find_model, load_models
 from mfu_sweep.results import load_sweeps
 from mfu_sweep.shapes import Shape, ShapeError, read_shape_csv
 from mfu_sweep.workloads import (
     DEEPBENCH_SETS,
     deepbench_rows,
-    find_model,
-    load_models,
     resolve_family,
     step_flops,
     sweep_shapes,

@@ -16,8 +16,9 @@ import click
 from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_step
 from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.dtypes import DTYPES, get_dtype
+from mfu_sweep.models import load_models
 from mfu_sweep.shapes import ShapeError
-from mfu_sweep.workloads import KINDS, WorkloadGemm, load_models, resolve_family, step_flops
+from mfu_sweep.workloads import KINDS, WorkloadGemm, resolve_family, step_flops
 
 CSV_COLUMNS = ("batch", "m", "n", "k", "role", "pass", "count", "layout", "flops", "bytes", "intensity", "family")
 
