@@ -1,0 +1,292 @@
+"""Per-shape evidence of many devices against one reference: profiles, one grid of shapes, the noise model.
+
+Evidence, per device and shape (:class:`ShapeEvidence`, the seam the verdicts
+rest on): the log ratio of the metric (MFU, or TFLOP/s) to the reference, its
+uncertainty and a two-sided p-value. Shapes a device did not measure are read
+off its curve by linear interpolation in log FLOPs (never extrapolated).
+
+The uncertainty is taken at the level of *shapes*, not samples: a median's
+bootstrap only knows the noise within one run, while what moves a whole shape
+from run to run (clocks, a busy neighbour, a different kernel) is what makes
+false leads. So each device's per-shape log ratios are compared with their
+FLOP-band means, and the robust spread of those residuals (MAD, pooled over
+bands, corrected for the degrees of freedom the band means take) is the
+per-shape noise; it is floored by the median spread over all devices and by
+the variance of the medians themselves (from their distribution-free 95%
+intervals, no resampling). Tests use Student's t with those degrees
+of freedom.
+
+The per-shape noise model is this module's own (band-mean residuals, pooled
+over the devices); :func:`mfu_sweep.analysis.verdicts.evidence.shapes_evidence`, which
+smooths one pair's log ratio along FLOPs, could replace it per device behind
+:func:`shape_evidence`.
+
+This module never imports matplotlib or torch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from mfu_sweep.analysis.series import Series
+from mfu_sweep.stats import median_ci_indices
+from mfu_sweep.text import format_flops
+
+LN_TERA = 12 * math.log(10)
+METRICS = ("mfu", "tflops")
+MAD_TO_SIGMA = 1.4826
+MAD_EFFICIENCY = 0.37  # asymptotic efficiency of the MAD against the sd, normal noise: its effective df share
+Z95 = 1.959964
+# Standard error of a median relative to that of one value, for normal noise.
+MEDIAN_SE = math.sqrt(math.pi / 2)
+REST = "rest"
+
+
+class LeaderboardError(ValueError):
+    """Series cannot be ranked together; the message says why."""
+
+
+@dataclass(frozen=True)
+class ShapeEvidence:
+    """How a device differs from its reference at one shape.
+
+    ``log_ratio`` is ln(metric / reference metric), ``se`` its standard error
+    (shape-level noise included), ``p_value`` two-sided for H0: ratio = 1.
+    """
+
+    flops: float
+    shape: str
+    log_ratio: float
+    se: float
+    p_value: float
+    interpolated: bool = False
+
+    @property
+    def ratio(self) -> float:
+        return math.exp(self.log_ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flops": self.flops, "shape": self.shape, "ratio": self.ratio, "log_ratio": self.log_ratio,
+                "se": self.se, "p_value": self.p_value, "interpolated": self.interpolated}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One series as the leaderboard sees it: log metric and the standard error of its median per shape."""
+
+    label: str
+    shapes: tuple[str, ...]
+    flops: np.ndarray
+    log_metric: np.ndarray
+    se: np.ndarray
+
+
+def _log_median_se(samples: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Log median per shape and its standard error from the distribution-free 95% interval of the median.
+
+    The interval's half-width in log time over 1.96 (0 for a single sample);
+    no resampling, so it costs one sort per shape.
+    """
+    med = np.empty(len(samples))
+    se = np.zeros(len(samples))
+    sizes = np.array([len(s) for s in samples])
+    for size in np.unique(sizes):
+        rows = np.flatnonzero(sizes == size)
+        logs = np.sort(np.log(np.stack([samples[i] for i in rows])), axis=1)
+        mid = logs[:, size // 2] if size % 2 else 0.5 * (logs[:, size // 2 - 1] + logs[:, size // 2])
+        med[rows] = mid
+        if size > 1:
+            lo, hi = median_ci_indices(int(size))
+            se[rows] = (logs[:, hi] - logs[:, lo]) / (2 * Z95)
+    return med, se
+
+
+def profile(series: Series, metric: str = "mfu") -> Profile:
+    """The per-shape log metric of ``series`` (samples of one shape pooled) with the standard errors of the medians."""
+    if metric not in METRICS:
+        raise LeaderboardError(f"metric={metric!r} must be one of {', '.join(METRICS)}")
+    if metric == "mfu" and series.peak_tflops is None:
+        raise LeaderboardError(f"series {series.key} has no peak for {series.dtype}, so its MFU is undefined; "
+                               "use --metric tflops (metric='tflops')")
+    pooled: dict[str, tuple[float, list[float]]] = {}
+    for rec in series.records:
+        pooled.setdefault(str(rec.shape), (rec.flops, []))[1].extend(rec.samples_s)
+    names = sorted(pooled, key=lambda n: (pooled[n][0], n))
+    flops = np.array([pooled[n][0] for n in names])
+    log_t, se = _log_median_se([np.asarray(pooled[n][1], float) for n in names])
+    shift = math.log(series.peak_tflops) if metric == "mfu" else 0.0  # type: ignore[arg-type]
+    return Profile(series.label, tuple(names), flops, np.log(flops) - log_t - LN_TERA - shift, se)
+
+
+# -- alignment on one grid of shapes -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Every device's log metric on the union of the shapes (NaN where it cannot be read)."""
+
+    labels: tuple[str, ...]
+    shapes: tuple[str, ...]
+    flops: np.ndarray  # (S,)
+    values: np.ndarray  # (N, S)
+    se: np.ndarray  # (N, S)
+    interpolated: np.ndarray  # (N, S) bool
+
+
+def _read_off(p: Profile, flops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Linear interpolation in log FLOPs of the profile (equal-FLOP shapes averaged); NaN outside its range."""
+    levels, inverse = np.unique(p.flops, return_inverse=True)
+    mean_v = np.bincount(inverse, p.log_metric) / np.bincount(inverse)
+    mean_se = np.bincount(inverse, p.se) / np.bincount(inverse)
+    x, xs = np.log(flops), np.log(levels)
+    inside = (x >= xs[0]) & (x <= xs[-1])
+    return (np.where(inside, np.interp(x, xs, mean_v), np.nan), np.where(inside, np.interp(x, xs, mean_se), np.nan))
+
+
+def align(profiles: Sequence[Profile]) -> Grid:
+    """Put ``profiles`` on the union of their shapes, ordered by FLOPs."""
+    where: dict[str, float] = {}
+    for p in profiles:
+        where.update(zip(p.shapes, p.flops.tolist(), strict=True))
+    shapes = sorted(where, key=lambda n: (where[n], n))
+    flops = np.array([where[n] for n in shapes])
+    column = {n: i for i, n in enumerate(shapes)}
+    values = np.full((len(profiles), len(shapes)), np.nan)
+    se = np.full_like(values, np.nan)
+    interp = np.zeros(values.shape, dtype=bool)
+    for d, p in enumerate(profiles):
+        v, s = _read_off(p, flops)
+        values[d], se[d] = v, s
+        interp[d] = ~np.isnan(v)
+        cols = [column[n] for n in p.shapes]
+        values[d, cols], se[d, cols], interp[d, cols] = p.log_metric, p.se, False
+    return Grid(tuple(p.label for p in profiles), tuple(shapes), flops, values, se, interp)
+
+
+def rest_median(values: np.ndarray) -> np.ndarray:
+    """Per column, each row's median of the *other* rows' values (NaN ignored; NaN with no other value)."""
+    out = np.full(values.shape, np.nan)
+    for s in range(values.shape[1]):
+        col = values[:, s]
+        ok = np.flatnonzero(~np.isnan(col))
+        m = len(ok) - 1
+        if m < 1:
+            continue
+        order = np.argsort(col[ok], kind="stable")
+        sv = col[ok][order]
+        rank = np.empty(len(ok), dtype=int)
+        rank[order] = np.arange(len(ok))
+
+        def without(j: int, r: np.ndarray = rank, sorted_values: np.ndarray = sv) -> np.ndarray:
+            return sorted_values[j + (j >= r)]
+
+        out[ok, s] = without(m // 2) if m % 2 else 0.5 * (without(m // 2 - 1) + without(m // 2))
+    return out
+
+
+# -- bands, noise and the per-shape evidence -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Band:
+    """A FLOP range ``[low_flops, high_flops)``."""
+
+    low_flops: float
+    high_flops: float
+
+    @property
+    def name(self) -> str:
+        return f"{format_flops(self.low_flops)} - {format_flops(self.high_flops)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"low_flops": self.low_flops, "high_flops": self.high_flops, "name": self.name}
+
+
+def flop_bands(flops: np.ndarray, per_decade: int = 1) -> tuple[tuple[Band, ...], np.ndarray]:
+    """Decade bands (``per_decade`` per decade) covering ``flops``, and each shape's band index."""
+    pos = np.floor(np.log10(flops) * per_decade + 1e-9).astype(int)
+    levels, index = np.unique(pos, return_inverse=True)
+    bands = tuple(Band(10 ** (lv / per_decade), 10 ** ((lv + 1) / per_decade)) for lv in levels)
+    return bands, index
+
+
+def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per device: the per-shape noise variance and its degrees of freedom (see the module docstring)."""
+    n_dev = log_ratio.shape[0]
+    own, dof = np.full(n_dev, np.nan), np.zeros(n_dev)
+    for d in range(n_dev):
+        ok = ~np.isnan(log_ratio[d])
+        if not ok.any():
+            continue
+        b, x = band[ok], log_ratio[d, ok]
+        counts = np.bincount(b)
+        means = np.bincount(b, x) / np.maximum(counts, 1)
+        k = counts[b]
+        keep = k > 1
+        dof[d] = float(np.sum(counts[counts > 1] - 1))
+        if dof[d] >= 1:
+            resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))
+            own[d] = (MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))) ** 2
+    pooled = float(np.nanmedian(own)) if np.isfinite(own).any() else 0.0
+    floor = np.nan_to_num(np.nanmean(np.where(np.isnan(log_ratio), np.nan, median_var), axis=1))
+    var = np.fmax(np.nan_to_num(own, nan=pooled), np.maximum(pooled, floor))
+    pooled_dof = float(np.median(dof[dof >= 1])) if (dof >= 1).any() else 1.0
+    # A MAD is worth 37% of the residuals a standard deviation would use (normal noise); the floor by the
+    # median over devices adds what the other devices measured, nothing with 2 or 3 (whose log ratios to
+    # the median of the others mirror each other), about one device's worth for each further device.
+    worth = MAD_EFFICIENCY * max(1, n_dev - 2)
+    return np.maximum(var, 1e-300), worth * np.where(dof >= 1, dof, pooled_dof)
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    grid: Grid
+    log_ratio: np.ndarray  # (N, S)
+    var: np.ndarray  # (N,) per-shape noise variance
+    dof: np.ndarray  # (N,)
+    bands: tuple[Band, ...]
+    band_of: np.ndarray  # (S,)
+
+
+def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
+    if reference == REST:
+        ref = rest_median(grid.values)
+        k = np.sum(~np.isnan(grid.values), axis=0)
+        ref_se = MEDIAN_SE * np.nanmedian(grid.se, axis=0) / np.sqrt(np.maximum(k - 1, 1))
+        ref_var = np.broadcast_to(ref_se**2, grid.values.shape)
+    else:
+        base = grid.labels.index(reference)
+        ref = np.broadcast_to(grid.values[base], grid.values.shape)
+        ref_var = np.broadcast_to(grid.se[base] ** 2, grid.values.shape)
+    log_ratio = grid.values - ref
+    bands, band_of = flop_bands(grid.flops, per_decade)
+    var, dof = _noise(log_ratio, grid.se**2 + ref_var, band_of)
+    return _Evidence(grid, log_ratio, var, dof, bands, band_of)
+
+
+def _exp(x: float) -> float:
+    """``exp(x)``, infinite where it overflows (an interval from a t quantile of very few degrees of freedom)."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
+def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return 2 * student_t.sf(np.abs(est) / se, dof)
+
+
+def shape_evidence(ev: _Evidence, d: int) -> tuple[ShapeEvidence, ...]:
+    """The per-shape evidence of device ``d`` (shapes it has a value at)."""
+    g = ev.grid
+    se = math.sqrt(ev.var[d])
+    lr = ev.log_ratio[d]
+    p = _p(lr, np.full(lr.shape, se), np.full(lr.shape, ev.dof[d]))
+    return tuple(ShapeEvidence(float(g.flops[s]), g.shapes[s], float(lr[s]), se, float(p[s]),
+                               bool(g.interpolated[d, s]))
+                 for s in range(len(g.shapes)) if not np.isnan(lr[s]))
+
