@@ -124,15 +124,6 @@ def pass_summaries(records: Iterable[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def count_flagged(sweeps: Iterable[Sweep]) -> tuple[int, int]:
-    """(records flagged contended, records) over ``sweeps``."""
-    flagged = total = 0
-    for s in sweeps:
-        total += len(s.records)
-        flagged += sum(is_flagged(r) for r in s.records)
-    return flagged, total
-
-
 def flagged_passes(sweep: Sweep) -> list[int]:
     """The passes of ``sweep`` with at least one contended record."""
     return sorted({r.run_pass for r in sweep.records if is_flagged(r)})
@@ -163,11 +154,6 @@ def exclude_contended(sweeps: Sequence[Sweep]) -> tuple[list[Sweep], int]:
         dropped += len(s.records) - len(keep)
         out.append(s.with_records(keep) if len(keep) != len(s.records) else s)
     return out, dropped
-
-
-def contended_share_of(sweep: Sweep) -> float:
-    """The fraction of a sweep's records flagged contended (0 for a sweep without records)."""
-    return sum(is_flagged(r) for r in sweep.records) / len(sweep.records) if sweep.records else 0.0
 
 
 def _side(sweeps: Sequence[Sweep], label: str) -> tuple[int, int, float]:

@@ -99,11 +99,6 @@ class Record:
         return 0 if self.pass_index is None else self.pass_index
 
     @property
-    def slot(self) -> tuple[int, Shape, str, str]:
-        """What identifies a record within one sweep: pass, shape, dtype and mode."""
-        return (self.run_pass, *self.key)
-
-    @property
     def ok(self) -> bool:
         return self.status in ("ok", "mismatch") and self.median_s is not None
 

@@ -44,7 +44,6 @@ from typing import Any
 from mfu_sweep.models import ModelConfig, find_model, load_models
 from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_in_order
 
-PASSES = ("fwd", "dgrad", "wgrad")
 NO_PASS = "n/a"
 DEEPBENCH_SETS = ("train", "inference-server", "inference-device")
 DEFAULT_TOKENS = 4096

@@ -25,10 +25,10 @@ from mfu_sweep.contention import (
     FLAG,
     contention_note,
     contention_reason,
-    count_flagged,
     exclude_contended,
     flag_record,
     is_contended,
+    is_flagged,
     pass_summaries,
 )
 from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
@@ -372,7 +372,9 @@ def _sweep(label, records):
 def test_counting_excluding_and_naming_contention():
     busy = _sweep("busy", [_rec(0, 0.01), _rec(1, 0.8)])
     quiet = _sweep("quiet", [_rec(0, 0.0), _rec(1, 0.02)])
-    assert count_flagged([busy, quiet]) == (1, 4)
+    assert contention_note([busy, quiet]) == ("measured under contention: busy: 1 of 2 records in 1 pass(es) "
+                                             "(others took up to 80% of the device); kept; "
+                                             "--exclude-contended leaves them out")
     assert [p["contended"] for p in pass_summaries(busy.records)] == [False, True]
     kept, dropped = exclude_contended([busy, quiet])
     assert dropped == 1 and len(kept[0].records) == 1 and kept[1] is quiet
@@ -413,7 +415,7 @@ def test_old_files_load_and_new_fields_round_trip(tmp_path):
     golden = Path(__file__).parent / "golden" / "v1_sweep.json"
     (old,) = load_sweeps([golden])
     assert old.peak.basis == "" and "basis" not in old.peak.to_json()
-    assert count_flagged([old]) == (0, len(old.records)) and contention_note([old]) is None
+    assert not any(is_flagged(r) for r in old.records) and contention_note([old]) is None
     new = replace(old, peak=replace(old.peak, basis="cores ran faster"),
                   records=(_rec(0, 0.5),), extra={"machine": {"contended_share": CONTENDED_SHARE, "passes": []}})
     save_sweep(tmp_path / "n.json", new)

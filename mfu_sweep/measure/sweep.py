@@ -49,12 +49,10 @@ from mfu_sweep.shapes import (
 )
 from mfu_sweep.specs import Peak, apply_peak_override
 
-ISOLATION = ("sweep", "shape", "none")
 # Settings that change what a record measures: a resumed file keeps one value (default for older files).
 # --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order; a shape
 # file whose every row has a passes column may extend a file's passes (see _resume_from).
 RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None, "repeats": 1, "seed": 0}
-MODES = ("eager", "compile")
 
 
 # Default square range: on an accelerator 1 MFLOP to 10 TFLOP per GEMM (s = 17088 at the top; the

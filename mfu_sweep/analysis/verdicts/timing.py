@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts.comparison import CompareError, format_flops
+from mfu_sweep.analysis.verdicts.comparison import CompareError
 from mfu_sweep.analysis.verdicts.curves import pass_curve, raw_points
 
 FIELDS = ("timer", "cache", "mode")
@@ -122,7 +122,3 @@ def band_calibration(ref_a: Series, ref_b: Series, edges: Sequence[tuple[int, in
         n.append(int(len(x)))
     return Calibration(ref_a.label, ref_b.label, tuple(factor), tuple(var), tuple(df), tuple(n),
                        float(np.exp(np.median(r))))
-
-
-def describe_band(lo: float, hi: float) -> str:
-    return f"{format_flops(lo)}-{format_flops(hi)}"
