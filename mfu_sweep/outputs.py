@@ -102,6 +102,24 @@ def _make_dir(directory: Path, target: Path, flag: str) -> None:
                           f"({exc.strerror or exc}); write elsewhere ({flag} PATH in a directory you own)") from None
 
 
+def check_suffix(path: str | Path, suffix: str = ".json", what: str = "JSON", flag: str = "-o") -> Path:
+    """Refuse a file name whose suffix says another format than the one written (``out.csv`` for JSON).
+
+    A name without a suffix passes: it claims no format.
+
+    Raises
+    ------
+    OutputError
+        When ``path`` has a suffix other than ``suffix`` (compared without case).
+    """
+    target = Path(path)
+    if target.suffix and target.suffix.lower() != suffix:
+        fixed = target.with_suffix(suffix)
+        raise OutputError(f"{str(target)!r} ends in {target.suffix}, but the file written is {what}; "
+                          f"name it {fixed.name} ({flag} {fixed})")
+    return target
+
+
 def check_output_file(path: str | Path, force: bool = False, flag: str = "-o",
                       exists_hint: str = "use --force to overwrite it") -> Path:
     """Check that ``path`` can be written, before any work; return it as a Path.

@@ -26,6 +26,13 @@ DEVICE_MEMORY_FRACTION = 0.5
 MIN_SMALL_ALIGN = 16
 
 
+# The columns of a shape file: the shape, and where it comes from and how many passes measure it.
+SHAPE_FILE_COLUMNS = ("batch", "m", "n", "k", "family", "passes")
+# Columns `mfu-sweep shapes --csv` adds to describe each row; a shape file may carry them, the sweep ignores them.
+DESCRIPTIVE_COLUMNS = ("role", "pass", "count", "layout", "flops", "bytes", "intensity")
+KNOWN_COLUMNS = SHAPE_FILE_COLUMNS + DESCRIPTIVE_COLUMNS
+
+
 class ShapeError(ValueError):
     """A shape or shape list is invalid; the message names the bad value."""
 
@@ -222,35 +229,78 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     ``family`` names where a shape comes from (``mfu-sweep refine`` writes
     ``refine-<round>``) and is kept in its records; ``passes`` is how many
     passes of a ``--repeats`` sweep measure that shape (passes 0 .. passes-1).
-    Lines starting with ``#`` are comments. Errors name the file and line.
+    The columns ``mfu-sweep shapes --csv`` adds to describe a row (``DESCRIPTIVE_COLUMNS``)
+    are read and ignored; any other column is refused by name, and so is a row
+    with more or fewer values than the header has columns. Lines starting with
+    ``#`` are comments. Errors name the file and the line as the file numbers it.
     """
     path = Path(path)
+    name = str(path)
     try:
         text = path.read_text()
     except OSError as exc:
-        raise ShapeError(f"shape file {str(path)!r}: {exc.strerror or exc}") from None
+        raise ShapeError(f"shape file {name!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:
-        raise ShapeError(f"shape file {str(path)!r} is not text") from None
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        raise ShapeError(f"shape file {name!r} is not text") from None
+    lines = [(no, ln) for no, ln in enumerate(text.splitlines(), start=1)
+             if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
-        raise ShapeError(f"shape file {str(path)!r} has no shapes")
-    reader = csv.DictReader(lines)
-    header = [h.strip().lower() for h in (reader.fieldnames or [])]
+        raise ShapeError(f"shape file {name!r} has no shapes")
+    rows: list[ShapeRow] = []
+    header: list[str] = []
+    for lineno, line in lines:
+        try:
+            values = _csv_values(line)
+            if not header:
+                header = _checked_header(values)
+            else:
+                rows.append(_shape_row(header, values, line))
+        except ShapeError as exc:
+            raise ShapeError(f"shape file {name!r} line {lineno}: {exc}") from None
+    return rows
+
+
+def _csv_values(line: str) -> list[str]:
+    try:
+        return [v.strip() for v in next(csv.reader([line]))]
+    except csv.Error as exc:
+        raise ShapeError(f"{line.strip()!r} is not a CSV row ({exc})") from None
+
+
+def _column_int(row: dict[str, str], col: str) -> int:
+    token = row[col]
+    if not (token.isascii() and token.isdigit()):
+        raise ShapeError(f"column {col!r} = {token!r} is not a positive integer")
+    return int(token)
+
+
+def _checked_header(columns: list[str]) -> list[str]:
+    header = [c.lower() for c in columns]
     for col in ("m", "n", "k"):
         if col not in header:
-            raise ShapeError(f"shape file {str(path)!r}: header lacks column {col!r} (got {header})")
-    rows = []
-    for lineno, row in enumerate(reader, start=2):
-        row = {(k or "").strip().lower(): (v or "").strip() for k, v in row.items() if k is not None}
-        try:
-            dims = [_parse_dim(row.get(c) or "1", f"line {lineno}") for c in ("batch", "m", "n", "k")]
-            passes = _parse_dim(row["passes"], f"line {lineno} passes") if row.get("passes") else None
-            if passes == 0:
-                raise ShapeError("passes=0 must be at least 1")
-            rows.append(ShapeRow(Shape(*dims), row.get("family") or None, passes))
-        except ShapeError as exc:
-            raise ShapeError(f"shape file {str(path)!r} line {lineno}: {exc}") from None
-    return rows
+            raise ShapeError(f"header lacks column {col!r} (got {','.join(header)}); a shape file needs m,n,k")
+    for col in header:
+        if col not in KNOWN_COLUMNS:
+            what = "an empty column name" if not col else f"unknown column {col!r}"
+            raise ShapeError(f"header has {what}; known columns: {', '.join(KNOWN_COLUMNS)}")
+        if header.count(col) > 1:
+            raise ShapeError(f"header names column {col!r} twice")
+    return header
+
+
+def _shape_row(header: list[str], values: list[str], line: str) -> ShapeRow:
+    if len(values) != len(header):
+        raise ShapeError(f"{line.strip()!r} has {len(values)} values for the {len(header)} columns "
+                         f"{','.join(header)}")
+    row = dict(zip(header, values, strict=True))
+    for col in ("m", "n", "k"):
+        if not row[col]:
+            raise ShapeError(f"column {col!r} is empty in {line.strip()!r}")
+    dims = [_column_int(row, c) if row.get(c) else 1 for c in ("batch", "m", "n", "k")]
+    passes = _column_int(row, "passes") if row.get("passes") else None
+    if passes == 0:
+        raise ShapeError("passes=0 must be at least 1")
+    return ShapeRow(Shape(*dims), row.get("family") or None, passes)
 
 
 def unique_in_order(shapes: Iterable[Shape]) -> list[Shape]:

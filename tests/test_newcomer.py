@@ -203,6 +203,21 @@ def test_second_write_needs_force(writer: str, tmp_path: Path) -> None:
     assert code == 0, out
 
 
+@pytest.mark.parametrize("writer", ["sweep", "merge", "ceilings"])
+def test_json_writer_refuses_a_csv_name_and_writes_nothing(writer: str, tmp_path: Path) -> None:
+    args = [a.replace(".json", ".csv") for a in writer_args(writer, str(tmp_path))]
+    line = one_line_error(*invoke(*args), ".csv", "JSON", ".json")
+    assert "-o" in line and list(tmp_path.iterdir()) == []
+
+
+def test_sweep_library_refuses_a_csv_name_before_the_device_opens(tmp_path: Path) -> None:
+    from mfu_sweep.measure.sweep import SweepError, SweepPlan, run_sweep
+
+    with pytest.raises(SweepError, match=r"'.*out.csv' ends in .csv, but the file written is a JSON sweep result"):
+        run_sweep(SweepPlan(device="cpu", tasks=[], output=tmp_path / "out.csv", isolate="none"))
+    assert list(tmp_path.iterdir()) == []
+
+
 # -- comparisons ------------------------------------------------------------------------
 
 

@@ -10,11 +10,13 @@ from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.shapes import (
     Shape,
     ShapeError,
+    ShapeRow,
     check_memory,
     fits_device,
     parse_shape,
     points_for_range,
     read_shape_csv,
+    read_shape_rows,
     size_align,
     square_family,
     unique_in_order,
@@ -107,6 +109,33 @@ def test_csv(tmp_path) -> None:
         read_shape_csv(f)
     with pytest.raises(ShapeError, match="no-such"):
         read_shape_csv(tmp_path / "no-such.csv")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("m,n,k\n64,64\n", "line 2: '64,64' has 2 values for the 3 columns m,n,k"),       # was read as 64x64x1
+    ("m,n,k\n64,64,64,7\n", "line 2: '64,64,64,7' has 4 values for the 3 columns m,n,k"),  # 7 was dropped
+    ("m,n,k,flavour\n64,64,64,x\n", "line 1: header has unknown column 'flavour'"),
+    ("m,n,k,\n64,64,64,\n", "line 1: header has an empty column name"),
+    ("m,n,k,m\n1,2,3,4\n", "header names column 'm' twice"),
+    ("m,n,k\n64,,64\n", "line 2: column 'n' is empty in '64,,64'"),
+    ("# a comment\n\nm,n,k\n8,8,8\n# another\n1,2,x\n", "line 6: column 'k' = 'x' is not a positive integer"),
+    ("m,n,k,passes\n8,8,8,0\n", "line 2: passes=0"),
+])
+def test_malformed_shape_file_is_a_one_line_error_naming_file_line_and_value(tmp_path, text: str,
+                                                                              fragment: str) -> None:
+    f = tmp_path / "bad.csv"
+    f.write_text(text)
+    with pytest.raises(ShapeError) as err:
+        read_shape_rows(f)
+    assert str(err.value).startswith(f"shape file {str(f)!r}") and fragment in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_shape_file_keeps_the_columns_shapes_csv_writes_and_empty_batch_is_one(tmp_path) -> None:
+    f = tmp_path / "s.csv"
+    f.write_text("batch,m,n,k,role,pass,count,layout,flops,bytes,intensity,family,passes\n"
+                 ",8,16,32,qkv,fwd,3,nn,8192,1,2,llm:x,2\n")
+    assert read_shape_rows(f) == [ShapeRow(Shape(1, 8, 16, 32), "llm:x", 2)]
 
 
 @settings(max_examples=300, deadline=None)

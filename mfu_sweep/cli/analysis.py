@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli import contended
-from mfu_sweep.cli.common import domain_errors, echo_incomplete
+from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output
 from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -43,7 +43,8 @@ def _write_or_echo(text: str, output: str | None, force: bool) -> None:
 
 @click.command()
 @FILES
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Merged file to write.")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=json_output,
+              help="Merged file to write (JSON).")
 @click.option("--relabel", "relabels", multiple=True, metavar="[FILE:]OLD=NEW",
               help="Rename device label OLD to NEW (only in sweeps from FILE when given); repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")

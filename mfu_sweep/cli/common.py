@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from mfu_sweep.errors import BackendError, with_hint
-from mfu_sweep.outputs import os_error_message
+from mfu_sweep.outputs import OutputError, check_suffix, os_error_message
 
 
 def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -69,6 +69,16 @@ def invoked_argv() -> list[str]:
 def positive_float(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value > 0):
         raise click.BadParameter(f"{value!r} must be a positive number", ctx=ctx, param=param)
+    return value
+
+
+def json_output(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Option callback of a JSON file to write: ``out.csv`` is refused before any work (``check_suffix``)."""
+    if value is not None:
+        try:
+            check_suffix(value, ".json", "JSON", param.opts[0])
+        except OutputError as exc:
+            raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
     return value
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, spec_file_option
+from mfu_sweep.cli.common import domain_errors, json_output, spec_file_option
 from mfu_sweep.dtypes import DTYPES
 
 
@@ -57,7 +57,7 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
               help="Square GEMM size to try; repeatable. Default: 256/512/1024 on CPU, 4096/8192/16384 elsewhere.")
 @click.option("--budget-s", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
               help="Measurement budget per shape and for the copy.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=json_output,
               help="Write the block to this JSON file.")
 @click.option("--into", "into", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Store the block under the key 'ceilings' of this sweep result file (atomically).")

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv, positive_float, spec_file_option
+from mfu_sweep.cli.common import domain_errors, invoked_argv, json_output, positive_float, spec_file_option
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import BackendError, with_hint
@@ -57,8 +57,8 @@ def _range_default(end: int) -> str:
               help=f"Square family: number of log-spaced sizes [{POINTS_PER_DECADE:g} per decade of the range].")
 @click.option("--align", type=click.IntRange(1, 4096), default=64, show_default=True,
               help="Square family: round sizes to a multiple of this.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Result file [sweeps/<label>.json].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=json_output,
+              help="Result file, JSON [sweeps/<label>.json].")
 @click.option("--label", default=None, help="Series label [<chip or name>-<backend>].")
 @click.option("--budget-s", type=float, default=None, callback=positive_float,
               help=f"Measurement time budget per shape and pass after the first call "

@@ -28,7 +28,7 @@ from mfu_sweep.measure.passes import order_seeds, plan_passes
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
-from mfu_sweep.outputs import OutputError, check_output_file
+from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
 from mfu_sweep.results import (
     Record,
     ResultError,
@@ -342,6 +342,7 @@ def _check_output(plan: SweepPlan) -> None:
     if plan.resume and not out.exists():
         raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
     try:
+        check_suffix(out, ".json", "a JSON sweep result")
         check_output_file(out, force=plan.resume or plan.force,
                           exists_hint="pass --resume to continue it or --force to overwrite it")
     except OutputError as exc:
