@@ -274,3 +274,35 @@ def test_a_ratio_sweeping_through_one_inside_an_uncalled_band_is_a_candidate(tmp
     below, above = ratio_at(region.low_flops), ratio_at(region.high_flops)
     assert region.kind == "candidate" and (below - 1) * (above - 1) < 0  # the two shapes either side of 1
     assert trend_regions(c, [(region.low_flops, region.high_flops)]) == []  # a covered stretch is not repeated
+
+
+def test_refine_on_imported_tables_prints_no_command_that_cannot_run(tmp_path: Path) -> None:
+    """Published tables cannot be measured again: refine writes the shape file for the user's own device and
+    says so, instead of printing ``sweep --device imported ... -o <published file>`` (which fails)."""
+    from click.testing import CliRunner
+
+    from mfu_sweep.cli import main
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    out = tmp_path / "next.csv"
+    res = CliRunner().invoke(main, ["refine", str(published / "sm_100_B200.json"), str(published / "gfx950.json"),
+                                    "--metric", "tflops", "-o", str(out)])
+    assert res.exit_code in (0, 3), res.output
+    assert "--device imported" not in res.output and "--resume" not in res.output
+    if res.exit_code == 0:
+        assert "sm_100_B200, gfx950 are imported (published data) and cannot be measured again" in res.output
+        assert "--device imported" not in out.read_text()
+        assert read_shape_rows(out)
+
+
+def test_candidate_regions_on_published_tables_are_never_empty_or_repeated() -> None:
+    """Shapes of one FLOP count that lean both ways (a shape effect) once gave "possible crossover in
+    [540 MFLOP, 540 MFLOP]" nine times for B200 vs gfx950 fp32; a region now spans two FLOP counts, once."""
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    plan = plan_refinement(load_sweeps([published / "sm_100_B200.json", published / "gfx950.json"]),
+                           metric="tflops")
+    spans = [(r.where, r.low_flops, r.high_flops) for r in plan.regions]
+    assert spans and all(lo < hi for _, lo, hi in spans)
+    assert len(spans) == len(set(spans))

@@ -72,11 +72,28 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
     click.echo(plan.sentence())
     if plan.status != "open":
         sys.exit(EXIT_NOTHING_PROPOSED)
-    header = [f"run on every device: {cmd}" for cmd in sweep_commands(sweeps, output)]
+    commands, fixed = sweep_commands(sweeps, output), imported_labels(sweeps)
+    header = [f"run on every device: {cmd}" for cmd in commands] + [imported_note(fixed, output)] * bool(fixed)
     write_shape_file(output, plan, header)
-    click.echo(f"wrote {output} ({len(plan.proposals)} row(s)); on every device:")
-    for cmd in sweep_commands(sweeps, output):
+    click.echo(f"wrote {output} ({len(plan.proposals)} row(s))" + ("; on every device:" if commands else ""))
+    for cmd in commands:
         click.echo(f"  {cmd}")
+    if fixed:
+        click.echo(f"note: {imported_note(fixed, output)}")
+
+
+def imported_labels(sweeps: Sequence[Any]) -> list[str]:
+    """Labels of imported sweeps (published tables, other tools' logs): they cannot be measured again."""
+    from mfu_sweep.results import IMPORTED_BACKEND
+
+    return list(dict.fromkeys(s.label for s in sweeps if s.device.get("backend") == IMPORTED_BACKEND))
+
+
+def imported_note(labels: Sequence[str], shape_file: str) -> str:
+    """What to do with the proposals where a side is imported: measure them on a device of one's own."""
+    return (f"{', '.join(labels)} {'is' if len(labels) == 1 else 'are'} imported (published data) and cannot "
+            f"be measured again; sweep {shape_file} on a device of your own (e.g. mfu-sweep sweep --device cuda "
+            f"--shape-file {shape_file} -o mine.json) and compare that with the imported file")
 
 
 def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
@@ -84,10 +101,14 @@ def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
 
     A sweep file is resumed in place; a device read from a merged file is named by
     its label, since a merged file cannot be resumed: its own sweep file must be.
+    Imported sweeps get no command: a published table cannot be measured again.
     """
+    from mfu_sweep.results import IMPORTED_BACKEND
+
     out = []
-    for source in dict.fromkeys(s.source for s in sweeps):
-        mine = [s for s in sweeps if s.source == source]
+    measured = [s for s in sweeps if s.device.get("backend") != IMPORTED_BACKEND]
+    for source in dict.fromkeys(s.source for s in measured):
+        mine = [s for s in measured if s.source == source]
         for label in dict.fromkeys(s.label for s in mine):
             own = [s for s in mine if s.label == label]
             dtypes = sorted({r.dtype for s in own for r in s.records})

@@ -18,7 +18,6 @@ from mfu_sweep.analysis.verdicts.evidence import apply_min_run
 LEAN_P = 0.05  # unadjusted p-value at which a point "leans" (placement only, never a claim)
 
 
-
 @dataclass(frozen=True)
 class Region:
     """A FLOP range still open: a crossover wider than the target, a leaning sign change, or a bend."""
@@ -41,17 +40,14 @@ class Region:
         return f"{self.where}: {what} in {span} (x{self.width:.2g} wide)"
 
 
-
 def _pair_name(c: Comparison) -> str:
     return f"{c.a} vs {c.b} ({c.dtype}, {c.mode})"
-
 
 
 def crossover_regions(c: Comparison, target: float) -> list[Region]:
     """Called data crossovers wider than ``target``."""
     return [Region("crossover", x.low_flops, x.high_flops, _pair_name(c), x.flops) for x in c.crossovers
             if x.method != "fit" and x.high_flops / x.low_flops > target]
-
 
 
 def _leanings(points: Sequence[ComparePoint], min_run: int) -> np.ndarray:
@@ -61,29 +57,44 @@ def _leanings(points: Sequence[ComparePoint], min_run: int) -> np.ndarray:
     return apply_min_run(lean, min_run, [p.flops for p in points])
 
 
+def _flop_leanings(points: Sequence[ComparePoint], min_run: int) -> tuple[np.ndarray, np.ndarray]:
+    """(FLOP counts, one leaning each) over the measured points: +1/-1 where every leaning point of that FLOP
+    count leans that way, 0 where none leans or they lean both ways (shapes of one FLOP count that differ
+    are a shape effect, not a crossover along FLOPs). Interpolated points are no evidence and are left out."""
+    measured = [p for p in points if not p.interpolated]
+    if not measured:
+        return np.empty(0), np.empty(0, dtype=int)
+    lean = _leanings(measured, min_run)
+    flops = np.array([p.flops for p in measured])
+    levels = np.unique(flops)
+    out = np.zeros(len(levels), dtype=int)
+    for i, f in enumerate(levels):
+        signs = set(lean[flops == f].tolist()) - {0}
+        out[i] = signs.pop() if len(signs) == 1 else 0
+    return levels, out
+
 
 def candidate_regions(c: Comparison) -> list[Region]:
     """Sign changes between leaning stretches that the called verdicts do not (yet) make a crossover.
 
     A leaning point is not a claim: its p-value is not adjusted. The region
-    reaches from the last point of one leaning stretch to the first of the next.
+    reaches from the last FLOP count of one leaning stretch to the first of the
+    next, so it is never empty, and each sign change gives one region.
     """
-    pts = c.points
-    if not pts:
+    if not c.points:
         return []
-    lean = _leanings(pts, c.min_run)
+    levels, lean = _flop_leanings(c.points, c.min_run)
     called = [(x.low_flops, x.high_flops) for x in c.crossovers if x.method != "fit"]
-    idx = [i for i in range(len(pts)) if lean[i] != 0]
-    out = []
+    idx = np.flatnonzero(lean)
+    out: list[Region] = []
     for i, j in zip(idx, idx[1:], strict=False):
-        if lean[i] == lean[j] or j == i:
+        if lean[i] == lean[j]:
             continue
-        lo, hi = pts[i].flops, pts[j].flops
+        lo, hi = float(levels[i]), float(levels[j])
         if any(a < hi and lo < b for a, b in called):
             continue  # overlaps a called crossover's interval: the same sign change, that region covers it
         out.append(Region("candidate", lo, hi, _pair_name(c)))
     return out + trend_regions(c, called + [(r.low_flops, r.high_flops) for r in out])
-
 
 
 def trend_regions(c: Comparison, covered: Sequence[tuple[float, float]]) -> list[Region]:
