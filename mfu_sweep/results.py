@@ -476,3 +476,34 @@ def timing_of(sweep: Sweep, rec: Record) -> tuple[str, str, str]:
     """
     cache = rec.extra.get("cache") or sweep.settings.get("cache") or "unknown"
     return rec.timer, str(cache), rec.mode
+
+
+# --------------------------------------------------------------------------- picking records
+
+
+def all_records(sweeps: Iterable[Sweep]) -> list[tuple[Sweep, Record]]:
+    """Every record of every sweep (any status), with its sweep."""
+    return [(sw, r) for sw in sweeps for r in sw.records]
+
+
+def available(sweeps: Iterable[Sweep], field: str) -> list[str]:
+    """Distinct ``dtype`` or ``mode`` values among the records, sorted (eager before compile)."""
+    values = {getattr(r, field) for _, r in all_records(sweeps)}
+    return sorted(values, key=lambda v: (v != "eager", v))
+
+
+def filter_sweeps(sweeps: Sequence[Sweep], dtypes: Sequence[str] = (), modes: Sequence[str] = ()) -> list[Sweep]:
+    """Keep only records of the given dtypes and modes (all when empty).
+
+    Raises ``ValueError`` naming the filter and the values present when nothing is left.
+    """
+    for name, wanted in (("dtype", dtypes), ("mode", modes)):
+        have = available(sweeps, name)
+        missing = [w for w in wanted if w not in have]
+        if missing:
+            raise ValueError(f"--{name} {missing[0]} matches no records (present: {', '.join(have) or 'none'})")
+    out = [sw.with_records(r for r in sw.records if (not dtypes or r.dtype in dtypes)
+                           and (not modes or r.mode in modes)) for sw in sweeps]
+    if not any(sw.records for sw in out):
+        raise ValueError(f"no records with dtype in {list(dtypes)} and mode in {list(modes)}")
+    return out

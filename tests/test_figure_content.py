@@ -28,9 +28,8 @@ from mfu_sweep.present.fig_grid import plot_heatmap  # noqa: E402
 from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
 from mfu_sweep.present.fig_roofline import plot_roofline  # noqa: E402
 from mfu_sweep.present.report import analyse  # noqa: E402
-from mfu_sweep.present.select import filter_sweeps  # noqa: E402
 from mfu_sweep.present.theme import SHARED_ROOF_COLOR, UNCONSTRAINED_FIT  # noqa: E402
-from mfu_sweep.results import Sweep, load_sweeps  # noqa: E402
+from mfu_sweep.results import Sweep, filter_sweeps, load_sweeps  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "sweeps"

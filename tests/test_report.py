@@ -212,8 +212,8 @@ def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytes
     analysis = analyse(sweeps, fit_n_boot=5, compare_n_boot=100)
     assert [(c.a, c.b, c.dtype) for c in analysis.comparisons] == [
         ("p", "q", "bf16"), ("p", "r", "bf16"), ("q", "r", "bf16"), ("p", "r", "fp32")]
-    assert list(analysis.compare_notes) == ["series q fp32 eager has no peak for fp32, so its MFU is undefined; "
-                                            "use --metric tflops (metric='tflops')"] * 2
+    assert list(analysis.compare_notes) == list(analysis.skipped) == [
+        "left q fp32 eager out: no fp32 peak, so its MFU is undefined; --metric tflops includes it"]
     # the same comparisons compare_all gives with these fits (it sorts pairs across dtypes)
     direct = compare_all(sweeps, fits=analysis.fits, seed=0, n_boot=100, alpha=0.05, on_error=lambda e: None)
     assert [(c.a, c.b, c.dtype) for c in direct] == [

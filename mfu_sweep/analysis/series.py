@@ -290,3 +290,19 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
         out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,
                           hosts=hosts, timing=timing_of(head, records))
     return out
+
+
+def with_peak(series: Mapping[SeriesKey, Series], metric: str, keep: str | None = None
+              ) -> tuple[dict[SeriesKey, Series], list[str]]:
+    """For ``metric="mfu"``, the series that have a peak for their dtype, and a note per series left out.
+
+    MFU is undefined without a peak, so figures, reports and leaderboards leave such a series
+    out (naming ``--metric tflops``) instead of stopping. ``keep`` (a label, e.g. a baseline)
+    is kept even without a peak, so that its absence stays an error where it matters.
+    """
+    if metric != "mfu":
+        return dict(series), []
+    kept = {k: s for k, s in series.items() if s.peak_tflops is not None or k.label == keep}
+    notes = [f"left {k} out: no {k.dtype} peak, so its MFU is undefined; --metric tflops includes it"
+             for k in sorted(set(series) - set(kept))]
+    return kept, notes

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
+from mfu_sweep.analysis.series import with_peak
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "fleets_and_boards", "use_board"]
 
@@ -47,11 +48,10 @@ def device_lines(board: Leaderboard) -> list[str]:
 def _with_peak(series: Mapping[Any, Any], metric: str, baseline: str | None,
                skipped: list[str] | None) -> Mapping[Any, Any]:
     """For MFU, the series that have a peak (and the baseline, whose lack is an error); a note per one left out."""
-    if metric != "mfu" or skipped is None:
+    if skipped is None:
         return series
-    kept = {k: s for k, s in series.items() if s.peak_tflops is not None or k.label == baseline}
-    skipped += [f"left {k} out of the MFU leaderboard: no peak for {k.dtype}; use --metric tflops"
-                for k in sorted(set(series) - set(kept))]
+    kept, notes = with_peak(series, metric, keep=baseline)
+    skipped += notes
     return kept
 
 

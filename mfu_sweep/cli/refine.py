@@ -58,11 +58,11 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         mfu-sweep refine sweeps/cpu.json --a cpu/fp32 --b cpu/bf16 -o next.csv
     """
     from mfu_sweep.analysis.refine.plan import plan_refinement, write_shape_file
+    from mfu_sweep.outputs import check_output_file
     from mfu_sweep.results import load_sweeps
 
-    if Path(output).exists() and not force:
-        raise click.ClickException(f"{output} exists; use --force to overwrite")
     sweeps = load_sweeps(files)
+    check_output_file(output, force)  # before the comparisons, which take a while
     plan = plan_refinement(sweeps, target=target, looks=looks, alpha=alpha, metric=metric,
                            a=a, b=b, bends_only=bends, max_shapes=max_shapes)
     for comp in plan.comparisons:
@@ -71,6 +71,9 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         click.echo(f"open: {region.describe()}")
     click.echo(plan.sentence())
     if plan.status != "open":
+        kept = "left as it was" if Path(output).exists() else "not written"
+        click.echo(f"{output} {kept}: no shape to propose (status {plan.status}; exit {EXIT_NOTHING_PROPOSED})",
+                   err=True)
         sys.exit(EXIT_NOTHING_PROPOSED)
     commands, fixed = sweep_commands(sweeps, output), imported_labels(sweeps)
     header = [f"run on every device: {cmd}" for cmd in commands] + [imported_note(fixed, output)] * bool(fixed)

@@ -57,16 +57,21 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],
-          exclude_contended: bool = False) -> list[Any]:
-    """The selected sweeps, their labels checked (one device per label) before anything is created."""
+          exclude_contended: bool = False, then: Callable[[], Any] | None = None) -> list[Any]:
+    """The selected sweeps, their labels checked (one device per label) before anything is created.
+
+    ``then`` (the output check) runs once the files are read and selected, before the imports that take
+    seconds (matplotlib, scipy) and the work.
+    """
     from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.cli.contended import apply
-    from mfu_sweep.present.select import filter_sweeps
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.results import filter_sweeps, load_sweeps
 
     sweeps = apply(filter_sweeps(load_sweeps(files), dtypes, modes), exclude_contended)
     check_labels(sweeps)
+    if then is not None:
+        then()
     echo_incomplete(sweeps)
     for note in [*pooling_problems(sweeps), *label_collisions(sweeps)]:
         click.echo(f"note: {note}", err=True)
@@ -80,8 +85,9 @@ def _wrote(paths: list[Path]) -> None:
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--output", default="plots", show_default=True, type=click.Path(),
-              help="Directory for the figures (created if missing).")
+@click.option("-o", "--output", default="out/plots", show_default=True, type=click.Path(),
+              help="Directory for the figures (created if missing; out/ is gitignored, the committed plots/ is "
+                   "the reference run's).")
 @click.option("--format", "formats", multiple=True, type=click.Choice(["png", "pdf", "svg"]),
               help="File format; repeat for several. Default: png.")
 @click.option("--figure", "kinds", multiple=True, type=click.Choice(FIGURE_KINDS),
@@ -100,25 +106,31 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
 
     \b
     Example:
-        mfu-sweep plot sweeps/*.json -o plots/
+        mfu-sweep plot sweeps/*.json -o my-plots/
         mfu-sweep plot a.json b.json --format png --format pdf --dtype bf16
         mfu-sweep plot sweeps/h100.json --metric tflops --mode compile
-        mfu-sweep plot sweeps/published/*.json --figure vs-flops --figure roofline
+        mfu-sweep plot sweeps/published/*.json --figure vs-flops --figure roofline -o out/published-plots
     """
     _use_agg()
+    sweeps = _load(files, dtypes, modes, exclude_contended)
+    from mfu_sweep.present.figures import figure_stems
+
+    suffixes = formats or ("png",)
+    stems = figure_stems(sweeps, metric=metric, kinds=kinds or None)
+    out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
     from mfu_sweep.present.figures import make_figures, save_figure
     from mfu_sweep.present.report import analyse
 
-    sweeps = _load(files, dtypes, modes, exclude_contended)
-    out = output_dir(output)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
+    for note in analysis.skipped:
+        click.echo(f"note: {note}", err=True)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            kinds=kinds or None, y_scale=y_scale)
-    output_dir(output, force, tuple(f"{name}.{fmt}" for name in figures for fmt in formats or ("png",)))
+    output_dir(output, force, tuple(f"{name}.{fmt}" for name in figures for fmt in suffixes))  # leaderboards
     try:
         for name, fig in figures.items():
-            _wrote(save_figure(fig, out, name, formats or ("png",)))
+            _wrote(save_figure(fig, out, name, suffixes))
     except OSError as exc:
         raise click.ClickException(f"cannot write figures to {output!r} ({exc.strerror or exc})") from None
 
@@ -148,12 +160,14 @@ def report(files: tuple[str, ...], output: str, force: bool, metric: str, y_scal
         mfu-sweep report a.json b.json --dtype bf16 --metric tflops -o report-bf16/
     """
     _use_agg()
+    sweeps = _load(files, dtypes, modes, exclude_contended, then=lambda: output_dir(output, force, REPORT_FILES))
+    out = Path(output)
     from mfu_sweep.present.report import analyse, write_report
 
-    sweeps = _load(files, dtypes, modes, exclude_contended)
-    out = output_dir(output, force, REPORT_FILES)
     click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
+    for note in analysis.skipped:
+        click.echo(f"note: {note}", err=True)
     try:
         _wrote(write_report(sweeps, out, analysis=analysis, y_scale=y_scale))
     except OSError as exc:

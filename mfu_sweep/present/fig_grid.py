@@ -11,7 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from mfu_sweep.analysis.series import shape_seconds
-from mfu_sweep.present.select import all_records, choose_value, metric_value, pick_value
+from mfu_sweep.present.select import choose_value, metric_value, pick_value
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
     STATUS_ABBREV,
@@ -25,7 +25,7 @@ from mfu_sweep.present.theme import (
     peak_kind,
     safe_text,
 )
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.results import Record, Sweep, all_records
 
 # --------------------------------------------------------------------------- 5. MFU heatmap over m x n
 

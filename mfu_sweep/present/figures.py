@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
-from mfu_sweep.analysis.fleet.view import replicate_fleets
+from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
@@ -198,6 +198,26 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             figs["status"] = fig
     mark_incomplete(figs, sweeps)
     return figs
+
+
+def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collection[str] | None = None
+                 ) -> list[str]:
+    """The file stems :func:`make_figures` gives ``sweeps`` (without leaderboards), found without fitting or
+    drawing: ``plot`` checks its output directory for them before any work."""
+    check_metric(metric)
+    want = set(FIGURE_KINDS if kinds is None else kinds)
+    keys = panel_keys(sweeps)
+    stems = [stem for kind, stem in (("vs-flops", f"{metric}-vs-flops"), ("roofline", "roofline"),
+                                     ("first-call", "first-call")) if keys and kind in want]
+    if "speedup" in want and any(has_speedup(sweeps, d) for d in available(sweeps, "dtype")):
+        stems.append("speedup")
+    if "fleet" in want:
+        stems += [f"fleet-{_slug(base)}-{dtype}-{mode}" for base, dtype, mode in replicate_groups(group_series(sweeps))]
+    if "heatmap" in want:
+        stems += [f"heatmap-{_slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in heatmap_grids(sweeps)]
+    if "status" in want and has_failures(sweeps):
+        stems.append("status")
+    return stems
 
 
 def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Figure:

@@ -30,7 +30,6 @@ from mfu_sweep.present.fig_grid import grid_ks, has_failures, heatmap_grids, plo
 from mfu_sweep.present.fig_mfu import leader_spans, plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
 from mfu_sweep.present.figures import make_figures, save_figure
-from mfu_sweep.present.select import filter_sweeps
 from mfu_sweep.present.theme import (
     DOUBLE_IN,
     FORMATS,
@@ -43,6 +42,7 @@ from mfu_sweep.present.theme import (
     theme,
     theme_rc,
 )
+from mfu_sweep.results import filter_sweeps
 
 __all__ = [
     "DOUBLE_IN", "FORMATS", "PALETTE", "DecadeLocator", "RatioLocator", "filter_sweeps", "format_si", "grid_ks",

@@ -30,7 +30,7 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
@@ -82,6 +82,9 @@ class Analysis:
     leaderboards, leaderboard_notes:
         With many devices, one leaderboard per dtype and mode (``mfu_sweep.analysis.fleet.leaderboard``)
         instead of the pairwise comparisons, and what it left out.
+    skipped:
+        With ``metric="mfu"``, a note per series left out of comparisons and leaderboards for want of a
+        peak (``mfu_sweep.analysis.series.with_peak``); also the first of ``compare_notes``.
     """
 
     series: Mapping[SeriesKey, Series]
@@ -95,6 +98,7 @@ class Analysis:
     fleets: tuple[FleetView, ...] = ()
     leaderboards: tuple[Leaderboard, ...] = ()
     leaderboard_notes: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
 
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
@@ -119,20 +123,22 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
                                 copy_bandwidth=measured_copy_bandwidth(sweeps))
     pairwise = not many_devices(series) if pairwise is None else pairwise
+    ranked, skipped = with_peak(series, metric)  # MFU needs a peak: the others are left out with a note
     boards: list[Leaderboard] = []
     board_notes: list[str] = []
     if pairwise:
-        comparisons, notes = compare_pairs(series, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
+        comparisons, notes = compare_pairs(ranked, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
                                            use_fit=True)
         compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
     else:
-        boards, board_notes = leaderboards(series, metric, alpha=alpha)
+        boards, board_notes = leaderboards(ranked, metric, alpha=alpha)
         comparisons, notes, compiled = [], [], {}
         compile_notes = [f"more than {HANDFUL} devices of one dtype and mode: ranked per FLOP band, no pairwise "
                          "or per-device eager vs compile comparisons (mfu-sweep compare --a/--b for one pair)"]
     fleets = replicate_fleets(series, boards=boards, alpha=alpha)
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
-                    compare_notes=tuple(notes + compile_notes), compile_comparisons=compiled, metric=metric,
+                    compare_notes=tuple(skipped + notes + compile_notes), skipped=tuple(skipped),
+                    compile_comparisons=compiled, metric=metric,
                     settings={"seed": seed, "fit_n_boot": fit_n_boot, "compare_n_boot": compare_n_boot,
                               "alpha": alpha, "pairwise": pairwise},
                     fleets=tuple(fleets), leaderboards=tuple(boards), leaderboard_notes=tuple(board_notes))

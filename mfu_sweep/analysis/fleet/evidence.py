@@ -113,7 +113,7 @@ def profile(series: Series, metric: str = "mfu") -> Profile:
         raise LeaderboardError(f"metric={metric!r} must be one of {', '.join(METRICS)}")
     if metric == "mfu" and series.peak_tflops is None:
         raise LeaderboardError(f"series {series.key} has no peak for {series.dtype}, so its MFU is undefined; "
-                               "use --metric tflops (metric='tflops')")
+                               "use --metric tflops")
     pooled: dict[str, tuple[float, list[float]]] = {}
     for rec in series.records:
         pooled.setdefault(str(rec.shape), (rec.flops, []))[1].extend(rec.samples_s)

@@ -150,13 +150,19 @@ def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops",
 
     A leaderboard in ``boards`` of exactly one group's series against the rest is reused (with its metric).
     """
+    return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None), **kw)
+            for (base, _, _), group in replicate_groups(series).items()]
+
+
+def replicate_groups(series: Mapping[SeriesKey, Series]) -> dict[tuple[str, str, str], list[Series]]:
+    """``(base label, dtype, mode) -> series`` of every replicate group with at least two ``.r<rank>`` series,
+    sorted: the groups :func:`replicate_fleets` views, found without computing anything."""
     groups: dict[tuple[str, str, str], list[Series]] = {}
     for key, s in series.items():
         m = RANK_SUFFIX.match(key.label)
         if m:
             groups.setdefault((m["base"], key.dtype, key.mode), []).append(s)
-    return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None), **kw)
-            for (base, _, _), group in sorted(groups.items()) if len(group) >= 2]
+    return {k: g for k, g in sorted(groups.items()) if len(g) >= 2}
 
 
 def heatmap_rows(view: FleetView | Leaderboard) -> tuple[list[str], list[str], Any, Any]:

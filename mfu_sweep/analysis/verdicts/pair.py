@@ -90,7 +90,7 @@ def check_pair(a: Series, b: Series, metric: str) -> None:
     for s in (a, b):
         if metric == "mfu" and s.peak_tflops is None:
             raise CompareError(f"series {s.key} has no peak for {s.dtype}, so its MFU is undefined; "
-                               f"use --metric tflops (metric='tflops')")
+                               f"use --metric tflops")
 
 
 def _peak_notes(a: Series, b: Series, metric: str) -> list[str]:

@@ -1,0 +1,148 @@
+"""A newcomer's second hour: the docs' examples work as written, writers check before they work,
+and every message fits what the user can do.
+
+Each test runs the real command in-process (CliRunner) on SYNTHETIC sweeps from
+``tests/synthetic.py`` or on the committed reference files, and fails on the
+behaviour a new user tripped over: a figure command that stopped on a series
+without a peak, a refusal to overwrite that came after seconds of fitting, an
+exit 3 that did not say the shape file was not written.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from mfu_sweep.cli import main
+from tests.synthetic import make_sweep_doc, write_sweep
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+GOLDEN = str(HERE / "golden" / "v1_sweep.json")
+FLOPS = [10 ** (6 + 0.5 * i) for i in range(10)]
+
+
+def run(*args: str) -> Result:
+    res = CliRunner().invoke(main, list(args))
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output, res.output
+    return res
+
+
+def error_line(res: Result) -> str:
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("Error:")]
+    assert res.exit_code != 0 and len(lines) == 1, res.output
+    return lines[0]
+
+
+def _devices(tmp_path: Path, n: int, no_peak: str | None = None) -> list[str]:
+    """``n`` synthetic devices (labels d0, d1 ...), the one named ``no_peak`` with no peak figure."""
+    return [str(write_sweep(tmp_path, make_sweep_doc(
+        f"d{i}", P_tflops=50.0 * (i + 1), W_tbs=1.0, t0_s=1e-5, flops=FLOPS, n_samples=5, seed=i,
+        peak_tflops=0 if f"d{i}" == no_peak else None), name=f"d{i}.json")) for i in range(n)]
+
+
+# -- plot: a series without a peak is left out with a note, as compare does ---------------------
+
+
+@pytest.mark.parametrize("n", [2, 5])  # a pair, and more than a handful (the leaderboard path)
+def test_plot_leaves_a_series_without_peak_out_with_a_note(tmp_path: Path, n: int) -> None:
+    files = _devices(tmp_path, n, no_peak="d1")
+    res = run("plot", *files, "--figure", "vs-flops", "--n-boot", "5", "-o", str(tmp_path / "fig"))
+    assert res.exit_code == 0, res.output
+    assert "note: left d1 bf16 eager out: no bf16 peak, so its MFU is undefined; --metric tflops includes it" \
+        in res.output
+    assert (tmp_path / "fig" / "mfu-vs-flops.png").stat().st_size > 0
+    assert "metric='" not in res.output
+
+
+def test_report_leaves_a_series_without_peak_out_with_a_note(tmp_path: Path) -> None:
+    files = _devices(tmp_path, 5, no_peak="d1")
+    res = run("report", *files, "--n-boot", "5", "-o", str(tmp_path / "rep"))
+    assert res.exit_code == 0, res.output
+    assert "note: left d1 bf16 eager out" in res.output
+    assert "left d1 bf16 eager out" in (tmp_path / "rep" / "index.md").read_text()
+
+
+def test_plot_default_output_is_not_the_committed_plots_dir() -> None:
+    from mfu_sweep.cli.report import plot
+
+    default = next(p.default for p in plot.params if p.name == "output")
+    assert Path(default).parts[0] == "out"  # gitignored, like make sweep's figures
+    assert "out/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_figures_page_example_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/figures.md's published-data example, from the repository root, with its own -o."""
+    line = next(ln.strip() for ln in (ROOT / "docs" / "figures.md").read_text().splitlines()
+                if "mfu-sweep plot sweeps/published/*.json" in ln)
+    args = line.split("#")[0].split()[1:]
+    out = args[args.index("-o") + 1]
+    assert not Path(out).is_absolute() and Path(out).parts[0] == "out", line
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sweeps").symlink_to(ROOT / "sweeps")
+    files = sorted(glob.glob("sweeps/published/*.json"))
+    star = args.index("sweeps/published/*.json")
+    res = run(*args[:star], *files, *args[star + 1:], "--n-boot", "5")
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in (tmp_path / out).iterdir()) == ["mfu-vs-flops.png", "roofline.png"]
+
+
+# -- writers check their output before the work ----------------------------------------------
+
+
+def _no_work(*args: Any, **kwargs: Any) -> None:
+    raise AssertionError("the command fitted and compared before it checked its output")
+
+
+@pytest.mark.parametrize("command,made", [("plot", "mfu-vs-flops.png"), ("report", "index.md")])
+def test_an_existing_output_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       command: str, made: str) -> None:
+    import mfu_sweep.present.report as report_module
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / made).write_text("from an earlier run")
+    monkeypatch.setattr(report_module, "analyse", _no_work)
+    res = run(command, GOLDEN, "-o", str(out))
+    line = error_line(res)
+    assert str(out) in line and made in line and "--force" in line
+    assert "fitting and comparing" not in res.output
+    assert (out / made).read_text() == "from an earlier run"
+
+
+def test_plot_figure_stems_are_the_figures_it_draws() -> None:
+    from mfu_sweep.present.figures import figure_stems, make_figures
+    from mfu_sweep.results import load_sweeps
+
+    for files in ([GOLDEN], [str(ROOT / "sweeps" / "amd-epyc-cpu-grid.json")],
+                  [str(ROOT / "sweeps" / "amd-epyc-cpu.json"), str(ROOT / "sweeps" / "amd-epyc-cpu-compile.json")]):
+        sweeps = load_sweeps(files)
+        for kinds in (None, ("vs-flops", "heatmap")):
+            drawn = make_figures(sweeps, metric="tflops", kinds=kinds)
+            assert figure_stems(sweeps, metric="tflops", kinds=kinds) == list(drawn), files
+
+
+# -- refine: exit 3 says what happened to the shape file ---------------------------------------
+
+
+def test_refine_with_settled_verdicts_says_the_shape_file_was_not_written(tmp_path: Path) -> None:
+    files = [str(write_sweep(tmp_path, make_sweep_doc(
+        label, P_tflops=p, W_tbs=1.0, t0_s=1e-5, flops=FLOPS, n_samples=5, seed=i, repeats=2), name=f"{label}.json"))
+        for i, (label, p) in enumerate((("fast", 300.0), ("slow", 30.0)))]
+    target = tmp_path / "next.csv"
+    res = run("refine", *files, "--metric", "tflops", "-o", str(target))
+    assert res.exit_code == 3, res.output
+    assert f"{target} not written: no shape to propose (status settled; exit 3)" in res.output
+    assert not target.exists()
+
+
+def test_refine_refuses_an_existing_shape_file_before_comparing(tmp_path: Path) -> None:
+    target = tmp_path / "next.csv"
+    target.write_text("batch,m,n,k\n")
+    line = error_line(run("refine", GOLDEN, "-o", str(target)))
+    assert str(target) in line and "--force" in line
