@@ -329,14 +329,29 @@ def parse_document(data: Any, source: str = "<data>", validate: bool = True) -> 
     return [PARSERS[version](data, source)]
 
 
+# First bytes of files that get passed as sweeps by mistake (a figure, a report, a spreadsheet).
+BINARY_KINDS = ((b"\x89PNG", "a PNG image"), (b"%PDF", "a PDF"), (b"PK\x03\x04", "a zip archive (.xlsx?)"),
+                (b"\x1f\x8b", "gzip-compressed"), (b"\xff\xd8\xff", "a JPEG image"))
+
+
+def _not_a_sweep(path: Path, data: bytes) -> ResultError:
+    kind = next((name for magic, name in BINARY_KINDS if data.startswith(magic)), "binary, not UTF-8 text")
+    return ResultError(f"{str(path)!r} is not a sweep JSON file ({kind}); pass the sweep or merged .json files "
+                       "that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)")
+
+
 def read_json(path: str | Path) -> Any:
     path = Path(path)
     try:
-        text = path.read_text()
+        data = path.read_bytes()
     except FileNotFoundError:
         raise ResultError(f"{str(path)!r}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ResultError(f"{str(path)!r}: cannot read ({exc})") from None
+    except OSError as exc:
+        raise ResultError(f"{str(path)!r}: cannot read ({exc.strerror or exc})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _not_a_sweep(path, data) from None
     if not text.strip():
         raise ResultError(f"{str(path)!r}: file is empty")
     try:

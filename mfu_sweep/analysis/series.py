@@ -81,6 +81,11 @@ class Series:
     hosts:
         The hosts (``run.host``) that measured the records, sorted; several
         when the pieces of a sharded sweep ran on several hosts.
+    timing:
+        How it was timed (:func:`timing_of`).
+    published:
+        Read from a published table by ``mfu-sweep import``: it cannot be swept again, so
+        advice such as ``--repeats`` does not apply to it.
     """
 
     key: SeriesKey
@@ -90,6 +95,7 @@ class Series:
     sources: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
     timing: Mapping[str, Any] = field(default_factory=dict)
+    published: bool = False
 
     @property
     def label(self) -> str:
@@ -288,7 +294,8 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
         sources = tuple(dict.fromkeys(sw.source for sw, _ in pairs))
         hosts = tuple(sorted({host_of(sw) for sw, _ in pairs}))
         out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,
-                          hosts=hosts, timing=timing_of(head, records))
+                          hosts=hosts, timing=timing_of(head, records),
+                          published=isinstance(head.extra.get("import"), Mapping))
     return out
 
 

@@ -8,7 +8,10 @@ atomically and prints.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
 
 import click
 
@@ -17,8 +20,33 @@ from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
 from mfu_sweep.outputs import check_output_dir
-from mfu_sweep.results import save_sweep, summary_line
+from mfu_sweep.results import ResultError, read_json, save_sweep, summary_line
 from mfu_sweep.specs import load_chips
+
+
+def _source_of(path: Path) -> tuple[str | None, str]:
+    """The ``source_sha256`` and source file name of an existing output (None: not an import, or unreadable)."""
+    try:
+        block = read_json(path).get("import") or {}
+    except (ResultError, AttributeError):
+        return None, "?"
+    return block.get("source_sha256"), str(block.get("source_file") or "?")
+
+
+def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps: Mapping[str, Any]) -> str:
+    """Why an existing output stops the import, and the fix: ``--force`` only when it came from the same source;
+    from another table ``--force`` would replace another source's data, so ``--label`` or ``--only``."""
+    label = existing[0]
+    path, sweep = targets[label], sweeps[label]
+    old_sha, old_file = _source_of(path)
+    if old_sha is None or old_sha == (sweep.extra.get("import") or {}).get("source_sha256"):
+        return f"output {str(path)!r} exists; pass --force to overwrite"
+    name = sweep.device.get("name", label)
+    others = [lbl for lbl in targets if lbl not in existing]
+    only = f", or import only the others with --only {' --only '.join(others)}" if others else ""
+    more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
+    return (f"output {str(path)!r}{more} holds {label} imported from another source ({old_file}); --force would "
+            f"replace it: import beside it with --label {name}=NEW_NAME{only}")
 
 
 @click.command("import")
@@ -73,9 +101,9 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
             note = held.enter_context(output_lock(target)).note
             if note:
                 click.echo(f"note: {note}", err=True)
-        existing = [str(p) for p in targets.values() if p.exists()]
+        existing = [label for label, p in targets.items() if p.exists()]
         if existing and not force:
-            raise SourceError(f"output {existing[0]!r} exists; pass --force to overwrite")
+            raise SourceError(_exists_message(existing, targets, result.sweeps))
         for w in result.warnings:
             click.echo(f"warning: {w}", err=True)
         for label, sweep in result.sweeps.items():

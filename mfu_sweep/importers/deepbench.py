@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 import warnings
 import zipfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import ParseError
@@ -165,6 +166,17 @@ def device_key(path: Path) -> str:
 
 
 def read(path: Path) -> list[SourceDevice]:
+    # openpyxl reads a read-only workbook's sheets lazily and warns about features it drops (extensions,
+    # styles) with a site-packages path; none carries a value, so each becomes one line in the import notes
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        devices = _read(path)
+    dropped = [f"openpyxl while reading: {msg} (not a value the import uses)"
+               for msg in dict.fromkeys(str(w.message) for w in caught if issubclass(w.category, UserWarning))]
+    return [replace(d, provenance={**d.provenance, "notes": [*d.provenance["notes"], *dropped]}) for d in devices]
+
+
+def _read(path: Path) -> list[SourceDevice]:
     name = str(path)
     wb = _load(path)
     try:

@@ -251,6 +251,16 @@ def _choose_model(model: str, y: np.ndarray, data: ShapeData, opts: Options) -> 
 # docs/statistics-calibration.md: a 2% drift in FLOP order leaves P's 95% interval covering 47% of fits
 ONE_PASS_FIT = ("intervals from one pass: an offset of the whole pass or a slow drift during the sweep is not "
                 "in them; sweep with --repeats 2 or more to include it")
+ONE_PASS_PUBLISHED = ("intervals from one pass of a published table: an offset of the whole pass or a drift during "
+                      "the source's run is not in them, and a published table cannot be swept again")
+
+
+def _one_pass(series: Series, n_passes: int) -> list[str]:
+    if n_passes >= 2:
+        return []
+    return [ONE_PASS_PUBLISHED if series.published else ONE_PASS_FIT]
+
+
 NAMES = {"t0_s": "overhead t0", "p_tflops": "compute ceiling P", "w_tbs": "bandwidth W"}
 
 
@@ -455,7 +465,7 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
         r2_log=1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else math.nan,
         n_shapes=len(y), n_samples=sum(len(s) for s in data.samples), n_boot=n_boot, seed=seed, alpha=alpha,
         notes=tuple(w_notes + _notes(series, constrained, skip=("t0_s", "w_tbs") if status == "confounded"
-                                     else ("w_tbs",)) + ([ONE_PASS_FIT] if data.n_passes < 2 else [])),
+                                     else ("w_tbs",)) + _one_pass(series, data.n_passes)),
         w_status=status, bandwidth_range=plausible if plausible.known else None, w_free_tbs=w_free,
         solver=opts.solver, flop_range=(float(data.flops.min()), float(data.flops.max())), boot=boot,
     )

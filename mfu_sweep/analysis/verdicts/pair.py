@@ -93,6 +93,19 @@ def check_pair(a: Series, b: Series, metric: str) -> None:
                                f"use --metric tflops")
 
 
+def one_pass_note(a: Series, b: Series) -> str:
+    """What a one-pass comparison cannot tell, with advice that fits where the series came from:
+    ``--repeats`` for sweeps, none for a published table, which cannot be swept again."""
+    published = [s.label for s in (a, b) if s.published]
+    if not published:
+        return ONE_PASS_LIMIT
+    head = ONE_PASS_LIMIT.split("; sweep both")[0]
+    names = " and ".join(published)
+    source = "come from published tables, which" if len(published) > 1 else "comes from a published table, which"
+    return (f"{head}; {names} {source} cannot be swept again, so run-to-run variation stays unmeasured: read a "
+            "lead of a few percent as unproven")
+
+
 def _peak_notes(a: Series, b: Series, metric: str) -> list[str]:
     if metric != "mfu":
         return []
@@ -176,7 +189,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
     if fa is not None and fb is not None:
         notes += _agreement(data, fitted)
     if method == "shapes":
-        notes.append(ONE_PASS_LIMIT)
+        notes.append(one_pass_note(a, b))
     if bands and bands[0].drift > 1:
         notes.append(f"neighbouring shapes' ratios are correlated (drift): band tests' variance x{bands[0].drift:.2f}")
     return Comparison(
