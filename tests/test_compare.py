@@ -427,7 +427,8 @@ def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:
     assert lines[0].endswith(lines[3].removeprefix("summary: "))
     assert lines[4].startswith("band ") and lines[-1].startswith("A vs B (bf16, eager, TFLOP/s): A leads")
     table = next(i for i, line in enumerate(lines) if line.lstrip().startswith("FLOP"))
-    assert all(line.startswith("band ") for line in lines[4:table])
+    assert all(line.startswith("band ") for line in lines[4:table - 1])
+    assert lines[table - 1].startswith("per shape: each side's value at its median time over passes")
 
 
 # -- reusing fits and skipping pairs --------------------------------------------------------

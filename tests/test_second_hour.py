@@ -146,3 +146,130 @@ def test_refine_refuses_an_existing_shape_file_before_comparing(tmp_path: Path) 
     target.write_text("batch,m,n,k\n")
     line = error_line(run("refine", GOLDEN, "-o", str(target)))
     assert str(target) in line and "--force" in line
+
+
+# -- messages that fit what the user can do ------------------------------------------------------
+
+
+def test_a_figure_passed_as_a_sweep_is_named_as_such() -> None:
+    png = str(ROOT / "plots" / "roofline.png")
+    for command in (["fit"], ["compare"], ["report", "-o", "unused"], ["plot", "-o", "unused"]):
+        line = error_line(run(*command, png))
+        assert line == (f"Error: {png!r} is not a sweep JSON file (a PNG image); pass the sweep or merged .json "
+                        "files that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)"), line
+        assert "codec" not in line
+
+
+def test_no_python_repr_in_the_no_peak_error(tmp_path: Path) -> None:
+    files = _devices(tmp_path, 2, no_peak="d1")
+    line = error_line(run("compare", *files, "--no-fit"))
+    assert "no bf16 peak" in line or "no peak for bf16" in line, line
+    assert "--metric tflops" in line and "metric='" not in line
+
+
+def _published_pair(tmp_path: Path) -> list[str]:
+    res = run("import", "xla-perf-table", str(HERE / "data" / "import" / "xla_main_excerpt.txtpb"),
+              "-o", str(tmp_path / "pub"))
+    assert res.exit_code == 0, res.output
+    return [str(tmp_path / "pub" / f"{name}.json") for name in ("sm_90", "sm_100_B200")]
+
+
+def test_notes_on_published_data_do_not_advise_a_new_sweep(tmp_path: Path) -> None:
+    files = _published_pair(tmp_path)
+    res = run("compare", *files, "--metric", "tflops", "--no-fit")
+    assert res.exit_code == 0, res.output
+    assert "--repeats" not in res.output
+    assert "sm_100_B200 and sm_90 come from published tables, which cannot be swept again" in res.output
+    res = run("fit", str(ROOT / "sweeps" / "published" / "gfx950.json"), "--n-boot", "5")
+    assert "--repeats" not in res.output and "a published table cannot be swept again" in res.output
+    # a measured series keeps the advice it can follow
+    mine = _devices(tmp_path, 2)
+    assert "sweep both with --repeats 2 or more" in run("compare", *mine, "--no-fit").output
+
+
+def test_a_second_table_into_the_same_folder_is_told_label_or_only_not_force(tmp_path: Path) -> None:
+    _published_pair(tmp_path)
+    other = tmp_path / "another_table.txtpb"  # the same devices from another source (another sha256)
+    other.write_text((HERE / "data" / "import" / "xla_main_excerpt.txtpb").read_text() + "\n")
+    line = error_line(run("import", "xla-perf-table", str(other), "-o", str(tmp_path / "pub")))
+    assert "imported from another source (xla_main_excerpt.txtpb)" in line and "--label sm_100_B200=NEW_NAME" in line
+    assert "pass --force" not in line
+    # the same table again: overwriting it is what --force is for
+    line = error_line(run("import", "xla-perf-table", str(HERE / "data" / "import" / "xla_main_excerpt.txtpb"),
+                          "-o", str(tmp_path / "pub")))
+    assert "pass --force to overwrite" in line
+
+
+def test_import_deepbench_lets_no_openpyxl_warning_through(tmp_path: Path) -> None:
+    import json
+    import warnings
+
+    pytest.importorskip("openpyxl")
+    src = ROOT / "data" / "published" / "deepbench" / "DeepBench_NV_TitanXp.xlsx"  # has an extension openpyxl drops
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = run("import", "deepbench", str(src), "-o", str(tmp_path))
+    assert res.exit_code == 0, res.output
+    assert [str(w.message) for w in caught] == [] and "site-packages" not in res.output
+    notes = json.loads((tmp_path / "NV_TitanXp.json").read_text())["import"]["notes"]
+    assert "openpyxl while reading: Unknown extension is not supported and will be removed " \
+           "(not a value the import uses)" in notes
+
+
+# -- one shape, one number ----------------------------------------------------------------------
+
+
+def test_compare_shows_each_shape_at_the_reports_value() -> None:
+    """The reference Zen 5 file (5 passes): compare's per-shape values are the summary's, which the report,
+    analysis.json and the figures show (bf16 1024³ was 0.7751 in compare, 0.781 in the report)."""
+    from mfu_sweep.analysis.verdicts.compare import compare_all
+    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.summary import shape_points
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps([str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json")])
+    series = group_series(sweeps)
+    label = next(iter(series)).label
+    (c,) = compare_all(sweeps, "tflops", f"{label}/bf16", f"{label}/fp32", use_fit=False)
+    want = {k.dtype: {p.shape: p.tflops for p in shape_points(s)} for k, s in series.items()}
+    matched = [p for p in c.points if p.interpolated is None]
+    assert len(matched) > 10
+    for p in matched:
+        assert p.a_value == pytest.approx(want["bf16"][p.shape], rel=1e-9), p.shape
+        assert p.b_value == pytest.approx(want["fp32"][p.shape], rel=1e-9), p.shape
+    big = next(p for p in matched if p.shape == "1024x1024x1024")
+    assert f"{big.a_value:.3g}" == "0.781"
+    res = run("compare", str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json"), "--a", f"{label}/bf16", "--b",
+              f"{label}/fp32", "--metric", "tflops", "--no-fit")
+    assert "each side's value at its median time over passes" in res.output
+    assert " 0.7814 " in next(ln for ln in res.output.splitlines() if "1024x1024x1024" in ln)
+
+
+# -- export: an empty table says why, and passes are told apart ------------------------------------
+
+
+def test_latex_crossovers_without_any_say_so(tmp_path: Path) -> None:
+    files = _devices(tmp_path, 2)  # d1 is twice d0's ceiling throughout: a lead, no crossover
+    res = run("export", *files, "--format", "latex", "--what", "crossovers", "--fit-n-boot", "5")
+    assert res.exit_code == 0, res.output
+    assert "\\multicolumn{8}{l}{no crossover: no compared pair changes leader over its shared FLOP range} \\\\" \
+        in res.output
+    assert "note: no crossover" in res.output
+    md = run("export", *files, "--format", "markdown", "--what", "crossovers", "--fit-n-boot", "5").output
+    assert "| no crossover: no compared pair changes leader" in md
+
+
+def test_latex_records_have_a_pass_column_and_flag_above_peak() -> None:
+    res = run("export", str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json"), "--format", "latex")
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "Shape & Pass & GFLOP" in next(ln for ln in lines if ln.startswith("Device &"))
+    rows = [ln for ln in lines if ln.startswith("amd-epyc-zen5-cpu & bf16 & eager & 1024x1024x1024 &")]
+    assert [r.split(" & ")[4] for r in rows] == ["0", "1", "2", "3", "4"]
+    assert len(set(rows)) == len(rows)
+    from mfu_sweep.results import load_sweeps
+
+    above = sum("above_peak" in r.flags for s in load_sweeps([str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json")])
+                for r in s.records)
+    assert sum(", above peak &" in ln for ln in lines) == above
+    assert ("% above peak: MFU over 100%" in res.output) == (above > 0)

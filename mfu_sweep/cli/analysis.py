@@ -192,6 +192,9 @@ def _print_comparison(c: Any) -> None:
         click.echo(f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} shapes, "
                    f"{c.a} ahead on {band.wins_a}, {c.b} on {band.wins_b}; a/b x{j['ratio']:.3g} {ci}, "
                    f"p(Holm) {band.p_adjusted:.2g}: {j['leader'] or 'ambiguous'}")
+    if max(c.passes) > 1:
+        click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
+                   "a/b and its CI: the mean over passes of the log ratio, which the verdicts test")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
                f"{'a/b':>6}  {'95% CI':<17} {'p(band)':>8}  {'leader':<{wl}} method")
     for p in c.points:
@@ -387,10 +390,13 @@ def export(files: tuple[str, ...], fmt: str, what: str, metric: str, fit_n_boot:
         mfu-sweep export sweeps/all.json --format latex --what fits -o paper/fits.tex
         mfu-sweep export sweeps/all.json --format markdown --what crossovers
     """
-    from mfu_sweep.present.export import export_table
+    from mfu_sweep.present.export import NO_CROSSOVER, export_table
     from mfu_sweep.results import load_sweeps
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot}}[what]
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while
-    _write_or_echo(export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw), output, force)
+    text = export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw)
+    _write_or_echo(text, output, force)
+    if what == "crossovers" and (NO_CROSSOVER in text or len(text.splitlines()) == 1):  # CSV: the header alone
+        click.echo(f"note: {NO_CROSSOVER}; the table has no rows", err=True)

@@ -40,6 +40,7 @@ class Table:
     rows: tuple[tuple[tuple[str, str | None], ...], ...]
     align: str
     notes: tuple[str, ...] = ()
+    empty: str = "no rows"  # the one row shown instead of none, so an empty table says why
 
 
 # -- rounding to the uncertainty -------------------------------------------------
@@ -160,9 +161,15 @@ def _cell(value: float | None, half_width: float | None = None, digits: int = 3)
     return round_to_uncertainty(value, half_width, digits)
 
 
+ABOVE_PEAK_NOTE = ("above peak: MFU over 100%, so the peak is too low for this run (flag above_peak; kept, "
+                   "not clipped)")
+
+
 def _record_cells(sweep: Sweep, rec: Record) -> tuple[tuple[str, str | None], ...]:
+    status = f"{rec.status}, above peak" if "above_peak" in rec.flags else rec.status
     text = [(sweep.label, None), (rec.dtype, None), (rec.mode, None), (str(rec.shape), None),
-            _cell(rec.flops / 1e9), _cell(rec.intensity), (rec.status, None)]
+            (str(rec.run_pass), None),
+            _cell(rec.flops / 1e9), _cell(rec.intensity), (status, None)]
     iv = _interval(rec) if rec.ok else None
     if rec.median_s is None or iv is None:
         return tuple(text + [("--", None)] * 3)
@@ -178,11 +185,19 @@ def _record_cells(sweep: Sweep, rec: Record) -> tuple[tuple[str, str | None], ..
 
 
 def records_table(sweeps: Iterable[Sweep]) -> Table:
-    """Per record: series, shape, GFLOP, intensity, status, time, TFLOP/s and MFU with uncertainties."""
-    rows = [_record_cells(sw, rec) for sw in sorted(sweeps, key=sweep_order)
-            for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape))]
-    header = ("Device", "dtype", "mode", "Shape", "GFLOP", "FLOP/B", "Status", "Time (µs)", "TFLOP/s", "MFU (%)")
-    return Table(header=header, rows=tuple(rows), align="llllrrlrrr", notes=(UNCERTAINTY_NOTE,))
+    """Per record: series, shape, pass, GFLOP, intensity, status, time, TFLOP/s and MFU with uncertainties.
+
+    The passes of a ``--repeats`` sweep are one row each (``Pass``: 0, 1 ...; 0 for a file without
+    passes); a record above the peak says so in ``Status``.
+    """
+    sweeps = sorted(sweeps, key=sweep_order)
+    rows = [_record_cells(sw, rec) for sw in sweeps
+            for rec in sorted(sw.records, key=lambda r: (r.dtype, r.mode, r.flops, r.shape, r.run_pass))]
+    header = ("Device", "dtype", "mode", "Shape", "Pass", "GFLOP", "FLOP/B", "Status", "Time (µs)", "TFLOP/s",
+              "MFU (%)")
+    above = any("above_peak" in r.flags for sw in sweeps for r in sw.records)
+    return Table(header=header, rows=tuple(rows), align="llllrrrlrrr",
+                 notes=(UNCERTAINTY_NOTE, *([ABOVE_PEAK_NOTE] if above else [])), empty="no records")
 
 
 def _ci_cell(value: float | None, ci: Sequence[float] | None, constrained: bool = True) -> tuple[str, str | None]:
@@ -228,6 +243,9 @@ def _flops_interval(x: float, lo: float, hi: float) -> str:
     return f"{v} [{a}, {b}] {prefix}FLOP"
 
 
+NO_CROSSOVER = "no crossover: no compared pair changes leader over its shared FLOP range"
+
+
 def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
     """One row per crossover: pair, dtype, mode, metric, direction, FLOPs [interval], method."""
     rows = [((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (c.metric, None),
@@ -237,7 +255,8 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
     header = ("A", "B", "dtype", "mode", "Metric", "Leader change", "FLOPs [interval]", "Method")
     notes = ("data: between the last point where the old leader leads and the first where the new one does "
              "(Holm-corrected, runs of >= 2 FLOP counts); fit: the same on the fitted curves' simultaneous 95% band",)
-    return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes)
+    return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes if rows else (NO_CROSSOVER,),
+                 empty=NO_CROSSOVER)
 
 
 # -- rendering ---------------------------------------------------------------------
@@ -262,6 +281,8 @@ def to_latex(table: Table) -> str:
     lines += [f"% {n}" for n in table.notes]
     lines += [f"\\begin{{tabular}}{{{table.align}}}", r"\toprule", head + r" \\", r"\midrule"]
     lines += [" & ".join(_latex_cell(v, u) for v, u in row) + r" \\" for row in table.rows]
+    if not table.rows:
+        lines.append(f"\\multicolumn{{{len(table.header)}}}{{l}}{{{latex_escape(table.empty)}}} \\\\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
@@ -274,6 +295,8 @@ def to_markdown(table: Table) -> str:
     sep = ["---:" if a == "r" else ":---" for a in table.align]
     lines = ["| " + " | ".join(table.header) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(cell(v, u) for v, u in row) + " |" for row in table.rows]
+    if not table.rows:
+        lines.append("| " + " | ".join([cell(table.empty, None)] + [""] * (len(table.header) - 1)) + " |")
     lines += ([""] + [f"_{n}_" for n in table.notes]) if table.notes else []
     return "\n".join(lines) + "\n"
 

@@ -33,6 +33,10 @@ class ComparePoint:
     against run-to-run variation (``runs``) or the scatter of the shapes of its
     FLOP band (``shapes``); ``verdict_method`` names which, and ``p_value`` is
     that shape's own two-sided test against the same noise (detail only).
+    ``a_value`` and ``b_value`` are each side's metric at its median time over passes (the value the report
+    and figures show for the shape); ``ratio`` and its interval come from the mean over passes of the log
+    ratio, the statistic the verdicts test, so ``ratio`` can differ slightly from ``a_value / b_value``.
+
     The verdict is per FLOP band (:mod:`mfu_sweep.analysis.verdicts.bands`): ``band``
     indexes :attr:`Comparison.bands`, ``trend_ratio`` is the band's
     Hodges-Lehmann ratio, ``p_adjusted`` the band's Holm-adjusted p-value and

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,6 +129,20 @@ class _Raw:
     def log_b(self) -> float:
         return float(np.nanmean(self.values_b))
 
+    @property
+    def shown(self) -> tuple[float, float]:
+        """The values a table shows for a and b: each the metric at the median time over passes, the one
+        number per shape of :func:`~mfu_sweep.analysis.series.shape_seconds` (the report's, the figures'),
+        where the ratio and its test use the mean of the log over passes."""
+        return _median_over_passes(self.values_a), _median_over_passes(self.values_b)
+
+
+def _median_over_passes(log_values: np.ndarray) -> float:
+    """The metric at the median time over passes: time is proportional to 1 / metric, so the median is taken
+    of ``1 / metric`` (``statistics.median``, as ``shape_seconds``: the mean of the middle two when even)."""
+    inverse = [math.exp(-v) for v in log_values if math.isfinite(v)]
+    return 1.0 / statistics.median(inverse) if inverse else math.nan
+
 
 def raw_points(ca: PassCurve, cb: PassCurve) -> list[_Raw]:
     names = {**{n: v[0] for n, v in ca.shapes.items()}, **{n: v[0] for n, v in cb.shapes.items()}}
@@ -236,7 +251,7 @@ def compare_points(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[Co
     out = []
     for k, r in enumerate(raw):
         out.append(ComparePoint(
-            flops=r.flops, shape=r.shape, a_value=math.exp(r.log_a), b_value=math.exp(r.log_b),
+            flops=r.flops, shape=r.shape, a_value=r.shown[0], b_value=r.shown[1],
             ratio=math.exp(ev.estimate[k]), ratio_low=math.exp(ev.low[k]), ratio_high=math.exp(ev.high[k]),
             p_value=float(ev.p[k]), p_adjusted=float(ev.p_adjusted[k]), leader=names[int(ev.verdict[k])],
             method=r.method, interpolated=r.interpolated, verdict_method=ev.method,

@@ -185,7 +185,7 @@ def points(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: s
             with np.errstate(invalid="ignore", divide="ignore"):
                 p = float(2 * student_t.sf(abs(d) / sd[i], df[i])) if np.isfinite(sd[i]) and sd[i] > 0 else 1.0
             out.append(ComparePoint(
-                flops=r.flops, shape=r.shape, a_value=math.exp(r.log_a), b_value=math.exp(r.log_b),
+                flops=r.flops, shape=r.shape, a_value=r.shown[0], b_value=r.shown[1],
                 ratio=math.exp(d), ratio_low=math.exp(d - q[i] * sd[i]), ratio_high=math.exp(d + q[i] * sd[i]),
                 p_value=p, p_adjusted=band.p_adjusted, leader=names[int(leader[i])], method=r.method,
                 interpolated=r.interpolated, verdict_method=method, trend_ratio=math.exp(band.estimate), band=k,
