@@ -13,6 +13,9 @@ versions) are recorded but left out of the hash: two GPUs of one kind, or one
 GPU before and after a driver update, are the same *kind* of device, so they
 may share a label. Everything else that differs gives another fingerprint, and
 analysis refuses to put two fingerprints under one label (``series.check_labels``).
+An imported device is one GPU, not a kind: for kind ``imported`` the uuid and the
+PCI bus id are hashed (:data:`HASHED_BY_KIND`), so two H100s of one node imported
+from their logs get two fingerprints, and every log of one GPU the same.
 
 Builders (:func:`cpu_fields`, :func:`gpu_fields`, :func:`neuron_fields`,
 :func:`xla_fields`) take plain values, so backends call them with what their
@@ -43,6 +46,7 @@ from mfu_sweep.text import counted
 
 KINDS = ("cpu", "cuda", "rocm", "neuron", "xla", "generic", "imported")
 UNHASHED = frozenset({"uuid", "serial", "driver", "runtime", "pci_bus_id", "host"})
+HASHED_BY_KIND: dict[str, frozenset[str]] = {"imported": frozenset({"uuid", "pci_bus_id"})}
 FINGERPRINT_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{12}$")
 # ISA flags that change a CPU's matmul rate (fingerprinted); others are noise for GEMMs.
 CPU_MATMUL_FLAGS = frozenset({
@@ -85,14 +89,16 @@ def _plain(value: Any, where: str) -> Any:
 
 
 def fingerprint_from_fields(kind: str, fields: Mapping[str, Any]) -> Fingerprint:
-    """Fingerprint of a device described by ``fields`` (JSON values); the id hashes all but :data:`UNHASHED`.
+    """Fingerprint of a device described by ``fields`` (JSON values); the id hashes all but :data:`UNHASHED`
+    (less the fields :data:`HASHED_BY_KIND` names for ``kind``).
 
     ``kind`` is a short lower-case word (see :data:`KINDS`; others are allowed) that starts the id.
     """
     if not re.fullmatch(r"[a-z0-9]+", kind or ""):
         raise FingerprintError(f"fingerprint kind={kind!r} must be a short lower-case word")
     clean = {str(k): _plain(v, str(k)) for k, v in fields.items() if k != "kind"}
-    hashed = {k: v for k, v in clean.items() if k not in UNHASHED and v is not None}
+    unhashed = UNHASHED - HASHED_BY_KIND.get(kind, frozenset())
+    hashed = {k: v for k, v in clean.items() if k not in unhashed and v is not None}
     canon = json.dumps({"kind": kind, **hashed}, sort_keys=True, separators=(",", ":"))
     digest = hashlib.sha256(canon.encode()).hexdigest()[:12]
     return Fingerprint(id=f"{kind}-{digest}", kind=kind, fields=clean)

@@ -26,6 +26,14 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   is set and it holds ``run.planned`` records (:func:`incomplete_reason`);
   files without ``planned`` are judged by ``finished_at`` alone.
 
+* 1, added — identity of imported devices: ``device.arch`` (the architecture
+  the source prints: ``sm_90``, ``gfx1151``), ``import.device_properties`` (the
+  properties as printed) and ``import.sources`` (each file's own block when
+  several files of one GPU, one uuid, were merged into one device). For kind
+  ``imported`` the fingerprint hashes the uuid and PCI bus id where the source
+  gives them (one GPU, not a kind); files written before carry neither field, so
+  their fingerprints are unchanged.
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.

@@ -105,19 +105,24 @@ def test_real_summary_only_paste_of_version_1() -> None:
     assert sw.environment["software"]["versions"]["torch"] == "2.4.0a0+f70bd71a48.nv24.06"
 
 
-def test_two_logs_of_one_node_clash_and_the_hint_fixes_it(tmp_path) -> None:
+def test_two_gpus_of_one_node_get_their_own_labels_and_per_file_labels_still_work(tmp_path) -> None:
+    # gpu0 and gpu1 print different uuids (57a10f45-..., becb720b-...): two GPUs, no clash, no --label needed
     out = tmp_path / "o"
-    line = one_line_error(run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out)), "label 'NVIDIA-H100-80GB-HBM3'",
-                          GPU1.name)
-    # the old hint (--label DEVICE=NAME) applies to both files and clashes again
-    one_line_error(run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out), "--label", f"{H100}=x"), "label 'x'")
+    res = run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in out.glob("*.json")) == ["NVIDIA-H100-80GB-HBM3-57a10f45.json",
+                                                          "NVIDIA-H100-80GB-HBM3-becb720b.json"]
+    # a plain --label applies to both files and clashes; the error names the per-file option that fixes it
+    line = one_line_error(run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out), "--label", f"{H100}=x"),
+                          "label 'x'", GPU1.name)
     hint = shlex.split(line.split("--label ", 1)[1])[0]
     assert hint == f"{GPU1.name}:{H100}=NAME"
-    res = run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out), "--label", hint.replace("NAME", "h100-gpu1"))
+    out2 = tmp_path / "o2"
+    res = run("mamf-finder", str(GPU0), str(GPU1), "-o", str(out2), "--label", hint.replace("NAME", "h100-gpu1"))
     assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.glob("*.json")) == ["NVIDIA-H100-80GB-HBM3.json", "h100-gpu1.json"]
-    assert all(validate_file(p) == [] for p in out.glob("*.json"))
-    gpu1 = json.loads((out / "h100-gpu1.json").read_text())
+    assert sorted(p.name for p in out2.glob("*.json")) == ["NVIDIA-H100-80GB-HBM3-57a10f45.json", "h100-gpu1.json"]
+    assert all(validate_file(p) == [] for p in out2.glob("*.json"))
+    gpu1 = json.loads((out2 / "h100-gpu1.json").read_text())
     # gpu1 line 1: "137.5(mean)  137.2(median)  142.5(max) @ 1024x1024x1024"
     assert gpu1["import"]["source_file"] == GPU1.name and gpu1["records"][0]["tflops"] == pytest.approx(137.2)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.importers import deepbench, mamf_finder, nvbench, options, xla_perf_table
+from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip, slug
 from mfu_sweep.importers.sniff import sniff
 from mfu_sweep.results import Sweep
@@ -58,22 +58,29 @@ def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevi
     return [replace(d, source=str(path)) for d in got]
 
 
-def _check_labels(labelled: Sequence[tuple[SourceDevice, str]], devices: Sequence[SourceDevice]) -> None:
-    """One error for every label two devices would share, with the per-file ``--label`` that fixes each."""
-    seen: dict[str, SourceDevice] = {}
-    clashes: list[tuple[str, SourceDevice, SourceDevice]] = []
+def _fix(dev: SourceDevice, devices: Sequence[SourceDevice]) -> str:
+    return f"--label {shlex.quote(f'{options.file_spec(dev, devices)}:{dev.key}=NAME')}"
+
+
+def _group(labelled: Sequence[tuple[SourceDevice, str]], devices: Sequence[SourceDevice]) -> dict[str, list]:
+    """Devices by output label: sources of one GPU (one uuid) merge; any other shared label is one error
+    listing every clash with the per-file ``--label`` that fixes each."""
+    groups: dict[str, list[SourceDevice]] = {}
     for dev, label in labelled:
-        if label in seen:
-            clashes.append((label, seen[label], dev))
-        else:
-            seen[label] = dev
-    if not clashes:
-        return
-    label, first, dev = clashes[0]
-    more = f"; also {', '.join(repr(c[0]) for c in clashes[1:])}" if len(clashes) > 1 else ""
-    fixes = " ".join(f"--label {shlex.quote(f'{options.file_spec(d, devices)}:{d.key}=NAME')}" for _, _, d in clashes)
-    raise SourceError(f"two devices of these sources get label {label!r} ({first.key!r} of {first.source} and "
-                      f"{dev.key!r} of {dev.source}){more}; name them per file: {fixes}")
+        groups.setdefault(label, []).append(dev)
+    clashes: list[tuple[str, SourceDevice, SourceDevice]] = []
+    for label, parts in groups.items():
+        if grouping.one_gpu(parts):
+            grouping.check_merge(parts, " ".join(_fix(d, devices) for d in parts[1:]))
+        elif len(parts) > 1:
+            clashes.extend((label, parts[0], d) for d in parts[1:])
+    if clashes:
+        label, first, dev = clashes[0]
+        more = f"; also {', '.join(dict.fromkeys(repr(c[0]) for c in clashes[1:]))}" if len(clashes) > 1 else ""
+        fixes = " ".join(_fix(d, devices) for _, _, d in clashes)
+        raise SourceError(f"two devices of these sources get label {label!r} ({first.key!r} of {first.source} and "
+                          f"{dev.key!r} of {dev.source}){more}; name them per file: {fixes}")
+    return groups
 
 
 def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mapping[str, str] | None = None,
@@ -105,14 +112,16 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     devices: list[SourceDevice] = []
     for p in paths:
         devices.extend(_read(fmt, Path(p), kwargs))
+    grouping.check_sources(devices)
     label_of = options.resolve(labels or {}, devices, "--label")
     chip_of = options.resolve(chip_overrides or {}, devices, "--chip")
     keep = options.resolve(dict.fromkeys(only, "keep"), devices, "--only")
-    kept = [(i, dev, slug(label_of.get(i) or dev.key)) for i, dev in enumerate(devices) if not only or i in keep]
-    _check_labels([(dev, label) for _, dev, label in kept], devices)
+    kept = [(i, dev) for i, dev in enumerate(devices) if not only or i in keep]
     warnings: list[str] = []
-    out: dict[str, Sweep] = {}
-    for i, dev, label in kept:
-        chip = map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
-        out[label] = build_sweep(dev, fmt, label, chip, argv)
-    return ImportResult(sweeps=out, warnings=tuple(warnings))
+    short = grouping.short_uuids(d.identity.uuid for _, d in kept if d.identity.uuid)
+    labelled = [(dev, slug(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
+    groups = _group(labelled, devices)
+    chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
+               for i, dev in kept}
+    out = {label: build_sweep(parts, fmt, label, chip_at[id(parts[0])], argv) for label, parts in groups.items()}
+    return ImportResult(sweeps=out, warnings=tuple(dict.fromkeys(warnings)))

@@ -29,7 +29,8 @@ from typing import Any
 
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.fingerprint import fingerprint_from_fields
+from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
+from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
@@ -41,9 +42,9 @@ PROVENANCE_FILE = "provenance.toml"
 # several chips share one key. The first id is the default; the others are named in a warning.
 SOURCE_CHIPS: dict[str, tuple[str, ...]] = {
     "sm_100_B200": ("b200",),
-    "sm_90": ("h100-sxm", "h200-sxm", "h100-pcie"),
-    "gfx950": ("mi355x", "mi350x"),
-    "gfx942": ("mi300x", "mi325x"),
+    "sm_90": ARCH_CHIPS["sm_90"],
+    "gfx950": ARCH_CHIPS["gfx950"],
+    "gfx942": ARCH_CHIPS["gfx942"],
 }
 
 
@@ -102,6 +103,8 @@ class SourceDevice:
     source: str = ""
     above_peak_reason: str = ""
     """What in this source can put a value above the chip's peak (for ``above_peak_reason``); empty: unknown."""
+    identity: Identity = Identity()
+    """Which GPU the source measured, as far as it says (uuid, architecture, PCI bus id ...)."""
 
 
 def sha256_of(path: Path) -> str:
@@ -173,9 +176,22 @@ def map_chip(dev: SourceDevice, chips: Mapping[str, ChipSpec], overrides: Mappin
                 f"(pass --chip {dev.key}=ID to choose)")
         return chips[candidates[0]]
     chip = find_chip(dev.name, chips)
-    if chip is None:
-        warnings.append(f"{dev.key}: no spec entry for {dev.name!r}; MFU left empty (pass --chip {dev.key}=ID)")
-    return chip
+    arch = dev.identity.arch
+    if chip is not None:
+        owners = [a for a, ids in ARCH_CHIPS.items() if chip.id in ids]
+        if arch is not None and owners and arch not in owners:
+            warnings.append(f"{dev.key}: the name maps to {chip.id} ({'/'.join(owners)}) but the source prints "
+                            f"architecture {arch}; check the chip (--chip {dev.key}=ID)")
+        return chip
+    by_arch = [c for c in ARCH_CHIPS.get(arch or "", ()) if c in chips] if generic_name(dev.name) else []
+    if by_arch:
+        also = f" (also {' or '.join(by_arch[1:])})" if len(by_arch) > 1 else ""
+        warnings.append(f"{dev.key}: the name {dev.name!r} does not say which GPU; chip chosen by its architecture "
+                        f"{arch}: {by_arch[0]}{also} (pass --chip {dev.key}=ID to choose)")
+        return chips[by_arch[0]]
+    kept = f" (architecture {arch} kept; no peak is cited for it)" if arch else ""
+    warnings.append(f"{dev.key}: no spec entry for {dev.name!r}{kept}; MFU left empty (pass --chip {dev.key}=ID)")
+    return None
 
 
 def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
@@ -196,43 +212,102 @@ def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
     return annotate(finish_record(rec, peak), peak, dev.above_peak_reason)
 
 
-def build_sweep(dev: SourceDevice, fmt: str, label: str, chip: ChipSpec | None, argv: Sequence[str]) -> Sweep:
-    """One v1 sweep for one source device, with ``device.backend = "imported"`` and an ``import`` block."""
+def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str, chip: ChipSpec | None,
+                argv: Sequence[str]) -> Sweep:
+    """One v1 sweep for one device, with ``device.backend = "imported"`` and an ``import`` block.
+
+    ``dev`` is one source device, or several sources of one GPU (one uuid, different dtypes): their records
+    are joined, each keeping its own timer and cache, and ``import.sources`` keeps each file's provenance.
+    """
+    parts = (dev,) if isinstance(dev, SourceDevice) else tuple(dev)
+    first = parts[0]
+    rows = [r for p in parts for r in p.rows]
     if chip is not None:
-        peak = assumed_peak(Peak.from_chip(chip), ((r.dtype, r.flags) for r in dev.rows))
+        peak = assumed_peak(Peak.from_chip(chip), ((r.dtype, r.flags) for r in rows))
     else:
         peak = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None,
-                    source=f"no spec entry for {dev.name!r} (imported; MFU left empty)")
-    if dev.timer not in TIMERS or dev.cache not in CACHES:
-        raise AssertionError(f"importer bug: timer {dev.timer!r} / cache {dev.cache!r} not in the vocabulary")
-    records = tuple(_record(r, dev, peak) for r in dev.rows)
-    prov = dict(dev.provenance)
+                    source=f"no spec entry for {first.name!r} (imported; MFU left empty)")
+    for p in parts:
+        if p.timer not in TIMERS or p.cache not in CACHES:
+            raise AssertionError(f"importer bug: timer {p.timer!r} / cache {p.cache!r} not in the vocabulary")
+    records = tuple(_record(r, p, peak) for p in parts for r in p.rows)
+    prov = merged_provenance(parts)
     when = prov.get("date") or "unknown"
-    run_id = hashlib.sha256(f"{fmt}|{prov.get('source_sha256')}|{dev.key}".encode()).hexdigest()[:32]
+    shas = "|".join(str(p.provenance.get("source_sha256")) for p in parts)
+    run_id = hashlib.sha256(f"{fmt}|{shas}|{first.key}".encode()).hexdigest()[:32]
+    arch = {"arch": first.identity.arch} if first.identity.arch else {}
     return Sweep(
         tool={"name": "mfu-sweep", "version": __version__},
         run={"id": run_id, "started_at": when, "finished_at": when, "argv": list(argv), "host": "imported",
              "git_sha": None},
-        environment={k: v for k, v in dev.details.items() if k in ("software",)},
-        device={"backend": IMPORTED_BACKEND, "name": dev.name, "chip": chip.id if chip else None, "index": 0,
-                "count": 1, "label": label, "source_key": dev.key, **source_identity(dev, fmt).device_fields()},
+        environment={k: v for k, v in first.details.items() if k in ("software",)},
+        device={"backend": IMPORTED_BACKEND, "name": first.name, "chip": chip.id if chip else None, "index": 0,
+                "count": 1, "label": label, "source_key": first.key, **arch,
+                **source_identity(first, fmt).device_fields()},
         peak=peak,
         records=records,
-        settings={"imported": True, "timing": {"method": prov.get("timing_method"), "timer": dev.timer,
-                                               "cache": dev.cache, "mode": dev.mode}},
+        settings={"imported": True, "timing": _timing(parts, prov)},
         extra={"import": {"format": fmt, **prov}},
     )
 
 
-def source_identity(dev: SourceDevice, fmt: str) -> Any:
-    """The fingerprint of an imported device: the source's own identity of it (format, repository, key, name).
+def _timing(parts: Sequence[SourceDevice], prov: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings.timing``: the sources' timer, cache and mode, per dtype where the merged files differ."""
+    kinds = {(p.timer, p.cache, p.mode) for p in parts}
+    first = parts[0]
+    out: dict[str, Any] = {"method": prov.get("timing_method"), "timer": first.timer, "cache": first.cache,
+                           "mode": first.mode}
+    if len(kinds) > 1:
+        out["by_dtype"] = {r.dtype: {"timer": p.timer, "cache": p.cache, "mode": p.mode}
+                           for p in parts for r in p.rows}
+    return out
 
-    The source's commit and file hash are provenance, not identity: a newer table of the same chip
-    stays the same device, so it cannot share a label with another chip's table.
+
+def merged_provenance(parts: Sequence[SourceDevice]) -> dict[str, Any]:
+    """One device's ``import`` block: the source's own, or for several files of one GPU the first file's
+    fields, every dtype key, each file's notes under its name, and ``sources`` with each file's block."""
+    if len(parts) == 1:
+        return dict(parts[0].provenance)
+    provs = [dict(p.provenance) for p in parts]
+    out = dict(provs[0])
+    methods = {}
+    for p, prov in zip(parts, provs, strict=True):
+        dtypes = "/".join(dict.fromkeys(r.dtype for r in p.rows))
+        methods.setdefault(prov.get("timing_method"), []).append(dtypes)
+    out["timing_method"] = (next(iter(methods)) if len(methods) == 1 else
+                            "; ".join(f"{'/'.join(d)}: {m}" for m, d in methods.items()))
+    out["dtype_keys"] = {k: v for prov in provs for k, v in (prov.get("dtype_keys") or {}).items()}
+    files = ", ".join(f"{'/'.join(dict.fromkeys(r.dtype for r in p.rows))} from {prov.get('source_file')}"
+                      for p, prov in zip(parts, provs, strict=True))
+    out["notes"] = [f"{len(parts)} files of one GPU (uuid {parts[0].identity.uuid}) merged into one device: "
+                    f"{files}; the top-level source fields are the first file's, import.sources has each"]
+    out["notes"] += [f"{prov.get('source_file')}: {n}" for prov in provs for n in prov.get("notes") or []]
+    out["unknown"] = list(dict.fromkeys(u for prov in provs for u in prov.get("unknown") or []))
+    if any(prov.get("truncated") for prov in provs):
+        out["truncated"] = True
+    out.pop("skipped_lines", None)
+    out["sources"] = provs
+    return out
+
+
+def source_identity(dev: SourceDevice, fmt: str) -> Fingerprint:
+    """The fingerprint of an imported device: the source's own identity of it.
+
+    With a usable uuid the GPU itself is the identity (name, uuid, architecture, compute capability, SM
+    count), so every file of that GPU gets one fingerprint and another GPU of the model another. Without
+    one it is the source's name for it (format, repository, key, name) and what the source says of its
+    kind (architecture, SM count, PCI bus id). The source's commit and file hash are provenance, not
+    identity: a newer table of the same chip stays the same device, so it cannot share a label with
+    another chip's table.
     """
+    ident = dev.identity
+    if ident.uuid is not None:
+        keep = ("uuid", "arch", "compute_capability", "sm_count")
+        return fingerprint_from_fields("imported", {"name": dev.name,
+                                                    **{k: v for k, v in ident.fields().items() if k in keep}})
     prov = dev.provenance
     return fingerprint_from_fields("imported", {"format": fmt, "repository": prov.get("repository"),
-                                                "source_key": dev.key, "name": dev.name})
+                                                "source_key": dev.key, "name": dev.name, **ident.fields()})
 
 
 def dedupe(rows: Iterable[SourceRow], order_key: Any = None) -> tuple[list[SourceRow], int]:

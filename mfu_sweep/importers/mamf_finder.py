@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
+from mfu_sweep.importers.identity import Identity, IdentityError, cuda_properties, from_torch_properties, one_device
 from mfu_sweep.importers.mamf_summary import Outcome, Summary, parse_summary
 from mfu_sweep.shapes import Shape, ShapeError
 
@@ -132,6 +133,21 @@ def _device(sections: dict[str, list[str]]) -> str:
         if m:
             return m.group(1)
     return platform[1] if len(platform) > 1 else "unknown"
+
+
+def _identity(text: str, sections: dict[str, list[str]], name: str) -> tuple[Identity, dict[str, str]]:
+    """The GPU the log names (uuid, gcnArchName or compute capability, PCI bus id, host) and the printed
+    properties; a log whose properties lines contradict each other is refused."""
+    host = next((ln.split()[1] for ln in sections.get("Platform/Device info", [])
+                 if ln.startswith("Linux ") and len(ln.split()) > 1), None)
+    try:
+        picked = one_device(cuda_properties(text), name)
+        if picked is None:
+            return Identity(host=host), {}
+        props, line = picked
+        return from_torch_properties(props, f"{name!r}: line {line}", host), props
+    except IdentityError as exc:
+        raise SourceError(str(exc)) from None
 
 
 def _dtype(name: str, sections: dict[str, list[str]], command: str, dtype_opt: str | None) -> tuple[str, str]:
@@ -308,12 +324,16 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
         method += " (fast-mamf --search auto: the per-shape lines are its scout readings)"
     version = next((ln.split(":", 1)[1].strip() for ln in sections.get("Additional notes", [])
                     if ln.startswith("benchmark version")), None)
-    device = _device(sections)
+    identity, props = _identity(text, sections, name)
+    device = props.get("name") or _device(sections)
+    if props.get("uuid") and identity.uuid is None:
+        notes.append(f"uuid {props['uuid']} names no single GPU (ROCm's placeholder or all zeros); this file is "
+                     "never merged with another")
     started = next((ln.removeprefix("Benchmark started on").strip() for ln in lines
                     if ln.startswith("Benchmark started on")), None)
     env = _software(sections.get("Critical environment variables", []))
     return [SourceDevice(
-        key=device, name=device, rows=tuple(rows), mode="eager", timer=timer, cache=cache,
+        key=device, name=device, rows=tuple(rows), mode="eager", timer=timer, cache=cache, identity=identity,
         details={"software": {"versions": software, "command": command, "environment": env}},
         provenance={
             "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
@@ -321,6 +341,7 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
             "timing_method": method, "device_key": device, "dtype_keys": {dtype: key}, "notes": notes,
             "unknown": list(UNKNOWN) + ([] if env else ["whether PYTORCH_TUNABLEOP_ENABLED was set"]),
             **({"measured_on": f"{started} (the machine's local time)"} if started else {}),
+            **({"device_properties": props} if props else {}),
             **({"source_summary": _summary_json(summary)} if summary else {}),
             **({"truncated": True} if truncated else {}),
             **({"skipped_lines": dict(skipped)} if skipped else {}),

@@ -33,6 +33,7 @@ from typing import Any
 
 from mfu_sweep.importers import nvbench_text
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
+from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.shapes import Shape, ShapeError
 
@@ -46,6 +47,7 @@ TYPE_NAMES = {
 }
 TARGETS = {"m": ("m",), "n": ("n",), "k": ("k",), "b": ("b", "batch"), "t": ("t", "dtype", "type")}
 SAMPLES_TAG = "nv/json/bin:nv/cold/sample_times"
+SOFTWARE_KEYS = ("sm_version", "sm_default_clock_rate")  # device details kept in environment.software
 UNKNOWN = ("SM clock during the run beyond the default clock rate", "driver and CUDA versions",
            "which GEMM library the benchmark called")
 COLD_METHOD = ("cold isolated launches timed by CUDA events, L2 flushed before each, launch hidden behind a "
@@ -99,7 +101,8 @@ def _json_states(root: dict, name: str, base: Path) -> list[State]:
                 batch_s=_float(_summary(st, "nv/batch/time/gpu/mean"), where, "batch GPU time"),
                 skipped=(f"skipped by nvbench: {st.get('skip_reason', '')}".strip() if st.get("is_skipped") else None),
                 samples_s=_samples(base, st), sample_size=int(_summary(st, "nv/cold/sample_size") or 0),
-                details={k: dev.get(k) for k in ("sm_version", "sm_default_clock_rate")},
+                details={k: dev.get(k) for k in ("sm_version", "sm_default_clock_rate", "number_of_sms")}
+                | {"id": st.get("device")},
             ))
     return out
 
@@ -191,10 +194,23 @@ def read(path: Path, dtype: str | None = None, axes: Mapping[str, str] | None = 
     states, info, skipped, kind = _load(path)
     if not states:
         raise SourceError(f"{name!r}: no benchmark states")
-    by_device: dict[str, list[State]] = {}
+    by_device: dict[tuple[str, Any], list[State]] = {}
     for st in states:
-        by_device.setdefault(st.device, []).append(st)
-    return [_device(name, path, dname, sts, info, skipped, kind, dtype, mapping) for dname, sts in by_device.items()]
+        by_device.setdefault((st.device, st.details.get("id")), []).append(st)
+    ids = Counter(dname for dname, _ in by_device)
+    return [_device(name, path, dname if ids[dname] == 1 else f"{dname} [{dev_id}]", sts, info, skipped, kind,
+                    dtype, mapping) for (dname, dev_id), sts in by_device.items()]
+
+
+def identity_of(details: Mapping[str, Any]) -> Identity:
+    """Architecture (``sm_version`` 860 -> ``sm_86``) and SM count of an nvbench device; nvbench prints no uuid."""
+    sm = str(details.get("sm_version") or "").split()[0] if details.get("sm_version") else ""
+    sms = str(details.get("number_of_sms") or "")
+    if not sm.isdigit():
+        return Identity(sm_count=int(sms) if sms.isdigit() else None)
+    major, minor = int(sm) // 100, int(sm) % 100 // 10
+    return Identity(arch=f"sm_{major}{minor}", compute_capability=f"{major}.{minor}",
+                    sm_count=int(sms) if sms.isdigit() else None)
 
 
 def _device(name: str, path: Path, dname: str, states: list[State], info: Mapping[str, Any], skipped: Counter,
@@ -220,9 +236,11 @@ def _device(name: str, path: Path, dname: str, states: list[State], info: Mappin
         stat="median" if stat == "median" else "mean (flag source_mean; the median is hidden in CSV/markdown)")
     first = states[0].details
     return SourceDevice(
-        key=dname, name=dname, rows=tuple(rows), mode="eager", timer="nvbench-batch" if batch else "nvbench-cold",
+        key=dname, name=states[0].device, rows=tuple(rows), identity=identity_of(first), mode="eager",
+        timer="nvbench-batch" if batch else "nvbench-cold",
         cache="none" if batch else "flush",
-        details={"software": {"nvbench": info.get("nvbench"), **{k: v for k, v in first.items() if v is not None}}},
+        details={"software": {"nvbench": info.get("nvbench"), **{k: v for k, v in first.items()
+                                                                  if v is not None and k in SOFTWARE_KEYS}}},
         provenance={
             "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
             "tool": f"nvbench {info.get('nvbench') or '?'} ({kind} output"

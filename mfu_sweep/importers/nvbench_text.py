@@ -109,6 +109,7 @@ def csv_states(text: str, name: str) -> tuple[list[State], Counter]:
             batch_s=_number(cell("Batch GPU (sec)"), where, "Batch GPU"),
             skipped="skipped by nvbench (the CSV gives no reason)" if is_skipped else None,
             sample_size=int(_number(cell("Samples"), where, "Samples") or 0),
+            details={"id": cell("Device") or None},
         ))
     return states, skipped
 
@@ -138,7 +139,7 @@ def _md_devices(lines: list[str]) -> dict[str, dict[str, str]]:
         if ln.startswith("# ") and ln.strip() != "# Devices" and out:
             break
         if m := re.match(r"^## \[(\d+)\] `(.*)`", ln):
-            current = out.setdefault(m.group(2), {"id": m.group(1)})
+            current = out.setdefault(m.group(1), {"id": m.group(1), "name": m.group(2)})
         elif current is not None and (m := re.match(r"^\* ([^:]+): (.*)$", ln)):
             current[m.group(1).strip()] = m.group(2).strip()
     return out
@@ -153,14 +154,14 @@ def md_states(text: str, name: str) -> tuple[list[State], Counter, dict[str, Any
         raise SourceError(f"{name!r}: no '# Benchmark Results' section (markdown cut before the results?)") from None
     states: list[State] = []
     skipped: Counter = Counter()
-    bench = device = ""
+    bench = device = dev_id = ""
     header: list[str] | None = None
     for n in range(start + 1, len(lines)):
         ln = lines[n]
         if ln.startswith("## "):
-            bench, device, header = ln[3:].strip(), "", None
+            bench, device, dev_id, header = ln[3:].strip(), "", "", None
         elif m := re.match(r"^### \[(\d+)\] (.*)$", ln):
-            device, header = m.group(2).strip(), None
+            device, dev_id, header = m.group(2).strip(), m.group(1), None
         elif ln.startswith("|"):
             cells = _cells(ln)
             if header is None:
@@ -172,7 +173,7 @@ def md_states(text: str, name: str) -> tuple[list[State], Counter, dict[str, Any
                         f"{len(cells)} cells where the table header has {len(header)}"] += 1
             else:
                 states.append(_md_state(header, cells, f"{name!r}: line {n + 1} (benchmark {bench!r})",
-                                        device, devices.get(device, {})))
+                                        device, devices.get(dev_id, {"id": dev_id or None})))
     return states, skipped, {}
 
 
@@ -186,5 +187,6 @@ def _md_state(header: list[str], cells: list[str], where: str, device: str, info
         cold_stat="mean", rounded=True,
         batch_s=_duration(cells[first["Batch GPU"]], where, "Batch GPU") if "Batch GPU" in first else None,
         sample_size=int(samples) if samples.isdigit() else 0,
-        details={"sm_version": info.get("SM Version"), "sm_default_clock_rate": info.get("SM Default Clock Rate")},
+        details={"sm_version": info.get("SM Version"), "sm_default_clock_rate": info.get("SM Default Clock Rate"),
+                 "number_of_sms": info.get("Number of SMs"), "id": info.get("id")},
     )
