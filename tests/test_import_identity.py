@@ -120,6 +120,15 @@ def test_one_uuid_two_dtypes_is_one_device(tmp_path) -> None:
     assert res.exit_code == 0 and len(list((tmp_path / "three").glob("*.json"))) == 2, res.output
 
 
+def test_chip_options_of_one_gpu_must_agree(tmp_path) -> None:
+    res = run("mamf-finder", str(GPU0), str(FP8), "-o", str(tmp_path / "o"), "--chip", f"{H100}=h100-pcie")
+    assert res.exit_code == 0, res.output
+    (f,) = (tmp_path / "o").glob("*.json")
+    assert json.loads(f.read_text())["device"]["chip"] == "h100-pcie"
+    one_line_error(run("mamf-finder", str(GPU0), str(FP8), "-o", str(tmp_path / "p"), "--chip",
+                       f"{FP8.name}:{H100}=h100-pcie"), "map to chips h100-sxm, h100-pcie", f"--chip '{H100}=ID'")
+
+
 def test_two_runs_of_one_dtype_on_one_gpu_are_refused_with_the_fix(tmp_path) -> None:
     twin = tmp_path / "twin"
     twin.mkdir()

@@ -123,5 +123,11 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     groups = _group(labelled, devices)
     chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
                for i, dev in kept}
+    for parts in groups.values():
+        chosen = dict.fromkeys(c.id if (c := chip_at[id(p)]) else "none" for p in parts)
+        if len(chosen) > 1:
+            raise SourceError(f"files of one GPU (uuid {parts[0].identity.uuid}) map to chips {', '.join(chosen)} "
+                              f"({', '.join(p.source for p in parts)}); give one --chip for all: --chip "
+                              f"{shlex.quote(f'{parts[0].key}=ID')}")
     out = {label: build_sweep(parts, fmt, label, chip_at[id(parts[0])], argv) for label, parts in groups.items()}
     return ImportResult(sweeps=out, warnings=tuple(dict.fromkeys(warnings)))
