@@ -94,13 +94,13 @@ def test_old_file_without_passes_loads_as_one_pass() -> None:
     (sweep,) = load_sweeps([GOLDEN])
     assert all(r.pass_index is None and r.run_pass == 0 for r in sweep.records)
     assert "pass" not in json.dumps([r.to_json() for r in sweep.records])  # saved back unchanged
-    assert {r.slot for r in sweep.records} == {(0, *r.key) for r in sweep.records}
+    assert {(r.run_pass, *r.key) for r in sweep.records} == {(0, *r.key) for r in sweep.records}
 
 
 def test_pass_index_survives_save_load_and_merge(tmp_path: Path) -> None:
     (sweep,) = parse_document(_with_passes(3))
     assert sorted({r.run_pass for r in sweep.records}) == [0, 1, 2]
-    assert len({r.slot for r in sweep.records}) == len(sweep.records) == 3 * len({r.key for r in sweep.records})
+    assert len({(r.run_pass, *r.key) for r in sweep.records}) == len(sweep.records) == 3 * len({r.key for r in sweep.records})
     path = tmp_path / "s.json"
     save_sweep(path, sweep)
     assert validate_file(path) == []
