@@ -100,7 +100,8 @@ def test_old_file_without_passes_loads_as_one_pass() -> None:
 def test_pass_index_survives_save_load_and_merge(tmp_path: Path) -> None:
     (sweep,) = parse_document(_with_passes(3))
     assert sorted({r.run_pass for r in sweep.records}) == [0, 1, 2]
-    assert len({(r.run_pass, *r.key) for r in sweep.records}) == len(sweep.records) == 3 * len({r.key for r in sweep.records})
+    slots = {(r.run_pass, *r.key) for r in sweep.records}
+    assert len(slots) == len(sweep.records) == 3 * len({r.key for r in sweep.records})
     path = tmp_path / "s.json"
     save_sweep(path, sweep)
     assert validate_file(path) == []
