@@ -23,11 +23,14 @@ XLA_TESTS ?= 1
 
 .PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs
 
+# pip prints only errors and warnings (no progress bars, no notice of a newer pip): the make log stays short.
+PIP_QUIET := --quiet --disable-pip-version-check --progress-bar off
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	$(BIN)/python -m pip install $(PIP_QUIET) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install $(PIP_QUIET) -e ".[test]"
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -58,7 +61,12 @@ published: $(STAMP)
 	$(BIN)/mfu-sweep plot $(PUBLISHED)/sm_100_B200.json $(PUBLISHED)/sm_90.json $(PUBLISHED)/gfx950.json \
 	  $(PUBLISHED)/gfx942.json --dtype bf16 --metric tflops --figure vs-flops -o plots/published --force
 
+XLA_NOTE := the XLA tests need $(XLA_VENV) (torch 2.9.0 + torch-xla 2.9.0, a ~7 GB download, once); skip: make test XLA_TESTS=0
+
 test: $(STAMP)
+ifeq ($(XLA_TESTS),1)
+	@test -f $(XLA_STAMP) || echo "note: after the suite, $(XLA_NOTE)"
+endif
 	$(BIN)/python -m pytest -q
 ifeq ($(XLA_TESTS),1)
 	$(MAKE) test-xla
@@ -66,11 +74,12 @@ endif
 
 # Built only when missing (the stamp does not follow pyproject.toml: the project is installed editable).
 $(XLA_STAMP):
+	@echo "note: now building $(XLA_VENV): $(XLA_NOTE)"
 	test -x $(XLA_BIN)/python || $(PYTHON) -m venv $(XLA_VENV)
-	$(XLA_BIN)/python -m pip install --quiet --upgrade pip
-	$(XLA_BIN)/python -m pip install --quiet torch==2.9.0 torch-xla==2.9.0
-	$(XLA_BIN)/python -m pip install --quiet --no-deps -e .
-	$(XLA_BIN)/python -m pip install --quiet numpy scipy click jsonschema jsonschema-rs tqdm seaborn pytest pytest-timeout
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) torch==2.9.0 torch-xla==2.9.0
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --no-deps -e .
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) numpy scipy click jsonschema jsonschema-rs tqdm seaborn pytest pytest-timeout
 	touch $(XLA_STAMP)
 
 venv-xla: $(XLA_STAMP)

@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,78 @@ def test_readme_links_point_at_files_that_exist() -> None:
     targets = re.findall(r"\]\(((?:docs|plots)/[^)#\s]+)", README) + ["CHANGELOG.md"]
     missing = [t for t in targets if not (ROOT / t).exists()]
     assert len(targets) > 5 and not missing, f"README links to missing files: {missing}"
+
+
+def test_readme_first_screen_keeps_two_set_up_commands_and_says_how_to_run_the_tool() -> None:
+    first_screen = "\n".join(README.splitlines()[:25])
+    (setup,) = re.findall(r"## Set-up: two commands\n+```\n(.*?)\n```", README, re.S)
+    assert [ln.split()[:2] for ln in setup.splitlines()] == [["make", "sweep"], ["make", "test"]]
+    assert ". .venv/bin/activate" in first_screen and ".venv/bin/mfu-sweep" in first_screen
+    assert "7 GB" in first_screen and "XLA_TESTS=0" in first_screen  # said before make test downloads it
+
+
+def test_make_test_announces_the_xla_download_before_the_suite_runs(tmp_path: Path) -> None:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed here")
+    res = subprocess.run(["make", "-n", "test", f"VENV={tmp_path / 'venv'}", f"XLA_VENV={tmp_path / 'xla'}"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    lines = res.stdout.splitlines()
+    note = next(i for i, ln in enumerate(lines) if "7 GB" in ln and "XLA_TESTS=0" in ln)
+    suite = next(i for i, ln in enumerate(lines) if "-m pytest" in ln)
+    assert note < suite, res.stdout
+
+
+# The README's console blocks, run as a newcomer runs them after `make sweep`
+# Their output depends on the machine: only the exit status counts.
+MEASURING = ("mfu-sweep sweep", "mfu-sweep ceilings", "mfu-sweep selftest", "mfu-sweep specs --detect")
+SHELL_STATE = (". ", "source ", "cd ", "export ")  # lines that change the shell for the lines after them
+
+
+def _console_steps(text: str) -> list[tuple[str, list[str]]]:
+    """(command, output lines shown) for every ``$ `` line of the page's console blocks, in order."""
+    steps: list[tuple[str, list[str]]] = []
+    for block in re.findall(r"```console\n(.*?)\n```", text, re.S):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:].strip(), []))
+            elif steps and line.strip() and line.strip() != "...":
+                steps[-1][1].append(line.strip())
+    return steps
+
+
+def _checkout_after_make_sweep(tmp_path: Path) -> Path:
+    """A copy of what the README's commands read (``sweeps/``), with ``.venv`` the venv running this test."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "sweeps", checkout / "sweeps")
+    (checkout / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
+    return checkout
+
+
+@pytest.mark.slow
+def test_readme_console_blocks_run_in_order_after_make_sweep(tmp_path: Path) -> None:
+    """Every ``$`` line of the README, in order, in a shell where ``mfu-sweep`` is not on the path until the
+    README puts it there; the lines a read-only command shows must be in what it prints."""
+    if not (Path(sys.prefix) / "bin" / "mfu-sweep").exists() or shutil.which("bash") is None:
+        pytest.skip("this venv has no mfu-sweep script (the package is not installed into it)")
+    steps = _console_steps(README)
+    assert len(steps) >= 5 and steps[0][0].startswith(". .venv/bin/activate")
+    checkout = _checkout_after_make_sweep(tmp_path)
+    path = os.pathsep.join(d for d in os.environ.get("PATH", "").split(os.pathsep)
+                           if d and not (Path(d) / "mfu-sweep").exists())
+    env = {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT)}  # the tree under test, whatever is installed
+    env.pop("VIRTUAL_ENV", None)
+    state: list[str] = []
+    for command, shown in steps:
+        script = "\n".join(["set -e", *state, command])
+        res = subprocess.run(["bash", "-c", script], cwd=checkout, env=env, capture_output=True, text=True,
+                             timeout=600)
+        assert res.returncode == 0, f"README: `{command}` exited {res.returncode}: {res.stderr[-2000:]}"
+        if command.startswith(SHELL_STATE):
+            state.append(command)
+        elif not command.startswith(MEASURING):
+            printed = {ln.strip() for ln in (res.stdout + res.stderr).splitlines()}
+            stale = [ln for ln in shown if ln not in printed]
+            assert not stale, f"README: `{command}` no longer prints: {stale}"
 
 
 # --help of every command

@@ -214,3 +214,16 @@ def test_analysis_rules_catch_an_arrow_back_up() -> None:
         "mfu_sweep.analysis.series (series) imports mfu_sweep.analysis.fits.fit (fits)",
         "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.predict (predict)",
     ]
+
+
+def test_pyproject_reads_without_setuptools_warnings() -> None:
+    """``make sweep`` printed four setuptools deprecation boxes (``project.license`` as a TOML table)."""
+    import warnings
+
+    from setuptools.config.pyprojecttoml import apply_configuration
+    from setuptools.dist import Distribution
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply_configuration(Distribution(), PACKAGE.parent / "pyproject.toml")
+    assert [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] == []

@@ -180,6 +180,23 @@ def test_timeout_and_crash_become_records_and_sweep_goes_on(tmp_path: Path) -> N
     assert by[160]["samples_s"]
 
 
+def test_progress_into_a_file_is_plain_lines_never_frames(tmp_path: Path) -> None:
+    """``sweep ... 2> err.txt`` (a make or CI log): a line per pass, none over 300 characters, no ``\r``."""
+    out = tmp_path / "r.json"
+    args = ["sweep", *[a for a in FAST if a != "--quiet"], "--repeats", "2", "--shape", "64x64x64",
+            "--shape", "96x96x96", "-o", str(out)]
+    with (tmp_path / "err.txt").open("w") as err:
+        proc = subprocess.run([sys.executable, "-m", "mfu_sweep", *args], stdout=subprocess.DEVNULL, stderr=err,
+                              timeout=300)
+    log = (tmp_path / "err.txt").read_bytes().decode()  # read_text() would turn each \r into a line end
+    assert proc.returncode == 0, log
+    assert "\r" not in log
+    lines = log.splitlines()
+    closing = [ln.split(",")[0] for ln in lines if ln.startswith("pass ") and ln.endswith(" s in all")]
+    assert closing == ["pass 1/2: 2/2 shapes", "pass 2/2: 2/2 shapes"]  # (a slow pass adds a line every 15 s)
+    assert max(map(len, lines)) <= 300, max(lines, key=len)
+
+
 def test_injected_oom_is_status_oom(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "96x96x96", "-o", str(out),
@@ -262,7 +279,7 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     env = {**os.environ, "MFU_SWEEP_TEST_FAULT": f"hang:{last}x{last}x{last}"}
     proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env)
-    deadline = time.time() + 120
+    deadline = time.time() + 300  # generous: two busy loops beside the suite slow the worker's start
     while time.time() < deadline:
         try:
             if len(records(out)) == 2:
@@ -271,10 +288,10 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
             pass
         time.sleep(0.05)
     time.sleep(0.5)  # the worker is now hanging in the last shape
-    start = time.time()
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert time.time() - start < 5, "Ctrl-C must not wait for the shape in flight"
+    # The hang lasts until --timeout 600: exiting at all within the wait shows Ctrl-C did not wait for it
+    # (no wall-clock assert: under load the exit itself may take seconds).
+    _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130
     assert "--resume" in err and str(out) in err
     assert [r["shape"]["m"] for r in records(out)] == [first, second]

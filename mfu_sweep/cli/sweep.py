@@ -347,36 +347,40 @@ def _default_output(device: str, label: str | None, cache: str = "rotate", suffi
     return Path("sweeps") / f"{label}{suffix}.json"
 
 
+LINE_WIDTH = 160  # the peak's basis runs to ~550 characters; wrapped, a log stays readable
+
+
 class _Progress:
-    """A tqdm bar per pass on stderr: "pass i/R", shapes done in this pass, the shape and the running MFU."""
+    """The sweep's progress per pass on stderr (``mfu_sweep.progress``): a bar on a terminal, a line per pass
+    (and one every few seconds in a long pass) in a log: "pass i/R", shapes done, the shape and its MFU."""
 
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
-        self.pass_text = ""
 
     def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
-        self.pass_text = f"pass {index + 1}/{repeats} " if repeats > 1 else ""
-        if not self.quiet:
-            from tqdm import tqdm
+        from mfu_sweep.progress import Progress
 
-            self.close()
-            self.bar = tqdm(total=todo, unit="shape", file=sys.stderr, dynamic_ncols=True, desc=self.pass_text)
+        self.close()
+        desc = f"pass {index + 1}/{repeats}" if repeats > 1 else "sweep"
+        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True)
 
     def start(self, sweep: Any, total: int) -> None:
-        click.echo(f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}", err=True)
+        import textwrap
+
+        line = f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}"
+        click.echo(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False), err=True)
 
     def update(self, task: Any, record: Any) -> None:
         if self.bar is None:
             return
         if record is None:
-            self.bar.set_description(f"{self.pass_text}{task.shape} {task.dtype} {task.mode}")
+            self.bar.describe(f"{task.shape} {task.dtype} {task.mode}")
             return
         mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
-        tf = f"{record.tflops:.3g} TFLOP/s" if record.tflops is not None else ""
+        tf = f"{record.tflops:.3g} TFLOP/s " if record.tflops is not None else ""
         busy = (record.extra.get("machine") or {}).get("other_share") if "contended" in record.flags else None
-        self.bar.set_postfix_str(f"{tf} MFU {mfu}" + (f" contended (others {busy:.0%})" if busy is not None else ""))
-        self.bar.update(1)
+        self.bar.advance(note=f"{tf}MFU {mfu}" + (f" contended (others {busy:.0%})" if busy is not None else ""))
 
     def close(self) -> None:
         if self.bar is not None:
