@@ -11,6 +11,7 @@ exit 3 that did not say the shape file was not written.
 from __future__ import annotations
 
 import glob
+import math
 from pathlib import Path
 from typing import Any
 
@@ -273,3 +274,99 @@ def test_latex_records_have_a_pass_column_and_flag_above_peak() -> None:
                 for r in s.records)
     assert sum(", above peak &" in ln for ln in lines) == above
     assert ("% above peak: MFU over 100%" in res.output) == (above > 0)
+
+
+# -- fitted ceilings: never below the measurements, a poor fit says so, above 100% is flagged ------
+
+
+def _jagged(flops: float, nbytes: float) -> float:
+    """SYNTHETIC: alternate shapes 8x slower in overhead; no roofline describes it."""
+    return 1e-5 * (1 if int(round(math.log10(flops) * 2.5)) % 2 else 8) + flops / 1e12
+
+
+def _falling(flops: float, nbytes: float) -> float:
+    """SYNTHETIC: throughput drops by 60% above 3 GFLOP (a cache falling off); the fit's P lands below the best."""
+    return 2e-5 + flops / (50e12 if flops < 3e9 else 20e12)
+
+
+def _fit_file(tmp_path: Path, name: str, time_fn: Any, peak: float | None = None) -> str:
+    flops = [10 ** (6 + 0.4 * i) for i in range(12)]
+    return str(write_sweep(tmp_path, make_sweep_doc(name, P_tflops=50.0, W_tbs=1.0, t0_s=1e-5, flops=flops,
+                                                    time_fn=time_fn, n_samples=5, peak_tflops=peak),
+                           name=f"{name}.json"))
+
+
+def test_a_poor_fit_says_so_in_fit_report_and_headline(tmp_path: Path) -> None:
+    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.results import load_sweeps
+
+    path = _fit_file(tmp_path, "jag", _jagged)
+    res = run("fit", path, "--n-boot", "10")
+    assert res.exit_code == 0, res.output
+    assert "note: jag bf16 eager: poor fit: RMS log error 0.66 (a typical shape is x1.93 off the curve)" \
+        in res.output
+    row = next(ln for ln in res.output.splitlines() if ln.startswith("jag bf16 eager"))
+    assert "0.658*" in row and "*: P below the best measured shape, above the peak, or a poor fit" in res.output
+    head = sweep_headline(load_sweeps([path]), path, n_boot=10)
+    assert "fitted ceiling" not in head and "not a ceiling" in head and "a poor fit (RMS log error 0.66" in head
+    out = tmp_path / "rep"
+    assert run("report", path, "--n-boot", "10", "-o", str(out)).exit_code == 0
+    md = (out / "index.md").read_text()
+    assert "compute term P (not a ceiling)" in md and "a poor fit (see the note)" in md and "poor fit: RMS" in md
+
+
+def test_a_fitted_p_below_the_best_measured_is_never_called_a_ceiling(tmp_path: Path) -> None:
+    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.results import load_sweeps
+
+    path = _fit_file(tmp_path, "fall", _falling)
+    head = sweep_headline(load_sweeps([path]), path, n_boot=10)
+    assert "fitted ceiling" not in head
+    assert "fitted P 20.7 TFLOP/s" in head and "not a ceiling, below the best measured 30.2 TFLOP/s" in head
+    res = run("fit", path, "--n-boot", "10")
+    assert "P 20.7 TFLOP/s is 31% below the best measured 30.2 TFLOP/s" in res.output
+    # a good fit whose P the best shape reaches is still a ceiling (the reference Zen 5 fp32: 0.188 vs 0.187)
+    zen5 = str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json")
+    assert "best fp32 eager: 0.188 TFLOP/s" in sweep_headline(load_sweeps([zen5]), zen5)
+    assert "fitted ceiling P 0.187 TFLOP/s" in sweep_headline(load_sweeps([zen5]), zen5)
+
+
+def test_mfu_above_100_percent_is_flagged_in_fit_compare_and_the_figure(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from mfu_sweep.present.fig_mfu import plot_mfu
+    from mfu_sweep.results import load_sweeps
+
+    flops = [10 ** (6 + 0.4 * i) for i in range(12)]
+    files = [str(write_sweep(tmp_path, make_sweep_doc(
+        label, P_tflops=p, W_tbs=1.0, t0_s=1e-5, flops=flops, n_samples=5, seed=i, peak_tflops=40.0),
+        name=f"{label}.json")) for i, (label, p) in enumerate((("hot", 60.0), ("cool", 20.0)))]
+    fit = run("fit", files[0], "--n-boot", "10")
+    row = next(ln for ln in fit.output.splitlines() if ln.startswith("hot bf16 eager"))
+    assert "%*" in row, row
+    assert "above 100%, so the peak is lower than what this run reached" in fit.output
+    comp = run("compare", *files, "--no-fit")
+    assert "%* " in comp.output and "*: MFU above 100%: the peak is lower than this run reached" in comp.output
+    ax = plot_mfu(load_sweeps(files), dtype="bf16", mode="eager", show_fit=False)
+    assert any(line.get_gid() == "peak-100" for line in ax.get_lines())
+    assert any("100% of peak" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+# -- "leads" by MFU is never read as faster ------------------------------------------------------
+
+
+def test_an_mfu_lead_is_shown_beside_the_speed_verdict(tmp_path: Path) -> None:
+    """SYNTHETIC: 'near' runs at 80% of a small peak, 'fast' at 40% of a big one and twice as fast."""
+    files = [str(write_sweep(tmp_path, make_sweep_doc(
+        label, P_tflops=p, W_tbs=1.0, t0_s=1e-5, flops=FLOPS, n_samples=5, seed=i, peak_tflops=peak),
+        name=f"{label}.json")) for i, (label, p, peak) in enumerate((("fast", 40.0, 100.0), ("near", 20.0, 25.0)))]
+    res = run("compare", *files, "--no-fit")
+    assert res.exit_code == 0, res.output
+    first = res.output.splitlines()[0]
+    mfu, speed = first.split(" By TFLOP/s (speed): ")
+    assert mfu.startswith("fast vs near (bf16, eager): by MFU, each against its own peak (not speed): ")
+    assert "longest lead: near" in mfu and "closer to its own peak" in mfu
+    assert "longest lead: fast" in speed and "(faster: +" in speed
+    tflops = run("compare", *files, "--no-fit", "--metric", "tflops").output.splitlines()[0]
+    assert tflops.startswith("fast vs near (bf16, eager): by TFLOP/s (speed): ") and "By TFLOP/s" not in tflops

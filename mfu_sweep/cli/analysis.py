@@ -108,9 +108,14 @@ def _fit_line(fit: Any) -> str:
     model = fit.model if fit.blend_p is None else f"pnorm p={fit.blend_p:.2g}"
     p_frac = _pct(fit.compute_fraction) if c["p_tflops"] else "n/c"
     w_frac = _pct(fit.bandwidth_fraction) if c["w_tbs"] else "n/c"
-    return (f"{str(fit.key):<28} {model:<13} {p:>15} {p_frac:>6} {w:>15} {w_frac:>6} {t0:>15} "
-            f"{fit.rms_log_residual:>8.3f} {fit.r2_log:>7.4f} "
-            f"{fit.n_shapes:>6}")
+    # "*": a note below says why (P below the measurements or above the peak, a poor fit)
+    p += "*" if fit.is_constrained and fit.below_measured else ""
+    p_frac += "*" if (fit.compute_fraction or 0) > 1 and c["p_tflops"] else ""
+    rms, r2 = f"{fit.rms_log_residual:.3f}", f"{fit.r2_log:.4f}"
+    if fit.poor:
+        rms, r2 = rms + "*", r2 + "*"
+    return (f"{str(fit.key):<28} {model:<13} {p:>16} {p_frac:>6} {w:>15} {w_frac:>6} {t0:>15} "
+            f"{rms:>8} {r2:>7} {fit.n_shapes:>6}")
 
 
 @click.command()
@@ -161,10 +166,12 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
 def _print_fits(fits: dict[Any, Any]) -> None:
     if not fits:
         return
-    click.echo(f"{'series':<28} {'model':<13} {'P TFLOP/s':>15} {'%peak':>6} {'W TB/s':>15} {'%peak':>6} "
+    click.echo(f"{'series':<28} {'model':<13} {'P TFLOP/s':>16} {'%peak':>6} {'W TB/s':>15} {'%peak':>6} "
                f"{'t0 µs':>15} {'RMS log':>8} {'R² log':>7} {'shapes':>6}")
     for key in sorted(fits):
         click.echo(_fit_line(fits[key]))
+    if any(n in fits[k].quality_notes() for k in fits for n in fits[k].notes):
+        click.echo("*: P below the best measured shape, above the peak, or a poor fit; the notes say which")
     for key in sorted(fits):
         for note in fits[key].notes:
             click.echo(f"note: {key}: {note}")
@@ -174,7 +181,12 @@ def _print_fits(fits: dict[Any, Any]) -> None:
 
 
 def _value(metric: str, v: float) -> str:
-    return f"{v * 100:.1f}%" if metric == "mfu" else f"{v:.4g}"
+    """A table cell; an MFU above 100% is marked ``*`` (the note under the table says why)."""
+    return (f"{v * 100:.1f}%" + ("*" if v > 1 else "")) if metric == "mfu" else f"{v:.4g}"
+
+
+ABOVE_PEAK_MARK = ("*: MFU above 100%: the peak is lower than this run reached (records flagged above_peak, kept, "
+                   "not clipped)")
 
 
 def _print_comparison(c: Any) -> None:
@@ -203,6 +215,8 @@ def _print_comparison(c: Any) -> None:
         click.echo(f"{format_flops(p.flops):>11}  {p.shape:<20} {_value(c.metric, p.a_value):>{wv}} "
                    f"{_value(c.metric, p.b_value):>{wv}} {p.ratio:>6.3f}  {ci:<17} {p.p_adjusted:>8.2g}  "
                    f"{p.leader or 'ambiguous':<{wl}} {method}")
+    if c.metric == "mfu" and any(max(p.a_value, p.b_value) > 1 for p in c.points):
+        click.echo(ABOVE_PEAK_MARK)
     for x in c.crossovers:
         click.echo(f"crossover ({x.method}): {x.from_label} -> {x.to_label} at {format_flops(x.flops)} "
                    f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}]")
@@ -328,7 +342,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["spreads"] = [s.to_json() for s in spreads]
         click.echo(json.dumps(out, indent=1))
         return
-    for line in pair_sentences(comps):  # the gist first, one sentence per pair; the details follow
+    speed = _speed(sweeps, comps, metric, seed=seed, alpha=alpha, min_run=min_run,
+                   **({"calibration": refs} if refs else {}))
+    for line in pair_sentences(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
     for line in skipped:
         click.echo(f"note: {line}")
@@ -341,6 +357,25 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         reason = contention_reason(sweeps, c.a, c.b)
         if reason:
             click.echo(f"contention: {reason}")
+
+
+def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:
+    """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
+    from mfu_sweep.analysis.series import SeriesKey, group_series
+
+    if metric != "mfu" or not comps:
+        return []
+    series = group_series(sweeps)
+    out = []
+    for c in comps:
+        a, b = SeriesKey(c.a, c.dtype, c.mode), SeriesKey(c.b, c.dtype, c.mode)
+        if a in series and b in series:  # across dtypes or modes (--a/--b selectors) the keys differ: MFU only
+            try:
+                out.append(compare_series(series[a], series[b], "tflops", use_fit=False, **kw))
+            except CompareError:
+                continue
+    return out
 
 
 COMPARE_FIXES = {

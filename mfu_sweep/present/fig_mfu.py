@@ -101,8 +101,10 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     mixed = len({peak_kind(s.peak) for s in series}) > 1
     top = 0.0  # highest point, error bar or fitted value: bootstrap bands may not stretch the axis
     values: list[float] = []  # every point and bar end, for the log axis' decision and its lower limit
+    above = False  # a point above 100% of its peak (MFU)
     for s in series:
         x, y, yerr, k = metric_points(s, metric)
+        above |= metric == "mfu" and bool(np.any(np.asarray(y) > 1))
         kinds |= k
         top = max(top, float(np.max(y + yerr[1], initial=0.0)))
         values += [*y, *(y - yerr[0]), *(y + yerr[1])]
@@ -126,6 +128,11 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
               for lab in no_peak]
     extra += [Line2D([], [], linestyle="none", label=safe_text(note))
               for s in series for note in legend_notes(s.label, s.peak, s.records)]
+    if above:
+        ax.axhline(1.0, color=ANNOTATION_GREY, linestyle=(0, (1, 1.5)), linewidth=0.8, zorder=1, gid="peak-100")
+        extra.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=(0, (1, 1.5)), linewidth=0.8,
+                            label="100% of peak: points above it mean the peak is lower than this run reached "
+                                  "(flag above_peak, kept)"))
     if show_compare:
         extra += _draw_comparisons(ax, sweeps, dtype, mode, metric, comparisons, colors)
     flop_axis(ax)

@@ -52,9 +52,19 @@ def ceiling_phrase(fit: RooflineFit | None, unfitted: str | None = None) -> str:
     if not fit.constrained.get("p_tflops", True):
         return "no fitted ceiling: no shape was limited by compute (sweep larger shapes)"
     lo, hi = fit.p_tflops_ci
+    value = f"P {significant(fit.p_tflops)} TFLOP/s [{significant(lo)}, {significant(hi)}]"
     share = f", {fit.compute_fraction:.0%} of peak" if fit.compute_fraction else ""
-    return (f"fitted ceiling P {significant(fit.p_tflops)} TFLOP/s [{significant(lo)}, {significant(hi)}]"
-            f"{share}")
+    best_above = fit.best_tflops is not None and fit.peak_tflops is not None and fit.best_tflops > fit.peak_tflops
+    above = ("" if not (fit.compute_fraction or 0) > 1 else " (above 100% too)" if best_above
+             else " (above 100%: the peak is lower than the fit's P)")
+    if fit.is_ceiling:
+        return f"fitted ceiling {value}{share}{above}"
+    why = []
+    if fit.below_measured and fit.best_tflops is not None:
+        why.append(f"below the best measured {significant(fit.best_tflops)} TFLOP/s")
+    if fit.poor:
+        why.append(f"a poor fit (RMS log error {fit.rms_log_residual:.2f}, R² {fit.r2_log:.2f})")
+    return f"fitted {value}{share}{above}: not a ceiling, {' and '.join(why)}"
 
 
 def sweep_headline(sweeps: Sequence[Sweep], output: str | Path, *, n_boot: int = 200, seed: int = 0) -> str:
@@ -83,6 +93,26 @@ def peak_lines(sweeps: Sequence[Sweep]) -> list[str]:
     return [f"peak: {reason}" for reason in reasons]
 
 
-def pair_sentences(comparisons: Iterable[Any]) -> list[str]:
-    """One sentence per compared pair, from each comparison's own summary."""
-    return [f"{c.a} vs {c.b} ({c.dtype}, {c.mode}): {c.summary()}" for c in comparisons]
+METRIC_WORDS = {"mfu": "by MFU, each against its own peak (not speed)", "tflops": "by TFLOP/s (speed)"}
+
+
+def pair_key(c: Any) -> tuple[str, str, str, str]:
+    """What identifies a compared pair across metrics: labels, dtype and mode."""
+    return (c.a, c.b, c.dtype, c.mode)
+
+
+def pair_sentences(comparisons: Iterable[Any], speed: Iterable[Any] = ()) -> list[str]:
+    """One line per compared pair, from each comparison's own summary, naming its metric.
+
+    ``speed`` holds the same pairs compared in TFLOP/s: an MFU line then says both, so "leads"
+    by MFU (closer to its own peak) is never read as faster.
+    """
+    by_pair = {pair_key(s): s for s in speed}
+    lines = []
+    for c in comparisons:
+        line = f"{c.a} vs {c.b} ({c.dtype}, {c.mode}): {METRIC_WORDS.get(c.metric, c.metric)}: {c.summary()}"
+        fast = by_pair.get(pair_key(c)) if c.metric == "mfu" else None
+        if fast is not None:
+            line += f" {METRIC_WORDS['tflops'][0].upper()}{METRIC_WORDS['tflops'][1:]}: {fast.summary()}"
+        lines.append(line)
+    return lines

@@ -168,13 +168,15 @@ def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
         ("model", f"{fit.model}" + (f" (p = {significant(fit.blend_p, 2)})" if fit.blend_p else "")
          + f"; {fit.n_shapes} shapes, {fit.n_samples} samples; intervals: {level} bootstrap ({fit.n_boot} resamples, "
          f"seed {fit.seed})"),
-        ("compute ceiling P", _interval_text(fit.p_tflops, fit.p_tflops_ci, "TFLOP/s", c.get("p_tflops", True))
+        ("compute ceiling P" if fit.is_ceiling or not fit.is_constrained else "compute term P (not a ceiling)",
+         _interval_text(fit.p_tflops, fit.p_tflops_ci, "TFLOP/s", c.get("p_tflops", True))
          + (f"; {fit.compute_fraction:.0%} of peak" if fit.compute_fraction else "")),
         ("bandwidth W", _interval_text(fit.w_tbs, fit.w_tbs_ci, "TB/s", c.get("w_tbs", True))
          + (f"; {fit.bandwidth_fraction:.0%} of spec" if fit.bandwidth_fraction else "")),
         ("overhead t0", _interval_text(fit.t0_s * 1e6, [x * 1e6 for x in fit.t0_s_ci], "µs", c.get("t0_s", True))),
         ("ridge point P/W", f"{significant(fit.p_tflops / fit.w_tbs)} FLOP/byte"),
-        ("fit quality", f"RMS log residual {fit.rms_log_residual:.3f}, R² (log time) {fit.r2_log:.4f}"),
+        ("fit quality", f"RMS log residual {fit.rms_log_residual:.3f}, R² (log time) {fit.r2_log:.4f}"
+         + (" - a poor fit (see the note)" if fit.poor else "")),
     ]
     rows += [("note", n) for n in fit.notes]
     return rows

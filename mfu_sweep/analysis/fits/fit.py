@@ -69,6 +69,7 @@ from mfu_sweep.analysis.fits.roofline import (
     shape_data,
 )
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.results import Sweep
 from mfu_sweep.text import format_flops
 
@@ -77,6 +78,14 @@ __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "Roo
 
 MODELS = ("auto", "max", "pnorm")
 MIN_SHAPES = 4
+# A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.09 and published
+# tables (one rounded value per shape) to 0.08-0.31; above 0.3 a typical shape is 35% off the curve. R² in
+# log time below 0.9 leaves a tenth of the spread of times unexplained (they are 0.96-1.0 but on fp8 tables).
+POOR_RMS_LOG = 0.3
+POOR_R2_LOG = 0.9
+# P is "below the measurements" when the best measured shape beats it by more than this factor: the best of
+# many noisy shapes sits a little above the asymptote (Zen 5 fp32: 0.188 against P 0.187), 5% is past that.
+BELOW_MEASURED = 1.05
 SOLVERS = ("batch", "scipy")
 # A bounded W within this log distance of a bound "sits at" it.
 AT_BOUND = 0.02
@@ -108,6 +117,8 @@ class RooflineFit:
     or ``"at bound"`` (it sits at an end of ``bandwidth_range``, the plausible
     range from a measured copy bandwidth or the spec, used as bounds).
     ``w_free_tbs`` is the W of the unbounded fit when that left the plausible range.
+    ``best_tflops`` is the best measured TFLOP/s of the fitted shapes (the summary's value,
+    ``mfu_sweep.analysis.summary``): a P below it is no ceiling (:attr:`is_ceiling`).
     """
 
     key: SeriesKey
@@ -137,6 +148,7 @@ class RooflineFit:
     w_free_tbs: float | None = None
     solver: str = "batch"
     flop_range: tuple[float, float] | None = None
+    best_tflops: float | None = None
     boot: np.ndarray = field(default_factory=lambda: np.empty((0, 3)), repr=False, compare=False)
 
     @property
@@ -180,6 +192,43 @@ class RooflineFit:
             return None
         return (f"its time there depends on {' and '.join(loose)}, which the measured shapes do not constrain; "
                 "sweep shapes of that size")
+
+    @property
+    def poor(self) -> bool:
+        """Whether the model describes the shapes badly: RMS log residual above :data:`POOR_RMS_LOG` or
+        R² (log time) below :data:`POOR_R2_LOG` (docs/analysis.md says how they were chosen)."""
+        return self.rms_log_residual > POOR_RMS_LOG or (math.isfinite(self.r2_log) and self.r2_log < POOR_R2_LOG)
+
+    @property
+    def below_measured(self) -> bool:
+        """Whether P is below the best measured throughput of its shapes by more than :data:`BELOW_MEASURED`."""
+        return self.best_tflops is not None and self.best_tflops > self.p_tflops * BELOW_MEASURED
+
+    @property
+    def is_ceiling(self) -> bool:
+        """Whether P may be called a compute ceiling: constrained by the shapes, a good fit, and not below
+        a measured value (a ceiling below the measurements is not one)."""
+        return (self.is_constrained and self.constrained.get("p_tflops", True) and not self.poor
+                and not self.below_measured)
+
+    def quality_notes(self) -> list[str]:
+        """What a reader must know before using P: a poor fit, P below the measurements, P above the peak."""
+        notes = []
+        if self.poor:
+            r2 = f", R² (log time) {self.r2_log:.2f}" if math.isfinite(self.r2_log) else ""
+            notes.append(f"poor fit: RMS log error {self.rms_log_residual:.2f} (a typical shape is "
+                         f"x{math.exp(self.rms_log_residual):.2f} off the curve){r2}; the roofline does not describe "
+                         "these shapes, so read P, W and t0 as rough, not as ceilings")
+        if self.below_measured:
+            below = 1 - self.p_tflops / self.best_tflops
+            notes.append(f"P {self.p_tflops:.3g} TFLOP/s is {below:.0%} below the best measured "
+                         f"{self.best_tflops:.3g} TFLOP/s: the fitted curve does not reach the fastest shapes, so P "
+                         "is not a ceiling")
+        frac = self.compute_fraction
+        if frac is not None and frac > 1:
+            notes.append(f"P is {frac:.0%} of the {'estimated ' if self.peak_estimated else ''}peak: above 100%, so "
+                         "the peak is lower than what this run reached (records above it are flagged above_peak)")
+        return notes
 
     @property
     def compute_fraction(self) -> float | None:
@@ -226,6 +275,7 @@ class RooflineFit:
             "notes": list(self.notes), "is_constrained": self.is_constrained,
             "unconstrained_reason": self.unconstrained_reason,
             "flop_range": list(self.flop_range) if self.flop_range else None,
+            "best_tflops": self.best_tflops, "poor_fit": self.poor, "is_ceiling": self.is_ceiling,
         }
 
 
@@ -468,9 +518,10 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
                                      else ("w_tbs",)) + _one_pass(series, data.n_passes)),
         w_status=status, bandwidth_range=plausible if plausible.known else None, w_free_tbs=w_free,
         solver=opts.solver, flop_range=(float(data.flops.min()), float(data.flops.max())), boot=boot,
+        best_tflops=summarise(series).best.tflops,
     )
     if fit.is_constrained:
-        return fit
+        return replace(fit, notes=(*fit.notes, *fit.quality_notes()))
     # one phrase instead of one note per parameter
     per_param = {_unconstrained(name) for name in NAMES}
     return replace(fit, notes=(fit.unconstrained_reason, *(n for n in fit.notes if n not in per_param)))
