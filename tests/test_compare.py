@@ -422,7 +422,7 @@ def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     # it opens with one sentence per pair, then the pair's details: summary, bands, the per-shape table
-    assert lines[0].startswith("A vs B (bf16, eager): A leads over 5") and lines[1] == ""
+    assert lines[0].startswith("A vs B (bf16, eager): by TFLOP/s (speed): A leads over 5") and lines[1] == ""
     assert lines[3].startswith("summary: A leads over 5") and "longest lead: A from 100 MFLOP" in lines[3]
     assert lines[0].endswith(lines[3].removeprefix("summary: "))
     assert lines[4].startswith("band ") and lines[-1].startswith("A vs B (bf16, eager, TFLOP/s): A leads")

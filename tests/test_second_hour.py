@@ -370,3 +370,25 @@ def test_an_mfu_lead_is_shown_beside_the_speed_verdict(tmp_path: Path) -> None:
     assert "longest lead: fast" in speed and "(faster: +" in speed
     tflops = run("compare", *files, "--no-fit", "--metric", "tflops").output.splitlines()[0]
     assert tflops.startswith("fast vs near (bf16, eager): by TFLOP/s (speed): ") and "By TFLOP/s" not in tflops
+
+
+# -- the HTML report: each sentence once, words never broken -------------------------------------
+
+
+def test_report_says_each_comparison_once_and_keeps_words_whole(tmp_path: Path) -> None:
+    import json
+
+    files = _devices(tmp_path, 2)  # by MFU d0 leads throughout: one segment, so the summary says it all
+    out = tmp_path / "rep"
+    assert run("report", *files, "--n-boot", "5", "-o", str(out)).exit_code == 0
+    md = (out / "index.md").read_text()
+    (comp,) = json.loads((out / "analysis.json").read_text())["comparisons"]
+    summary = comp["summary"]["text"]
+    assert md.count(summary) == 1, md
+    assert md.count("In short:") == 1 and "Segment by segment" not in md
+    row = next(ln for ln in md.splitlines() if ln.startswith("| vs d1 |"))
+    assert row.startswith("| vs d1 | d0 leads over 100%, d1 over 0%, ambiguous over 0% of the shared FLOP range; "
+                          "crossovers: none (details under Comparisons: d0 vs d1 · bf16 · eager) |"), row
+    page = (out / "index.html").read_text()
+    assert "overflow-wrap: anywhere" not in page  # it let "estimated" break into "estimate / d"
+    assert "td { overflow-wrap: break-word; }" in page

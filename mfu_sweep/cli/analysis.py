@@ -108,14 +108,16 @@ def _fit_line(fit: Any) -> str:
     model = fit.model if fit.blend_p is None else f"pnorm p={fit.blend_p:.2g}"
     p_frac = _pct(fit.compute_fraction) if c["p_tflops"] else "n/c"
     w_frac = _pct(fit.bandwidth_fraction) if c["w_tbs"] else "n/c"
-    # "*": a note below says why (P below the measurements or above the peak, a poor fit)
-    p += "*" if fit.is_constrained and fit.below_measured else ""
-    p_frac += "*" if (fit.compute_fraction or 0) > 1 and c["p_tflops"] else ""
-    rms, r2 = f"{fit.rms_log_residual:.3f}", f"{fit.r2_log:.4f}"
-    if fit.poor:
-        rms, r2 = rms + "*", r2 + "*"
-    return (f"{str(fit.key):<28} {model:<13} {p:>16} {p_frac:>6} {w:>15} {w_frac:>6} {t0:>15} "
-            f"{rms:>8} {r2:>7} {fit.n_shapes:>6}")
+    # "*" (in place of the space after a value, so columns stay put): a note below says why
+    p_mark = _mark(fit.is_constrained and fit.below_measured)
+    frac_mark = _mark((fit.compute_fraction or 0) > 1 and c["p_tflops"])
+    poor = _mark(fit.poor and fit.is_constrained)  # an unconstrained fit says so in its one note instead
+    return (f"{str(fit.key):<28} {model:<13} {p:>15}{p_mark}{p_frac:>6}{frac_mark}{w:>15} {w_frac:>6} {t0:>15} "
+            f"{fit.rms_log_residual:>8.3f}{poor}{fit.r2_log:>7.4f}{poor}{fit.n_shapes:>6}")
+
+
+def _mark(flagged: bool) -> str:
+    return "*" if flagged else " "
 
 
 @click.command()
@@ -166,7 +168,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
 def _print_fits(fits: dict[Any, Any]) -> None:
     if not fits:
         return
-    click.echo(f"{'series':<28} {'model':<13} {'P TFLOP/s':>16} {'%peak':>6} {'W TB/s':>15} {'%peak':>6} "
+    click.echo(f"{'series':<28} {'model':<13} {'P TFLOP/s':>15} {'%peak':>6} {'W TB/s':>15} {'%peak':>6} "
                f"{'t0 µs':>15} {'RMS log':>8} {'R² log':>7} {'shapes':>6}")
     for key in sorted(fits):
         click.echo(_fit_line(fits[key]))
@@ -361,8 +363,8 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
 
 def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:
     """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
-    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
     from mfu_sweep.analysis.series import SeriesKey, group_series
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
 
     if metric != "mfu" or not comps:
         return []

@@ -326,7 +326,8 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
     for c in analysis.comparisons:
         blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
         blocks.append(Para(f"In short: {c.summary()}"))
-        blocks.append(Para(c.sentence()))
+        if sum(s.leader is not None for s in c.segments) > 1 or len(c.segments) > 2:
+            blocks.append(Para(f"Segment by segment: {c.sentence()}"))  # more than the summary's longest lead
         if c.crossovers:
             blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
                 (x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
@@ -339,6 +340,10 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
         blocks.append(Para("Pairs not compared:"))
         blocks.append(Bullets(analysis.compare_notes))
     return blocks
+
+
+def _pct(share: float) -> str:
+    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
 
 
 def crossover_text(x: Any) -> str:
@@ -355,7 +360,13 @@ def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[
             continue
         other = c.b if key.label == c.a else c.a
         crossings = "; ".join(crossover_text(x) for x in c.crossovers) or "none"
-        rows.append((f"vs {other}", f"In short: {c.summary()} {c.sentence()} Crossovers: {crossings}."))
+        s = c.lead_summary()
+        shares = "no shapes in a common FLOP range" if s is None else (
+            f"{key.label} leads over {_pct(s.share_a if key.label == c.a else s.share_b)}, {other} over "
+            f"{_pct(s.share_b if key.label == c.a else s.share_a)}, ambiguous over {_pct(s.share_ambiguous)} of the "
+            f"shared FLOP range")
+        rows.append((f"vs {other}", f"{shares}; crossovers: {crossings} (details under Comparisons: "
+                     f"{c.a} vs {c.b} · {c.dtype} · {c.mode})"))
     return rows
 
 
@@ -480,7 +491,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f5f5f5; } td { overflow-wrap: anywhere; }
+th { background: #f5f5f5; } td { overflow-wrap: break-word; }
 table.kv td:first-child { white-space: nowrap; color: #555; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9rem; color: #444; }

@@ -78,9 +78,9 @@ __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "Roo
 
 MODELS = ("auto", "max", "pnorm")
 MIN_SHAPES = 4
-# A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.09 and published
-# tables (one rounded value per shape) to 0.08-0.31; above 0.3 a typical shape is 35% off the curve. R² in
-# log time below 0.9 leaves a tenth of the spread of times unexplained (they are 0.96-1.0 but on fp8 tables).
+# A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.29, published tables
+# (one rounded value per shape) to 0.08-0.37; above 0.3 a typical shape is 35% off the curve. R² in log time
+# below 0.9 leaves a tenth of the spread of times unexplained (0.95-1.0 on those files but three fp8 tables).
 POOR_RMS_LOG = 0.3
 POOR_R2_LOG = 0.9
 # P is "below the measurements" when the best measured shape beats it by more than this factor: the best of
