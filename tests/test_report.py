@@ -22,7 +22,7 @@ from click.testing import CliRunner  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.present.report import analyse, write_report  # noqa: E402
+from mfu_sweep.present.report import adds_segments, analyse, write_report  # noqa: E402
 from mfu_sweep.results import (  # noqa: E402
     Sweep,
     parse_document,
@@ -95,7 +95,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
         assert fact in md, fact
     # crossover verdicts and their intervals, as the analysis returns them
     for c in analysis.comparisons:
-        assert c.sentence() in md
+        assert c.summary() in md and (c.sentence() in md) == adds_segments(c)
         assert c.method == "shapes" and "[method shapes; run-to-run variation not measured]" in c.sentence()
     assert "method runs" in md and "method shapes" in md  # "How to read" explains both
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
@@ -188,7 +188,9 @@ def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) 
     for c, js in zip(analysis.comparisons, data["comparisons"], strict=True):
         text = c.summary()
         assert "of the shared FLOP range" in text
-        assert f"In short: {text}\n\n{c.sentence()}" in md  # the summary comes first, the segments stay
+        segments = f"\n\nSegment by segment: {c.sentence()}" if adds_segments(c) else ""
+        assert f"In short: {text}{segments}\n\n" in md  # the summary first; the segments when they say more
+        assert md.count(f"In short: {text}") == 1
         assert f"<p>In short: {html.escape(text)}</p>" in page
         assert js["summary"]["text"] == text and js["summary"]["share_a"] == c.lead_summary().share_a
 

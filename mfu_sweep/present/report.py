@@ -326,8 +326,8 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
     for c in analysis.comparisons:
         blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
         blocks.append(Para(f"In short: {c.summary()}"))
-        if sum(s.leader is not None for s in c.segments) > 1 or len(c.segments) > 2:
-            blocks.append(Para(f"Segment by segment: {c.sentence()}"))  # more than the summary's longest lead
+        if adds_segments(c):
+            blocks.append(Para(f"Segment by segment: {c.sentence()}"))
         if c.crossovers:
             blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
                 (x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
@@ -340,6 +340,12 @@ def _comparison_blocks(analysis: Analysis) -> list[Block]:
         blocks.append(Para("Pairs not compared:"))
         blocks.append(Bullets(analysis.compare_notes))
     return blocks
+
+
+def adds_segments(c: Comparison) -> bool:
+    """Whether the segment-by-segment sentence says more than the summary (which names the longest lead):
+    more than one lead, or a lead between two other stretches."""
+    return sum(s.leader is not None for s in c.segments) > 1 or len(c.segments) > 2
 
 
 def _pct(share: float) -> str:
