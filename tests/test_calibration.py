@@ -16,6 +16,7 @@ full table with more seeds is benchmarks/calibration.py.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -34,6 +35,7 @@ from calibration_cases import (
 )
 
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
 
 SEEDS = 200
 
@@ -157,6 +159,35 @@ def test_a_slow_device_in_a_small_fleet_is_found_and_its_band_ratios_covered(n_d
     # at 0.981, so the upper bound is a notch above the null tables' 0.98
     assert COVERAGE[0] <= score.coverage <= 0.99, score
     assert score.false_flags <= max_false(40, bug=0.25), score
+
+
+# Fleets at the default 2% margin: 8 devices, 12 shapes per decade (1e8 - 1e13), 2% run-to-run noise per shape.
+DENSE_FLOPS = tuple(float(f) for f in np.geomspace(1e8, 1e13, 61))
+ONE_PCT_OFFSETS = tuple((rank, (1.0 + off, 0.0, 1e14)) for rank, off in enumerate(np.linspace(-0.01, 0.01, 8)))
+
+
+def test_margin_healthy_fleet_with_1pct_device_offsets_flags_nobody() -> None:
+    """Every device off by up to 1% (its ratio to the median of the others within 1.1%), 1% noise per shape
+    (the real 8xH100 node's shape-level scatter is ~1.1%): the pure difference test calls such offsets leads
+    in most seeds; at the 2% margin no device may be a lead or a flag, which 60 seeds check to max_false(60)
+    (a 10% false-flag rate fails with probability >= 0.95)."""
+    case = FleetCase("8 devices, offsets -1% to +1%", 8, shape_noise=0.01, slow=ONE_PCT_OFFSETS, margin=DEFAULT_MARGIN,
+                     flops=DENSE_FLOPS)
+    score = score_fleet(case, 60, seed=300)
+    assert score.false_flags <= max_false(60), score
+    pure = score_fleet(replace(case, margin=0.0), 10, seed=300)
+    assert pure.called >= 8, pure  # what the margin removes: sub-margin offsets called leads
+
+
+def test_margin_a_5pct_slower_device_is_flagged() -> None:
+    """One device 5% slower everywhere (3% beyond the margin): behind in a band in at least 38 of 40 seeds,
+    and the healthy devices stay unflagged."""
+    case = FleetCase("8 devices, one 5% slow", 8, shape_noise=0.02, slow=((3, (1.05, 0.0, 1e14)),),
+                     margin=DEFAULT_MARGIN, flops=DENSE_FLOPS)
+    score = score_fleet(case, 40, seed=400)
+    assert score.slow_found >= 38, score
+    assert score.false_flags <= max_false(40, bug=0.25), score
+
 
 
 def test_band_interval_is_a_95_percent_t_interval() -> None:

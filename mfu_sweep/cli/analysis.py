@@ -17,7 +17,8 @@ from typing import Any
 import click
 
 from mfu_sweep.cli import contended
-from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output
+from mfu_sweep.cli.board import gate_option as ranked_gate_option
+from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
 from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -239,6 +240,7 @@ def _print_comparison(c: Any) -> None:
               help="Second series, as --a.")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
+@margin_option
 @click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
               help="Accepted and ignored (verdicts do not bootstrap samples); kept so scripts that pass it still "
                    "run.")
@@ -256,11 +258,13 @@ def _print_comparison(c: Any) -> None:
               help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
 @_seed
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@ranked_gate_option
 @contended.exclude_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
-            n_boot: int, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool, fit_n_boot: int,
-            baseline: str | None, pairwise: bool, seed: int, as_json: bool, exclude_contended: bool) -> None:
+            margin: float, n_boot: int, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
+            fit_n_boot: int, baseline: str | None, pairwise: bool, seed: int, as_json: bool, fail_on: str | None,
+            exclude_contended: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). Leads are
@@ -279,10 +283,17 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     devices of one chip: slowest/fastest median per shape.
 
     With more than 4 devices of one dtype and mode (and no --a/--b/--pairwise)
-    it prints a leaderboard per FLOP band instead: who is ahead of or behind
-    the median of the other devices, the ties, the median and the slowest
-    device (Holm over devices x bands). --baseline LABEL ranks every other
-    device against LABEL.
+    it prints a leaderboard per FLOP band instead: who is faster or slower
+    than the median of the other devices by more than --margin (default 2%),
+    how many are the same within it (an equivalence test) or ambiguous, the
+    median and the slowest device (Holm over devices x bands). --baseline
+    LABEL ranks every other device against LABEL. A difference within the
+    margin is never a lead or a flag.
+
+    --fail-on slower makes compare a gate (a Slurm epilog, a CI step): exit 1
+    when a device is slower than the rest, or than its --baseline, by more
+    than the margin, else 0, with one "gate:" line; --fail-on ambiguous also
+    fails a device that some band cannot show within the margin.
 
     With --metric mfu (the default), a pair or leaderboard entry whose series
     has no peak for its dtype (a chip with no spec entry) is skipped with one
@@ -294,6 +305,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/all.json
         mfu-sweep compare sweeps/node*.json --baseline h100.r0
         mfu-sweep compare sweeps/node*.json --baseline h100.r0 --pairwise
+        mfu-sweep compare sweeps/node*.json --metric tflops --fail-on slower
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
         mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
@@ -319,7 +331,8 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     whole = label_a is None and label_b is None
     skipped: list[str] = []
     fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, skipped, alpha=alpha,
-                                                      min_run=min_run) if whole else ([], [], []))
+                                                      min_run=min_run, margin=margin) if whole else ([], [], []))
+    verdict = ranked.gate_of(fleets, boards, fail_on)
     try:
         comps = [] if ranking and not pairwise else compare_all(
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
@@ -342,7 +355,10 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["skipped"] = skipped
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
+        if verdict:
+            out["gate"] = verdict.to_json()
         click.echo(json.dumps(out, indent=1))
+        ranked.finish_gate(verdict, err=True)
         return
     speed = _speed(sweeps, comps, metric, seed=seed, alpha=alpha, min_run=min_run,
                    **({"calibration": refs} if refs else {}))
@@ -359,6 +375,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         reason = contention_reason(sweeps, c.a, c.b)
         if reason:
             click.echo(f"contention: {reason}")
+    ranked.finish_gate(verdict)
 
 
 def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:

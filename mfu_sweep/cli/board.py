@@ -18,7 +18,14 @@ import click
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.series import with_peak
 
-__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "fleets_and_boards", "use_board"]
+__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
+           "gate_option", "use_board"]
+
+gate_option = click.option(
+    "--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
+    help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
+         "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
+         "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")
 
 
 def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, label_a: str | None,
@@ -34,8 +41,8 @@ def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, l
 
 
 def device_lines(board: Leaderboard) -> list[str]:
-    """One line per device against a baseline: mean ratio and the bands it is ahead or behind in."""
-    rows = [f"{'device':<28} {'mean ratio':>10}  ahead in / behind in (bands)"]
+    """One line per device against a baseline: mean ratio, the bands it is faster or slower in (beyond the margin)."""
+    rows = [f"{'device':<28} {'mean ratio':>10}  faster in / slower in (bands, beyond the margin)"]
     for label in sorted(board.devices, key=lambda lbl: (-board.overall.get(lbl, 0.0), lbl)):
         cells = [c for c in board.cells if c.label == label]
         ahead = ", ".join(board.bands[c.band].name for c in cells if c.verdict > 0) or "-"
@@ -94,3 +101,24 @@ def boards_json(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Seq
         out["leaderboards"] = [b.to_json() for b in boards]
         out["leaderboard_notes"] = list(notes)
     return out
+
+
+def gate_of(fleets: Sequence[Any], boards: Sequence[Leaderboard], fail_on: str | None) -> Any:
+    """The gate of ``--fail-on`` (None without it); a usage error when there is nothing to rank."""
+    if fail_on is None:
+        return None
+    from mfu_sweep.analysis.fleet.gate import GateError, gate
+
+    try:
+        return gate(fleets, boards, fail_on)
+    except GateError as exc:
+        raise click.BadParameter(str(exc), param_hint="--fail-on") from None
+
+
+def finish_gate(verdict: Any, err: bool = False) -> None:
+    """Print the gate's one line and exit 1 when it fails (nothing without ``--fail-on``)."""
+    if verdict is None:
+        return
+    click.echo(verdict.line(), err=err)
+    if not verdict.passed:
+        click.get_current_context().exit(1)

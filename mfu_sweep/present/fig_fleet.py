@@ -3,8 +3,8 @@
 Rows are devices (slowest mean ratio at the top), columns FLOP bands; the
 colour is the band's geometric-mean ratio of the metric to the reference (the
 median of the other devices, or a baseline) on a diverging scale centred on
-1; a dot marks a cell that is significantly ahead or behind (Holm over
-devices x bands). With many devices the rows thin out their labels, never
+1; a dot marks a cell that is faster or slower by more than the margin, with
+confidence (Holm over devices x bands). With many devices the rows thin out their labels, never
 their cells.
 """
 
@@ -19,6 +19,7 @@ from matplotlib.colors import TwoSlopeNorm
 
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView
+from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 
 MAX_ROW_LABELS = 40
@@ -43,7 +44,7 @@ def _board(view: FleetView | Leaderboard) -> tuple[Leaderboard, str]:
 
 
 def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None, **_: Any) -> Axes:
-    """Device x FLOP band heatmap of the ratio to the reference; dots mark significant cells."""
+    """Device x FLOP band heatmap of the ratio to the reference; dots mark cells beyond the margin."""
     board, title = _board(view)
     ax = new_ax(ax, width=DOUBLE_IN, height=heatmap_height(len(board.devices)))
     ratio, verdict = board.matrix()
@@ -61,7 +62,8 @@ def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None,
     step = max(1, math.ceil(len(labels) / MAX_ROW_LABELS))
     ax.set_yticks(range(0, len(labels), step), [safe_text(labels[i]) for i in range(0, len(labels), step)])
     ax.grid(False)
-    ax.set_xlabel("FLOP band (dot: significantly ahead or behind, Holm over devices x bands)")
+    ax.set_xlabel(f"FLOP band (dot: faster or slower by more than {margin_words(board.margin)}, Holm over "
+                  "devices x bands)")
     ax.set_ylabel(f"device ({len(labels)}, slowest on top)")
     ax.set_title(safe_text(title))
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, Run
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.fig_fleet import figure_stem
@@ -20,11 +20,12 @@ MOST_NAMED = 3
 
 FLEET_CAPTION = (
     "Each device's {metric} over the median of the other devices, per FLOP band (geometric mean over the band's "
-    "shapes; blue: faster, red: slower; slowest device on top). Dots: significantly ahead or behind (Holm over "
-    "devices x bands, shape-level noise).")
+    "shapes; blue: faster, red: slower; slowest device on top). Dots: faster or slower than the rest by more than "
+    "the margin, with confidence (Holm over devices x bands, shape-level noise).")
 BOARD_CAPTION = (
     "Each device's {metric} over {reference}, per FLOP band (geometric mean over the band's shapes; blue: faster, "
-    "red: slower; slowest device on top). Dots: significantly ahead or behind (Holm over devices x bands).")
+    "red: slower; slowest device on top). Dots: faster or slower by more than the margin, with confidence (Holm "
+    "over devices x bands).")
 
 
 def is_board_figure(stem: str) -> bool:
@@ -42,13 +43,21 @@ def _fleet_table(view: FleetView) -> Table:
     out = []
     for h in rows:
         bands = "; ".join(f"{b.name} x{r:.3f}" for b, r in h.slow_bands) or "-"
-        runs = "; ".join(f"x{r.ratio:.3f} over {r.n_points} shapes" for r in h.slow_runs) or "-"
+        runs = _runs_cell(h.slow_runs)
         out.append((h.label, f"x{h.mean_ratio:.3f}", f"x{h.worst_ratio:.3f} ({h.worst_shape})", bands, runs,
                     "flagged" if h.flagged else ""))
     if len(flagged) > MOST_FLAGGED:
         out.append(("…", "", "", f"and {len(flagged) - MOST_FLAGGED} more flagged devices (see analysis.json)",
                     "", ""))
-    return Table(("device", "mean ratio", "worst shape", "behind in bands", "slower runs", ""), tuple(out))
+    return Table(("device", "mean ratio", "worst shape", "slower in bands", "slower runs", ""), tuple(out))
+
+
+def _runs_cell(runs: Sequence[Run]) -> str:
+    if not runs:
+        return "-"
+    counts = sum(r.n_points for r in runs)
+    ratios = [r.ratio for r in runs]
+    return f"{len(runs)} run(s) over {counts} FLOP counts, x{min(ratios):.3f} to x{max(ratios):.3f}"
 
 
 def _named(items: Sequence[tuple[str, float]]) -> str:
@@ -57,9 +66,9 @@ def _named(items: Sequence[tuple[str, float]]) -> str:
 
 
 def _board_table(board: Leaderboard) -> Table:
-    rows = tuple((b.band.name, str(b.n_devices), _named(b.ahead), str(len(b.tied)), _named(b.behind),
-                  _named([b.median]), _named([b.slowest])) for b in board.boards)
-    return Table(("FLOP band", "devices", "ahead", "tied", "behind", "median device", "slowest"), rows)
+    rows = tuple((b.band.name, str(b.n_devices), _named(b.ahead), str(len(b.same)), str(len(b.ambiguous)),
+                  _named(b.behind), _named([b.median]), _named([b.slowest])) for b in board.boards)
+    return Table(("FLOP band", "devices", "faster", "same", "ambiguous", "slower", "median device", "slowest"), rows)
 
 
 def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Block]:
@@ -67,9 +76,10 @@ def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Bl
     if not fleets:
         return []
     blocks: list[Block] = [Heading(2, "Fleet (replicate runs)"), Para(
-        "Every device against the median of the other devices at each shape. Flagged: significantly slower than "
-        "the rest in a FLOP band, or over a run of consecutive FLOP counts, with the noise taken from the scatter "
-        "of shapes (not only the samples of one run) and Holm's correction over all devices.")]
+        "Every device against the median of the other devices at each shape. Flagged: slower than the rest by "
+        "more than the margin (2% by default), with confidence, in a FLOP band or over a run of consecutive FLOP "
+        "counts, with the noise taken from the scatter of shapes (not only the samples of one run) and Holm's "
+        "correction over all devices. A difference within the margin is never a flag.")]
     for view in fleets:
         blocks += [Heading(3, f"{view.label} · {view.dtype} · {view.mode}"), Para(view.sentence()),
                    _fleet_table(view)]
@@ -84,9 +94,10 @@ def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: S
     if not boards and not notes:
         return []
     blocks: list[Block] = [Heading(2, "Leaderboard per FLOP band"), Para(
-        "With many devices the report ranks them instead of comparing every pair: per FLOP band, who is ahead of "
-        "or behind the reference (significant after Holm's correction over devices x bands), how many are tied "
-        "with it, the median device and the slowest.")]
+        "With many devices the report ranks them instead of comparing every pair: per FLOP band, who is faster or "
+        "slower than the reference by more than the margin, how many are the same within it (an equivalence "
+        "test) and how many ambiguous (each Holm-corrected over devices x bands), the median device and the "
+        "slowest.")]
     for board in boards:
         blocks += [Heading(3, f"{board.dtype} · {board.mode} · {_metric(board)} vs {board.reference_text()}"),
                    _board_table(board)]

@@ -1,15 +1,22 @@
 """Verdicts of a leaderboard from the per-shape evidence (:mod:`mfu_sweep.analysis.fleet.evidence`).
 
-Verdicts:
+Four verdicts with a practical-equivalence margin ``m`` (``DEFAULT_MARGIN`` of
+:mod:`mfu_sweep.analysis.verdicts.margin`, 2%), on the log scale ``d = log(1 + m)``:
 
-* per band (decades of FLOPs by default): the mean log ratio over the band's
-  shapes; a device is *ahead* or *behind* when it is significant after Holm's
-  correction over all devices x bands of the (dtype, mode) group, else *tied*;
-  each band names the median device, the slowest and the top one;
-* per shape, for runs: Holm over all devices x shapes; a device is slower
-  (faster) over a run when at least ``min_run`` consecutive FLOP counts are
-  significant in the same direction, the rule of the pairwise verdicts
-  (``holm`` and ``apply_min_run`` of :mod:`mfu_sweep.analysis.verdicts.evidence`;
+* per band (decades of FLOPs by default), the mean log ratio ``e`` over the
+  band's shapes against the reference, with the shape-level standard error:
+  *faster* (*slower*) when ``|e| > d`` is significant (two-sided p of
+  ``(|e| - d) / se``), *the same* when ``|e| < d`` is (two one-sided tests,
+  TOST), else *ambiguous*; each family Holm-corrected over all devices x bands
+  of the (dtype, mode) group. A difference smaller than the margin is never a
+  lead; ``m = 0`` is the pure difference test (and nothing is "the same").
+  Each band names the median device, the slowest and the top one;
+* per FLOP count, for runs: the median log ratio over the device's shapes of
+  that FLOP count (one transient shape cannot move it), tested beyond the
+  margin, Holm over all devices x FLOP counts; a device is slower (faster) over
+  a run when at least ``min_run`` consecutive FLOP counts are significant in
+  the same direction, the rule of the pairwise verdicts (``holm`` and
+  ``apply_min_run`` of :mod:`mfu_sweep.analysis.verdicts.evidence`;
   :mod:`mfu_sweep.analysis.fleet.view` flags such devices).
 
 This module never imports matplotlib or torch.
@@ -25,15 +32,19 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.fleet.evidence import Band, _Evidence, _exp, _p
+from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
+from mfu_sweep.analysis.verdicts.margin import log_margin
+
+CALLS = ("faster", "slower", "same", "ambiguous")
 
 
 @dataclass(frozen=True)
 class BandCell:
     """One device in one band: the geometric-mean ratio to the reference, its interval and verdict.
 
-    ``verdict`` is +1 (ahead), -1 (behind) or 0 (tied); ``p_adjusted`` is
+    ``call`` is one of :data:`CALLS`; ``verdict`` is +1 (faster), -1 (slower) or 0 (the same or
+    ambiguous: not a lead). ``p_adjusted`` (the lead beyond the margin) and ``p_same`` (within it) are
     Holm-adjusted over every device and band of the leaderboard.
     """
 
@@ -46,6 +57,8 @@ class BandCell:
     p_adjusted: float
     verdict: int
     n_shapes: int
+    call: str = "ambiguous"
+    p_same: float = 1.0
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -53,15 +66,21 @@ class BandCell:
 
 @dataclass(frozen=True)
 class BandBoard:
-    """One band: who is ahead, behind or tied, and the median, slowest and top device (label, ratio)."""
+    """One band: who is faster, the same, ambiguous or slower, and the median, slowest and top device."""
 
     band: Band
     ahead: tuple[tuple[str, float], ...]
-    tied: tuple[str, ...]
+    same: tuple[str, ...]
+    ambiguous: tuple[str, ...]
     behind: tuple[tuple[str, float], ...]
     median: tuple[str, float]
     slowest: tuple[str, float]
     top: tuple[str, float]
+
+    @property
+    def tied(self) -> tuple[str, ...]:
+        """Devices with no lead either way (the same, or ambiguous)."""
+        return self.same + self.ambiguous
 
     @property
     def n_devices(self) -> int:
@@ -72,13 +91,17 @@ class BandBoard:
             return [{"label": lbl, "ratio": r} for lbl, r in items]
 
         return {"band": self.band.to_json(), "n_devices": self.n_devices, "ahead": named(self.ahead),
-                "tied": list(self.tied), "behind": named(self.behind), "median": named([self.median])[0],
+                "same": list(self.same), "ambiguous": list(self.ambiguous), "tied": list(self.tied),
+                "behind": named(self.behind), "median": named([self.median])[0],
                 "slowest": named([self.slowest])[0], "top": named([self.top])[0]}
 
 
 @dataclass(frozen=True)
 class Run:
-    """A run of at least ``min_run`` consecutive FLOP counts where a device is significantly faster (+1) or slower."""
+    """At least ``min_run`` consecutive FLOP counts where a device is faster (+1) or slower (-1) beyond the margin.
+
+    ``n_points`` counts FLOP counts, ``n_shapes`` the shapes at them; ``ratio`` is the median over the run.
+    """
 
     label: str
     direction: int
@@ -86,12 +109,36 @@ class Run:
     end_flops: float
     ratio: float
     n_points: int
+    n_shapes: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-def _band_cells(ev: _Evidence, alpha: float, skip: int | None) -> list[BandCell]:
+def lead_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
+    """Two-sided p of a difference beyond ``+-delta`` (log scale): ``2 P(T > (|est| - delta) / se)``, at most 1."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.minimum(1.0, 2 * student_t.sf((np.abs(est) - delta) / se, dof))
+
+
+def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
+    """p of two one-sided tests that ``|est| < delta``: ``P(T > (delta - |est|) / se)``; 1 with no margin."""
+    if delta <= 0:
+        return np.ones(np.shape(est))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return student_t.sf((delta - np.abs(est)) / se, dof)
+
+
+def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float) -> tuple[np.ndarray, list[str]]:
+    """(verdict, call) per test from Holm-adjusted p-values: a lead beyond the margin, else the same, else ambiguous."""
+    verdict = np.where(p_lead < alpha, np.sign(est), 0).astype(int)
+    words = ["faster" if v > 0 else "slower" if v < 0 else "same" if ps < alpha else "ambiguous"
+             for v, ps in zip(verdict, p_same, strict=True)]
+    return verdict, words
+
+
+def _band_rows(ev: _Evidence, skip: int | None) -> list[tuple[str, int, float, float, float, int]]:
+    """(label, band, mean log ratio, its se, dof, shapes) for every device and band with a value."""
     rows = []
     for d, label in enumerate(ev.grid.labels):
         if d == skip:
@@ -101,15 +148,23 @@ def _band_cells(ev: _Evidence, alpha: float, skip: int | None) -> list[BandCell]
             x = x[~np.isnan(x)]
             if len(x):
                 rows.append((label, b, float(np.mean(x)), math.sqrt(ev.var[d] / len(x)), float(ev.dof[d]), len(x)))
+    return rows
+
+
+def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0.0) -> list[BandCell]:
+    rows = _band_rows(ev, skip)
     if not rows:
         return []
+    delta = log_margin(margin)
     est, se, dof = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
-    p = _p(est, se, dof)
-    adj = holm(p)
+    p = lead_p(est, se, dof, delta)
+    adj, adj_same = holm(p), holm(same_p(est, se, dof, delta))
+    verdict, words = calls(est, adj, adj_same, alpha)
     half = student_t.ppf(1 - alpha / 2, dof) * se
-    return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), float(pv), float(pa),
-                     int(np.sign(e)) if pa < alpha else 0, n)
-            for (label, b, e, _, _, n), h, pv, pa in zip(rows, half, p, adj, strict=True)]
+    return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), float(pv), float(pa), int(v), n, w,
+                     float(ps))
+            for (label, b, e, _, _, n), h, pv, pa, v, w, ps in zip(rows, half, p, adj, verdict, words, adj_same,
+                                                                     strict=True)]
 
 
 def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard, ...]:
@@ -120,33 +175,55 @@ def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard
             continue
         ahead = tuple((c.label, c.ratio) for c in here if c.verdict > 0)
         behind = tuple((c.label, c.ratio) for c in reversed(here) if c.verdict < 0)
+        same = tuple(c.label for c in here if c.verdict == 0 and c.call == "same")
+        unsure = tuple(c.label for c in here if c.verdict == 0 and c.call != "same")
         mid = here[len(here) // 2]
-        out.append(BandBoard(band, ahead, tuple(c.label for c in here if c.verdict == 0), behind,
-                             (mid.label, mid.ratio), (here[-1].label, here[-1].ratio), (here[0].label, here[0].ratio)))
+        out.append(BandBoard(band, ahead, same, unsure, behind, (mid.label, mid.ratio),
+                             (here[-1].label, here[-1].ratio), (here[0].label, here[0].ratio)))
     return tuple(out)
 
 
-def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None) -> list[Run]:
-    """Runs per device from the per-shape tests, Holm-corrected over every device and shape.
+def flop_medians(log_ratio: np.ndarray, flops: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(FLOP counts, per device the median log ratio over its shapes at each, how many shapes): (L,), (N, L), (N, L)."""
+    levels, where = np.unique(flops, return_inverse=True)
+    med = np.full((log_ratio.shape[0], len(levels)), np.nan)
+    count = np.zeros(med.shape, dtype=int)
+    for j in range(len(levels)):
+        block = log_ratio[:, where == j]
+        count[:, j] = np.sum(~np.isnan(block), axis=1)
+        with np.errstate(all="ignore"):
+            rows = count[:, j] > 0
+            med[rows, j] = np.nanmedian(block[rows], axis=1)
+    return levels, med, count
+
+
+def median_se(sd: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Standard error of a median of ``count`` values of noise ``sd``: the mean's for 1 or 2, x sqrt(pi/2) above."""
+    with np.errstate(divide="ignore"):
+        return sd * np.where(count >= 3, MEDIAN_SE, 1.0) / np.sqrt(count)
+
+
+def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, margin: float = 0.0) -> list[Run]:
+    """Runs per device from per-FLOP-count tests beyond the margin, Holm-corrected over every device and count.
 
     The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.verdicts.evidence.apply_min_run`).
     """
-    p = _p(ev.log_ratio, np.sqrt(ev.var)[:, None], ev.dof[:, None])
-    valid = ~np.isnan(ev.log_ratio)
+    levels, med, count = flop_medians(ev.log_ratio, ev.grid.flops)
+    valid = count > 0
     if skip is not None:
         valid[skip] = False
+    p = lead_p(med, median_se(np.sqrt(ev.var)[:, None], count), ev.dof[:, None], log_margin(margin))
     adj = np.ones_like(p)
     adj[valid] = holm(p[valid])
-    verdict = np.where(valid & (adj < alpha), np.sign(np.nan_to_num(ev.log_ratio)), 0).astype(int)
+    verdict = np.where(valid & (adj < alpha), np.sign(np.nan_to_num(med)), 0).astype(int)
     out = []
     for d, label in enumerate(ev.grid.labels):
         cols = np.flatnonzero(valid[d])
-        kept = apply_min_run(verdict[d, cols], min_run, ev.grid.flops[cols])
+        kept = apply_min_run(verdict[d, cols], min_run, levels[cols])
         for start, stop in runs_of(kept):
             if kept[start] == 0:
                 continue
             pts = cols[start:stop]
-            out.append(Run(label, int(kept[start]), float(ev.grid.flops[pts].min()), float(ev.grid.flops[pts].max()),
-                           math.exp(float(np.median(ev.log_ratio[d, pts]))), len(pts)))
+            out.append(Run(label, int(kept[start]), float(levels[pts].min()), float(levels[pts].max()),
+                           math.exp(float(np.median(med[d, pts]))), len(pts), int(count[d, pts].sum())))
     return sorted(out, key=lambda r: (r.label, r.start_flops))
-

@@ -41,6 +41,7 @@ from mfu_sweep.analysis.fleet.evidence import (
     shape_evidence,
 )
 from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, margin_words
 
 __all__ = ["HANDFUL", "LN_TERA", "MAD_EFFICIENCY", "MAD_TO_SIGMA", "MEDIAN_SE", "METRICS", "REST", "Z95", "Band",
            "BandBoard", "BandCell", "Grid", "Leaderboard", "LeaderboardError", "Profile", "Run", "ShapeEvidence",
@@ -75,6 +76,7 @@ class Leaderboard:
     overall: Mapping[str, float]
     evidence: Mapping[str, tuple[ShapeEvidence, ...]]
     notes: tuple[str, ...] = ()
+    margin: float = 0.0
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -90,12 +92,19 @@ class Leaderboard:
             ratio[row[c.label], c.band], verdict[row[c.label], c.band] = c.ratio, c.verdict
         return ratio, verdict
 
+    def verdict_text(self) -> str:
+        """What faster, slower and the same mean here, e.g. "faster/slower = beyond +-2%, same = within +-2%"."""
+        if self.margin <= 0:
+            return "faster/slower = any difference (margin 0: nothing is called the same)"
+        m = margin_words(self.margin)
+        return f"faster/slower = beyond +-{m}, same = within +-{m} (equivalence test)"
+
     def reference_text(self) -> str:
         return "the median of the other devices" if self.reference == REST else f"baseline {self.reference}"
 
     def to_json(self, shapes: bool = False) -> dict[str, Any]:
         out = {"dtype": self.dtype, "mode": self.mode, "metric": self.metric, "reference": self.reference,
-               "alpha": self.alpha, "min_run": self.min_run, "devices": list(self.devices),
+               "alpha": self.alpha, "margin": self.margin, "min_run": self.min_run, "devices": list(self.devices),
                "bands": [b.to_json() for b in self.bands], "boards": [b.to_json() for b in self.boards],
                "cells": [c.to_json() for c in self.cells], "runs": [r.to_json() for r in self.runs],
                "overall": dict(self.overall), "notes": list(self.notes)}
@@ -107,12 +116,12 @@ class Leaderboard:
         """A text table: one line per band."""
         name = "MFU" if self.metric == "mfu" else "TFLOP/s"
         head = (f"leaderboard {self.dtype} {self.mode} ({name}), {len(self.devices)} devices vs "
-                f"{self.reference_text()}; ahead/behind = Holm-corrected p < {self.alpha:g} over "
+                f"{self.reference_text()}; {self.verdict_text()}, Holm-corrected p < {self.alpha:g} over "
                 f"{len(self.devices)} devices x {len(self.bands)} bands")
-        rows = [head, f"{'band':<24} {'ahead':<34} {'tied':>5}  {'behind':<34} {'median':<22} slowest"]
+        rows = [head, f"{'band':<24} {'faster':<34} {'same':>5} {'ambig':>5}  {'slower':<34} {'median':<22} slowest"]
         for b in self.boards:
-            rows.append(f"{b.band.name:<24} {_few(b.ahead, most):<34} {len(b.tied):>5}  {_few(b.behind, most):<34} "
-                        f"{_named(b.median):<22} {_named(b.slowest)}")
+            rows.append(f"{b.band.name:<24} {_few(b.ahead, most):<34} {len(b.same):>5} {len(b.ambiguous):>5}  "
+                        f"{_few(b.behind, most):<34} {_named(b.median):<22} {_named(b.slowest)}")
         return rows + [f"note: {n}" for n in self.notes]
 
 
@@ -127,7 +136,7 @@ def _few(items: Sequence[tuple[str, float]], most: int) -> str:
     return text + (f" +{len(items) - most} more" if len(items) > most else "")
 
 
-def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int) -> None:
+def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int, margin: float) -> None:
     if len({(s.dtype, s.mode) for s in series}) > 1:
         raise LeaderboardError("a leaderboard ranks series of one dtype and mode; got "
                                + ", ".join(sorted({f'{s.dtype} {s.mode}' for s in series})))
@@ -140,10 +149,14 @@ def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int)
         raise LeaderboardError(f"no series labelled {reference!r} to be the baseline (have: {', '.join(labels)})")
     if not 0 < alpha < 1 or min_run < 1:
         raise LeaderboardError(f"need 0 < alpha < 1 and min_run >= 1 (got {alpha}, {min_run})")
+    try:
+        check_margin(margin)
+    except MarginError as exc:
+        raise LeaderboardError(str(exc)) from None
 
 
 def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str = REST, alpha: float = 0.05,
-                min_run: int = 2, per_decade: int = 1) -> Leaderboard:
+                min_run: int = 2, per_decade: int = 1, margin: float = DEFAULT_MARGIN) -> Leaderboard:
     """Rank the ``series`` (one per device, one dtype and mode) against ``reference`` per FLOP band.
 
     Parameters
@@ -155,18 +168,21 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     reference:
         ``"rest"`` (default: at each shape, the median of the other devices) or the label of a baseline.
     alpha, min_run:
-        Family-wise error rate over devices x bands (and devices x shapes for runs), and the run length.
+        Family-wise error rate over devices x bands (and devices x FLOP counts for runs), and the run length.
+    margin:
+        Practical-equivalence margin (0.02: a ratio within 1 +- 2% is "the same", never a lead); 0 for a
+        pure difference test.
     per_decade:
         FLOP bands per decade.
 
     Cost is linear in the number of devices.
     """
     series = sorted(series, key=lambda s: s.label)
-    _check(series, reference, alpha, min_run)
+    _check(series, reference, alpha, min_run, margin)
     grid = align([profile(s, metric) for s in series])
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
-    cells = _band_cells(ev, alpha, skip)
+    cells = _band_cells(ev, alpha, skip, margin)
     overall = {lbl: math.exp(float(np.nanmean(ev.log_ratio[d]))) for d, lbl in enumerate(grid.labels)
                if d != skip and np.isfinite(ev.log_ratio[d]).any()}
     notes = [f"{lbl} shares no FLOP range with the reference" for d, lbl in enumerate(grid.labels)
@@ -176,9 +192,9 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     return Leaderboard(
         dtype=series[0].dtype, mode=series[0].mode, metric=metric, reference=reference, alpha=alpha,
         min_run=min_run, labels=grid.labels, bands=ev.bands, cells=tuple(cells), boards=_boards(cells, ev.bands),
-        runs=tuple(_runs(ev, alpha, min_run, skip)), overall=overall,
+        runs=tuple(_runs(ev, alpha, min_run, skip, margin)), overall=overall,
         evidence={lbl: shape_evidence(ev, d) for d, lbl in enumerate(grid.labels) if d != skip},
-        notes=tuple(notes),
+        notes=tuple(notes), margin=margin,
     )
 
 

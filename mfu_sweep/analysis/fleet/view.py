@@ -1,12 +1,13 @@
 """Fleet view: the devices of one chip (a ``--distribute replicate`` run) against the median of the rest.
 
 Per device: the ratio of its metric to the median of the other devices at each
-shape, its geometric mean over shapes, and whether it is *flagged*: significantly
-slower than the rest over a run of shapes, which :mod:`mfu_sweep.analysis.fleet.leaderboard`
-tests two ways, both with shape-level noise: a whole FLOP band behind the rest
-(band means, Holm over devices x bands), or a run of at least ``min_run``
-consecutive FLOP counts each significantly slower (Holm over devices x shapes,
-the pairwise verdicts' run rule). Each family is held at ``alpha``; the run
+shape, its geometric mean over shapes, and whether it is *flagged*: slower than
+the rest by more than the margin (2% by default), with confidence, which
+:mod:`mfu_sweep.analysis.fleet.cells` tests two ways, both with shape-level noise:
+a whole FLOP band slower (band means, Holm over devices x bands), or a run of at
+least ``min_run`` consecutive FLOP counts each slower (the median over the shapes
+of one FLOP count, Holm over devices x FLOP counts, the pairwise verdicts' run
+rule). A difference within the margin is never a flag. Each family is held at ``alpha``; the run
 family is far stricter than its nominal level, so the flag's family-wise error
 is about ``alpha`` (at most twice it). The slowest device is the one with the
 lowest mean ratio, flagged or not. The band-by-band picture comes with it,
@@ -25,6 +26,7 @@ from typing import Any
 from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.text import format_flops
 
 
@@ -41,31 +43,48 @@ class DeviceHealth:
     worst_shape: str
     slow_bands: tuple[tuple[Band, float], ...]
     slow_runs: tuple[Run, ...]
+    same_bands: int = 0
+    n_bands: int = 0
 
     @property
     def flagged(self) -> bool:
         return bool(self.slow_runs or self.slow_bands)
 
-    def describe(self) -> str:
-        parts = []
-        if self.slow_bands:
-            lo, hi = self.slow_bands[0][0].low_flops, self.slow_bands[-1][0].high_flops
-            ratios = ", ".join(f"x{r:.3f}" for _, r in self.slow_bands)
-            parts.append(f"behind in {len(self.slow_bands)} band(s) between {format_flops(lo)} and "
-                         f"{format_flops(hi)}: {ratios}")
-        parts += [f"slower run x{r.ratio:.3f} {_span(r)}" for r in self.slow_runs]
-        return f"{self.label} ({'; '.join(parts)})" if parts else self.label
+    def describe(self, margin: float = 0.0) -> str:
+        """The label and, when flagged, one short clause each for its slower bands and runs (never one per shape)."""
+        parts = [p for p in (_bands_text(self.slow_bands), _runs_text(self.slow_runs)) if p]
+        if not parts:
+            return self.label
+        beyond = f"slower by more than {margin_words(margin)}" if margin > 0 else "slower"
+        return f"{self.label} ({beyond} {'; '.join(parts)})"
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "mean_ratio": self.mean_ratio, "worst_ratio": self.worst_ratio,
-                "worst_shape": self.worst_shape, "flagged": self.flagged,
-                "slow_bands": [{"band": b.to_json(), "ratio": r} for b, r in self.slow_bands],
+                "worst_shape": self.worst_shape, "flagged": self.flagged, "same_bands": self.same_bands,
+                "n_bands": self.n_bands, "slow_bands": [{"band": b.to_json(), "ratio": r} for b, r in self.slow_bands],
                 "slow_runs": [r.to_json() for r in self.slow_runs]}
 
 
-def _span(run: Run) -> str:
-    lo, hi = format_flops(run.start_flops), format_flops(run.end_flops)
-    return f"at {lo}" if lo == hi else f"from {lo} to {hi}"
+def _ratios(values: Sequence[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"x{lo:.3f}" if f"{lo:.3f}" == f"{hi:.3f}" else f"x{lo:.3f} to x{hi:.3f}"
+
+
+def _bands_text(bands: Sequence[tuple[Band, float]]) -> str:
+    if not bands:
+        return ""
+    lo, hi = format_flops(bands[0][0].low_flops), format_flops(bands[-1][0].high_flops)
+    return f"in {len(bands)} FLOP band(s) from {lo} to {hi}, {_ratios([r for _, r in bands])}"
+
+
+def _runs_text(runs: Sequence[Run]) -> str:
+    if not runs:
+        return ""
+    lo, hi = format_flops(min(r.start_flops for r in runs)), format_flops(max(r.end_flops for r in runs))
+    span = f"at {lo}" if lo == hi else f"from {lo} to {hi}"
+    counts = sum(r.n_points for r in runs)
+    where = f"a run of {counts} FLOP counts" if len(runs) == 1 else f"{len(runs)} runs of {counts} FLOP counts"
+    return f"over {where} {span}, {_ratios([r.ratio for r in runs])}"
 
 
 @dataclass(frozen=True)
@@ -92,22 +111,33 @@ class FleetView:
     def slowest(self) -> DeviceHealth:
         return self.health[0]
 
+    @property
+    def margin(self) -> float:
+        return self.board.margin
+
     def sentence(self, most: int = 5) -> str:
-        """E.g. "h100 (bf16, eager) over 8 devices: flagged r5 (x0.870 from 1 GFLOP to 100 GFLOP); slowest ..."."""
+        """E.g. "h100 (bf16, eager) over 8 devices: flagged h100.r5 (slower by more than 2% in 2 FLOP band(s) ...)"."""
+        m = margin_words(self.margin)
         head = f"{self.label} ({self.dtype}, {self.mode}) over {len(self.health)} devices: "
         flagged = sorted(self.flagged, key=lambda h: (h.mean_ratio, h.label))
         if flagged:
             more = f" and {len(flagged) - most} more" if len(flagged) > most else ""
-            text = "flagged " + "; ".join(h.describe() for h in flagged[:most]) + more
+            text = "flagged " + "; ".join(h.describe(self.margin) for h in flagged[:most]) + more
         else:
-            text = "no device is significantly slower than the rest in any FLOP band or run of shapes"
+            text = (f"no device is slower than the rest by more than {m} in any FLOP band or run of FLOP counts"
+                    if self.margin > 0 else
+                    "no device is significantly slower than the rest in any FLOP band or run of FLOP counts")
+        if self.margin > 0:
+            same = sum(h.same_bands == h.n_bands > 0 for h in self.health)
+            text += f"; {same} of {len(self.health)} the same as the rest within {m} in every band"
         s = self.slowest
         return (head + text + f"; slowest {s.label} (x{s.mean_ratio:.3f} of the rest on average, "
                 f"worst x{s.worst_ratio:.3f} at {s.worst_shape}).")
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "dtype": self.dtype, "mode": self.mode, "metric": self.board.metric,
-                "alpha": self.board.alpha, "min_run": self.board.min_run, "n_devices": len(self.health),
+                "alpha": self.board.alpha, "margin": self.margin, "min_run": self.board.min_run,
+                "n_devices": len(self.health),
                 "flagged": [h.label for h in self.flagged], "slowest": self.slowest.label,
                 "devices": [h.to_json() for h in self.health], "sentence": self.sentence(),
                 "bands": self.board.to_json()}
@@ -116,9 +146,11 @@ class FleetView:
 def _health(board: Leaderboard, label: str) -> DeviceHealth:
     ev = board.evidence[label]
     worst = min(ev, key=lambda e: e.log_ratio)
-    bands = tuple((board.bands[c.band], c.ratio) for c in board.cells if c.label == label and c.verdict < 0)
+    cells = [c for c in board.cells if c.label == label]
+    bands = tuple((board.bands[c.band], c.ratio) for c in cells if c.verdict < 0)
     return DeviceHealth(label, board.overall[label], worst.ratio, worst.shape, bands,
-                        tuple(r for r in board.runs if r.label == label and r.direction < 0))
+                        tuple(r for r in board.runs if r.label == label and r.direction < 0),
+                        sum(c.call == "same" for c in cells), len(cells))
 
 
 def fleet_view(series: Sequence[Series], label: str | None = None, metric: str = "tflops", *,

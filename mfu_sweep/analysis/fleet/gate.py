@@ -1,0 +1,121 @@
+"""The acceptance gate of ``compare --fail-on``: pass or fail a fleet from its leaderboards, in one line.
+
+A device *fails* when it is slower than its reference (the median of the other
+devices, or a ``--baseline``) by more than the margin, with confidence: in a
+FLOP band or over a run of FLOP counts, the test that flags a device in the
+fleet view (:mod:`mfu_sweep.analysis.fleet.view`). ``fail_on="ambiguous"`` is
+stricter: a device fails too when some band cannot show it at least as fast
+as the reference within the margin (an *ambiguous* band), so a pass means
+every device was shown the same or faster everywhere. A difference within
+the margin never fails.
+
+Cost is linear in devices; nothing here recomputes a statistic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mfu_sweep.analysis.fleet.leaderboard import REST, Leaderboard
+from mfu_sweep.analysis.fleet.view import FleetView
+from mfu_sweep.analysis.verdicts.margin import margin_words
+
+FAIL_ON = ("slower", "ambiguous")
+MOST_NAMED = 5
+
+
+class GateError(ValueError):
+    """Nothing to gate on, or an unknown ``fail_on``; the message says why."""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One device that fails the gate: its board (dtype, mode, reference), mean ratio and why."""
+
+    label: str
+    dtype: str
+    mode: str
+    reference: str
+    mean_ratio: float
+    reason: str  # "slower" or "ambiguous"
+
+    def text(self) -> str:
+        ref = "the rest" if self.reference == REST else self.reference
+        return f"{self.label} ({self.dtype} {self.mode}, x{self.mean_ratio:.3f} of {ref}, {self.reason})"
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The outcome: ``failures`` (empty when it passes) among ``checked`` devices (label, dtype, mode) of ``boards``."""
+
+    fail_on: str
+    margin: float
+    checked: int
+    boards: int
+    failures: tuple[Failure, ...]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    def line(self) -> str:
+        """One line for a log, e.g. "gate (--fail-on slower, margin 2%): FAIL: 1 of 8 devices ...: h100.r3 (...)"."""
+        what = (f"slower than their reference by more than {margin_words(self.margin)}" if self.fail_on == "slower"
+                else f"slower by more than {margin_words(self.margin)}, or not shown within it (ambiguous)")
+        head = f"gate (--fail-on {self.fail_on}, margin {margin_words(self.margin)}): "
+        if self.passed:
+            return head + f"pass: 0 of {self.checked} devices {what}"
+        named = "; ".join(f.text() for f in self.failures[:MOST_NAMED])
+        more = f"; and {len(self.failures) - MOST_NAMED} more" if len(self.failures) > MOST_NAMED else ""
+        return head + f"FAIL: {len(self.failures)} of {self.checked} devices {what}: {named}{more}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fail_on": self.fail_on, "margin": self.margin, "passed": self.passed, "checked": self.checked,
+                "boards": self.boards, "failures": [f.to_json() for f in self.failures], "line": self.line()}
+
+
+def device_failure(board: Leaderboard, label: str, fail_on: str) -> str | None:
+    """``"slower"``, ``"ambiguous"`` or None for one device of ``board`` under ``fail_on``."""
+    cells = [c for c in board.cells if c.label == label]
+    if any(c.verdict < 0 for c in cells) or any(r.label == label and r.direction < 0 for r in board.runs):
+        return "slower"
+    if fail_on == "ambiguous" and any(c.call == "ambiguous" for c in cells):
+        return "ambiguous"
+    return None
+
+
+def _unique(boards: Sequence[Leaderboard]) -> list[Leaderboard]:
+    out: list[Leaderboard] = []
+    for b in boards:
+        if not any(b is o for o in out):
+            out.append(b)
+    return out
+
+
+def gate(fleets: Sequence[FleetView], boards: Sequence[Leaderboard], fail_on: str = "slower") -> Gate:
+    """Gate the devices of ``fleets`` (their boards) and ``boards`` (against the rest or a baseline).
+
+    Raises :class:`GateError` when there is no board at all (a pair has no reference to fail against).
+    """
+    if fail_on not in FAIL_ON:
+        raise GateError(f"fail_on={fail_on!r} must be one of {', '.join(FAIL_ON)}")
+    every = _unique([f.board for f in fleets] + list(boards))
+    if not every:
+        raise GateError("--fail-on needs devices to rank: a replicate run (labels <label>.r<rank>), --baseline "
+                        "LABEL, or more than 4 devices of one dtype and mode")
+    failures: dict[tuple[str, str, str], Failure] = {}
+    for board in every:
+        for label in board.devices:
+            reason = device_failure(board, label, fail_on)
+            key = (label, board.dtype, board.mode)
+            if reason and (key not in failures or failures[key].reason != "slower"):
+                failures[key] = Failure(label, board.dtype, board.mode, board.reference,
+                                        board.overall.get(label, float("nan")), reason)
+    checked = len({(lbl, b.dtype, b.mode) for b in every for lbl in b.devices})
+    ordered = sorted(failures.values(), key=lambda f: (f.reason != "slower", f.mean_ratio, f.label))
+    return Gate(fail_on, max(b.margin for b in every), checked, len(every), tuple(ordered))
