@@ -1,15 +1,16 @@
 """Full calibration table of the statistics on SYNTHETIC data: false leads and interval coverage per layout.
 
-Run:  make calibration    (or: .venv/bin/python benchmarks/calibration.py [--seeds 400] [--part pairs ...])
+Run:  make calibration    (or: .venv/bin/python benchmarks/calibration.py [--seeds 400] [--part compare ...])
 
 Every number comes from tests/synthetic.py and tests/calibration_cases.py
 (made-up chips, nothing measured). The cases are those of
 tests/test_calibration.py, more of them and with more seeds:
 
-* pairs: identical chips with unequal passes (1/2/3/5), per-pass offsets, a
+* compare: identical chips with unequal passes (1/2/3/5), per-pass offsets, a
   slow drift in FLOP order or shuffled, imported single values (1 pass)
-  against multi-pass sweeps; false-lead rate (seeds with any lead) and the
-  coverage of the per-shape 95% intervals (``ratio_low``/``ratio_high``);
+  against multi-pass sweeps, through compare's calls; false-lead rate (seeds
+  with a band verdict) and the coverage of the 95% intervals per shape
+  (``ratio_low``/``ratio_high``) and per band;
 * crossovers: the seed's pattern at +-10%; how often both crossovers are found
   and how often their ``[low_flops, high_flops]`` holds the true crossing;
 * fleets of 2, 3, 4 and 8 devices: seeds with a healthy device called ahead,
@@ -41,22 +42,9 @@ from calibration_cases import (  # noqa: E402  (SYNTHETIC cases live in tests/)
     score_crossovers,
     score_fit,
     score_fleet,
-    score_pair,
 )
 from scipy.stats import beta  # noqa: E402
-from synthetic import NOISE_MODELS  # noqa: E402
 
-OUTLIERS = NOISE_MODELS["outliers"]
-PAIRS = (
-    *(PairCase(f"{a} vs {b}", PER_SHAPE_2, (a, b)) for a, b in
-      ((1, 1), (2, 2), (3, 3), (5, 5), (3, 2), (5, 2), (5, 3), (1, 2), (1, 3), (1, 5))),
-    *(PairCase(f"{a} vs {b}", PER_SHAPE_5, (a, b)) for a, b in ((5, 2), (2, 5), (1, 5))),
-    *(PairCase(f"{a} vs {b}", PASS_OFFSETS, (a, b)) for a, b in ((2, 2), (3, 2), (5, 2), (5, 5), (1, 3))),
-    *(PairCase(f"{a} vs {b}, FLOP order", DRIFT, (a, b), shuffle=False) for a, b in
-      ((1, 1), (2, 2), (3, 3), (5, 5), (5, 2), (3, 1))),
-    *(PairCase(f"{a} vs {b}, shuffled", DRIFT, (a, b)) for a, b in ((1, 1), (2, 2), (3, 3), (5, 2))),
-    *(PairCase(f"{a} vs {b}", OUTLIERS, (a, b)) for a, b in ((1, 1), (3, 3))),
-)
 CROSSINGS = (PairCase("1 vs 1", PER_SHAPE_2, (1, 1)), PairCase("3 vs 1", PER_SHAPE_2, (3, 1)),
              PairCase("2 vs 2", PER_SHAPE_2, (2, 2)), PairCase("5 vs 2", PER_SHAPE_5, (5, 2)),
              PairCase("2 vs 2, FLOP order", DRIFT, (2, 2), shuffle=False),
@@ -75,17 +63,6 @@ def _pct(x: float) -> str:
 def _upper(k: int, n: int) -> float:
     """One-sided 95% Clopper-Pearson upper bound of a rate seen k times in n."""
     return 1.0 if k >= n else float(beta.ppf(0.95, k + 1, n - k))
-
-
-def pairs(seeds: int) -> None:
-    print(f"\nPairs of identical SYNTHETIC chips, {seeds} seeds each: false leads (95% upper bound) / "
-          "per-shape coverage")
-    print("| noise | passes (a vs b) | method | false leads | coverage |")
-    print("|---|---|---|---:|---:|")
-    for case in PAIRS:
-        s = score_pair(case, seeds, seed=1)
-        print(f"| {case.model.name} | {case.name} | {'/'.join(sorted(s.methods))} | {_pct(s.rate)} "
-              f"(<= {_pct(_upper(s.false_leads, seeds))}) | {_pct(s.coverage)} |", flush=True)
 
 
 COMPARE = (
@@ -152,13 +129,13 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=400, help="seeds per pair row (default 400)")
     parser.add_argument("--fleet-seeds", type=int, default=200, help="seeds per fleet row (default 200)")
     parser.add_argument("--fit-seeds", type=int, default=100, help="seeds per fit row (default 100)")
-    parser.add_argument("--part", nargs="*", choices=("compare", "pairs", "crossings", "fleets", "fits"),
-                        default=["compare", "pairs", "crossings", "fleets", "fits"], help="which tables (default all)")
+    parser.add_argument("--part", nargs="*", choices=("compare", "crossings", "fleets", "fits"),
+                        default=["compare", "crossings", "fleets", "fits"], help="which tables (default all)")
     args = parser.parse_args()
     start = time.monotonic()
     for part in args.part:
         {"compare": lambda: compare(args.seeds),
-         "pairs": lambda: pairs(args.seeds), "crossings": lambda: crossings(max(args.seeds // 4, 20)),
+         "crossings": lambda: crossings(max(args.seeds // 4, 20)),
          "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds)}[part]()
     print(f"\n({time.monotonic() - start:.0f} s)")
 

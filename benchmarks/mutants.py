@@ -38,8 +38,8 @@ SKIP = (".git", ".venv", ".venv-xla", "sweeps", "plots", "data", "site", "out", 
 # Narrow test selections, each a separate pytest run (a -k applies to one run only), the most likely
 # killer first: pytest -x stops at the first failure, and the next selection runs only if all passed.
 CAL = "tests/test_calibration.py"
-EVIDENCE = ((CAL, "-k", "runs_interval or offsets_are"), ("tests/test_compare.py", "-k", "holm"),
-            (CAL, "-k", "identical_chips or one_pass or crossover"), ("tests/test_evidence.py",))
+EVIDENCE = (("tests/test_compare.py", "-k", "holm"), ("tests/test_run_side.py",),
+            (CAL, "-k", "compare_band or crossover"), ("tests/test_bands.py",))
 LEADERBOARD = ((CAL, "-k", "fleet or band"), ("tests/test_leaderboard.py",))
 VERDICTS = ((CAL, "-k", "crossover"), ("tests/test_compare.py",))
 BANDS = ((CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py",), ("tests/test_compare.py",))
@@ -64,38 +64,18 @@ B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/seg
 
 MUTANTS = (
     # -- named: survived the old suite, or nearly --
-    Mutant("welch-pass-count", "named", E, "va, vb = a.var / a.n_runs, b.var / b.n_runs",
-           "va, vb = a.var / a.n_runs, b.var / a.n_runs", EVIDENCE, "Welch variance of b over a's pass count"),
     Mutant("no-leave-one-out", "named", L, "        ref = rest_median(grid.values)\n",
            "        ref = np.broadcast_to(np.nanmedian(grid.values, axis=0), grid.values.shape)\n", LEADERBOARD,
            "reference = median over all devices, the device included"),
     Mutant("band-50-percent", "named", L, "half = student_t.ppf(1 - alpha / 2, dof) * se",
            "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "band intervals at 50% instead of 95%"),
-    Mutant("t-to-normal", "named", E, "student_t.ppf(1 - alpha / 2, df_point) * np.sqrt(v)",
-           "norm.ppf(1 - alpha / 2) * np.sqrt(v)", EVIDENCE,
-           "per-shape interval with a normal instead of a t quantile"),
-    Mutant("no-pass-offsets", "named", E, "var = np.maximum(np.einsum(\"ij,jk,ik->i\", s, cov, s), parts.sum(axis=1)) "
-           "+ sum(side.common for side in sides)",
-           "var = np.maximum(np.einsum(\"ij,jk,ik->i\", s, cov, s), parts.sum(axis=1))", EVIDENCE,
-           "smooth variance without the pass-offset term"),
     Mutant("no-pass-autocorrelation", "named", E, "rho = _pass_autocorrelation(v, mean, pooled, RUN_LAGS)",
            "rho = np.eye(1, len(mean))[0]", EVIDENCE, "runs: passes' autocorrelation along FLOPs switched off"),
-    Mutant("no-shapes-autocorrelation", "named", E, "rho = _autocorrelation(resid / sd, lags)",
-           "rho = np.eye(1, n)[0]", EVIDENCE, "shapes: HAC autocorrelation switched off",
-           equivalent="the shapes method (one pass) is not calibrated under correlated noise with or without it: "
-           "false leads 28 vs 30, 47 vs 55 of 150 seeds under short drifts, 97% vs 97% under the drift "
-           "model; shares of raw p < 0.05 0.155 vs 0.158; the one-pass note says so at run time"),
     # -- fresh: one slip per function, by rule --
     Mutant("holm-off-by-one", "fresh", E, "(m - np.arange(m)) * p[order]", "(m - np.arange(m) - 1) * p[order]",
            EVIDENCE, "Holm multipliers m-1 .. 0"),
     Mutant("min-run-strict", "fresh", E, "if supports[start] and stop - start >= min_run:",
            "if supports[start] and stop - start > min_run:", EVIDENCE, "run rule needs min_run + 1 FLOP counts"),
-    Mutant("decide-2alpha", "fresh", E, "verdict = np.where(adj < alpha, np.sign(estimate), 0)",
-           "verdict = np.where(adj < 2 * alpha, np.sign(estimate), 0)", EVIDENCE, "lead at 2 alpha"),
-    Mutant("runs-90-percent", "fresh", E, "student_t.ppf(1 - alpha / 2, df_point)",
-           "student_t.ppf(1 - alpha, df_point)", EVIDENCE, "runs per-shape interval at 90%"),
-    Mutant("satterthwaite-df", "fresh", E, "v**2 / (va**2 / a.df + vb**2 / b.df)",
-           "v**2 / (va**2 / a.df + vb**2 / a.df)", EVIDENCE, "Satterthwaite df with a's df twice"),
     Mutant("pool-df-n", "fresh", E, "    df = np.where(np.isfinite(var), n_runs - 1, 0.0)\n    v = ",
            "    df = np.where(np.isfinite(var), n_runs, 0.0)\n    v = ", EVIDENCE,
            "pooled variance df R instead of R - 1"),
@@ -103,12 +83,6 @@ MUTANTS = (
            "var = np.nansum((v - mean) ** 2, axis=0) / n", EVIDENCE, "pass variance divided by R"),
     Mutant("offsets-not-over-passes", "fresh", E, "return float(np.var(offsets, ddof=1)) / len(offsets),",
            "return float(np.var(offsets, ddof=1)),", EVIDENCE, "pass-offset variance of one pass, not of the mean"),
-    Mutant("shapes-dof-n", "fresh", E, "dof = max(n - 2 * np.trace(s) + np.sum(s * s), 1.0)", "dof = float(n)",
-           EVIDENCE, "shapes interval df without the smoother's share"),
-    Mutant("scale-width-1", "fresh", E, "(SCALE_WIDTH * h[:, None])) ** 2)", "(h[:, None])) ** 2)", EVIDENCE,
-           "noise scale over the smooth's own kernel"),
-    Mutant("one-sided-p", "fresh", E, "p = 2 * student_t.sf(np.abs(est) / se, df)",
-           "p = student_t.sf(np.abs(est) / se, df)", EVIDENCE, "one-sided p-value"),
     Mutant("mad-unscaled", "fresh", L, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
            "MAD without the 1.4826 normal factor"),
     Mutant("resid-no-dof-correction", "fresh", L, "resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))",
@@ -121,8 +95,6 @@ MUTANTS = (
            "per-shape runs without Holm"),
     Mutant("ref-se-k", "fresh", L, "/ np.sqrt(np.maximum(k - 1, 1))", "/ np.sqrt(np.maximum(k, 1))", LEADERBOARD,
            "reference median's se over k devices, not the k - 1 others"),
-    Mutant("place-verdicts-tie", "fresh", V, "if 2 * int((group == lead).sum()) > len(group):",
-           "if 2 * int((group == lead).sum()) >= len(group):", VERDICTS, "a FLOP count's leader at half its points"),
     Mutant("crossover-interval-collapsed", "fresh", BS, "lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops",
            "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", BANDS,
            "data crossover interval of zero width"),

@@ -6,11 +6,13 @@ or shuffled, imported single-value data (one row, no passes) against multi-pass
 sweeps, and fleets of 2, 3, 4 and 8 devices. Each case is scored over many
 seeds by calling the library functions directly (never the CLI per seed):
 
-* the false-lead rate: the share of seeds in which identical chips show any
-  lead (pairs), or in which a healthy device is called ahead or behind in a
-  band or flagged for a run (fleets);
+* the false-lead rate: the share of seeds in which identical chips get a band
+  verdict (pairs, through compare's calls: :func:`compare_arrays`), or in
+  which a healthy device is called ahead or behind in a band or flagged for a
+  run (fleets);
 * the coverage of every interval the JSON reports: per shape (``ratio_low`` /
-  ``ratio_high``), per band (leaderboard ``cells[].low/high``), data crossovers
+  ``ratio_high``), per band (compare's ``bands[]`` and leaderboard
+  ``cells[].low/high``), data crossovers
   (``low_flops`` / ``high_flops``) and fits (``*_ci``).
 
 :func:`max_false` is the binomial threshold the tests use: the most false
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import binom
@@ -34,7 +36,6 @@ from synthetic_fleet import fleet_docs
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, leaderboard
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.curves import _Raw
-from mfu_sweep.analysis.verdicts.evidence import Evidence, lead_evidence
 from mfu_sweep.results import parse_document
 
 ALPHA = 0.05
@@ -63,7 +64,7 @@ def max_false(n: int, bug: float = BUG_RATE, catch: float = CATCH) -> int:
     return c
 
 
-# -- pairs: two sweeps compared shape by shape (mfu_sweep.analysis.verdicts.evidence) ---------------------------
+# -- pairs: two SYNTHETIC sweeps of identical chips, compared as compare_series does -----------------------------
 
 
 @dataclass(frozen=True)
@@ -88,33 +89,6 @@ class PairCase:
                             seed=seed, n_shapes=self.n_shapes)
         ra, rb = self.passes
         return p.log10_flops * math.log(10), p.truth, p.pass_values("a")[:, :ra], p.pass_values("b")[:, :rb]
-
-
-@dataclass(frozen=True)
-class PairScore:
-    seeds: int
-    false_leads: int  # seeds with any lead between identical chips
-    coverage: float  # mean share of shapes whose interval covers the true ratio
-    methods: frozenset[str]
-    notes: frozenset[str] = field(default_factory=frozenset)
-
-    @property
-    def rate(self) -> float:
-        return self.false_leads / self.seeds
-
-
-def pair_evidence(case: PairCase, seeds: int, seed: int = 0,
-                  truth: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, list[Evidence]]:
-    x, t, va, vb = case.draw(seeds, seed, truth)
-    return x, t, [lead_evidence(x, va[s], vb[s], alpha=ALPHA) for s in range(seeds)]
-
-
-def score_pair(case: PairCase, seeds: int, seed: int = 0) -> PairScore:
-    """False leads and per-shape coverage of identical chips."""
-    _, truth, evs = pair_evidence(case, seeds, seed)
-    return PairScore(seeds, sum(bool((e.verdict != 0).any()) for e in evs),
-                     float(np.mean([np.mean((e.low <= truth) & (truth <= e.high)) for e in evs])),
-                     frozenset(e.method for e in evs), frozenset(n for e in evs for n in e.notes))
 
 
 @dataclass(frozen=True)

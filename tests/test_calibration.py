@@ -31,29 +31,9 @@ from calibration_cases import (
     max_false,
     score_crossovers,
     score_fleet,
-    score_pair,
 )
 
-from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
-
-SEEDS = 200
-
-# (case, expected method): identical chips; each row is a layout the old tests never made.
-PAIRS = [
-    (PairCase("2 vs 2 passes, FLOP order, drift", DRIFT, (2, 2), shuffle=False), "runs"),
-    (PairCase("3 vs 3 passes, FLOP order, drift", DRIFT, (3, 3), shuffle=False), "runs"),
-    (PairCase("5 vs 3 passes, FLOP order, drift", DRIFT, (5, 3), shuffle=False), "runs"),
-    (PairCase("2 vs 2 passes, shuffled, drift", DRIFT, (2, 2)), "runs"),
-    (PairCase("5 vs 2 passes, per-shape 5%", PER_SHAPE_5, (5, 2)), "runs"),
-    (PairCase("2 vs 5 passes, per-shape 5%", PER_SHAPE_5, (2, 5)), "runs"),
-    (PairCase("3 vs 2 passes, per-pass offsets 1%", PASS_OFFSETS, (3, 2)), "runs"),
-    (PairCase("5 vs 5 passes, per-pass offsets 1%", PASS_OFFSETS, (5, 5)), "runs"),
-    (PairCase("imported (1 value) vs 3 passes, per-shape 2%", PER_SHAPE_2, (1, 3)), "shapes"),
-    (PairCase("imported (1 value) vs 5 passes, per-shape 5%", PER_SHAPE_5, (1, 5)), "shapes"),
-]
-HEAVY = {"5 vs 3 passes, FLOP order, drift", "2 vs 5 passes, per-shape 5%", "5 vs 5 passes, per-pass offsets 1%",
-         "imported (1 value) vs 5 passes, per-shape 5%"}
 
 
 def test_max_false_catches_a_ten_percent_bug() -> None:
@@ -63,38 +43,6 @@ def test_max_false_catches_a_ten_percent_bug() -> None:
         c = max_false(n)
         assert binom.cdf(c, n, 0.10) <= 0.05 < binom.cdf(c + 1, n, 0.10)
     assert max_false(200) == 12
-
-
-@pytest.mark.parametrize(("case", "method"),
-                         [pytest.param(c, m, id=c.name, marks=[pytest.mark.slow] if c.name in HEAVY else [])
-                          for c, m in PAIRS])
-def test_identical_chips_false_leads_and_per_shape_coverage(case: PairCase, method: str) -> None:
-    score = score_pair(case, SEEDS, seed=1)
-    assert score.methods == {method}
-    assert score.false_leads <= max_false(SEEDS), (case.name, score)
-    assert COVERAGE[0] <= score.coverage <= COVERAGE[1], (case.name, score)
-
-
-@pytest.mark.parametrize("shuffle", [False, True], ids=["FLOP order", "shuffled"])
-def test_one_pass_each_under_drift_says_it_cannot_tell_and_does_call_false_leads(shuffle: bool) -> None:
-    """The limit of R = 1: a drift (or the whole-sweep offset it leaves) is a lead to the shapes method.
-
-    It cannot be fixed without passes, so every such evidence carries the two notes, and the verdicts are
-    checked too: the false-lead rate is far above alpha (FLOP order: ~97%, shuffled: ~15% over 200 seeds),
-    which is what the note warns of; if a change ever brings it down, this test says the docs need updating.
-    """
-    score = score_pair(PairCase("1 vs 1, drift", DRIFT, (1, 1), shuffle=shuffle), 60, seed=1)
-    assert score.methods == {"shapes"}
-    assert {NOT_MEASURED, ONE_PASS_LIMIT} <= score.notes
-    assert score.false_leads >= (45 if not shuffle else 4), score
-
-
-def test_one_pass_each_without_drift_is_calibrated() -> None:
-    """Per-shape noise only (independent shapes): the shapes method keeps its false leads under alpha."""
-    score = score_pair(PairCase("1 vs 1, per-shape 5%", PER_SHAPE_5, (1, 1)), SEEDS, seed=2)
-    assert score.false_leads <= max_false(SEEDS), score
-    assert COVERAGE[0] <= score.coverage <= COVERAGE[1], score
-    assert ONE_PASS_LIMIT in score.notes
 
 
 @pytest.mark.parametrize(("case", "least"), [(PairCase("2 vs 2, FLOP order, drift", DRIFT, (2, 2), shuffle=False), 25),
@@ -201,47 +149,6 @@ def test_band_interval_is_a_95_percent_t_interval() -> None:
         assert student_t.ppf(0.975, 1000) <= q <= student_t.ppf(0.975, 2)
         assert math.log(c.ratio) == pytest.approx((math.log(c.high) + math.log(c.low)) / 2)
     assert np.isfinite([c.low for c in lb.cells]).all()
-
-
-def test_runs_interval_is_a_welch_t_interval_with_each_sides_own_passes() -> None:
-    """Per-shape interval of unequal passes (3 vs 2), against the formula written out here.
-
-    Welch: v = s_a^2 / R_a + s_b^2 / R_b (each side's own pass count), Student t at Satterthwaite df;
-    the calibration cells above cannot tell t from normal quantiles at these df, this can.
-    """
-    from scipy.stats import t as student_t
-
-    from mfu_sweep.analysis.verdicts.evidence import pooled_run_variance, run_side, runs_evidence
-
-    rng = np.random.default_rng(4)
-    x = np.log(np.geomspace(1e6, 1e12, 20))
-    values_a, values_b = 0.02 * rng.standard_normal((3, 20)), 0.02 * rng.standard_normal((2, 20))
-    a, b = run_side(x, values_a), run_side(x, values_b)
-    for side, values in ((a, values_a), (b, values_b)):
-        rows = len(values)
-        pooled, _ = pooled_run_variance(x, np.var(values, axis=0, ddof=1), np.full(20, float(rows)))
-        assert np.allclose(side.var, pooled) and (side.n_runs == rows).all()
-        assert np.allclose(side.mean, values.mean(axis=0))
-    e = runs_evidence(x, a, b)
-    va, vb = a.var / 3, b.var / 2
-    df = (va + vb) ** 2 / (va**2 / a.df + vb**2 / b.df)
-    assert np.allclose(e.estimate, values_a.mean(axis=0) - values_b.mean(axis=0))
-    assert np.allclose(e.high - e.estimate, student_t.ppf(0.975, df) * np.sqrt(va + vb))
-    assert np.allclose(e.estimate - e.low, e.high - e.estimate)
-
-
-def test_pass_offsets_are_modelled_not_just_absorbed_into_the_df() -> None:
-    """+5% everywhere under 1% per-pass offsets, 3 vs 3 passes: most shapes are called for a, none for b.
-
-    Dropping the offset's variance from the smooth while keeping its df (a slip that makes no false
-    leads) calls 17% of shapes; the model calls 61% (60 seeds, SYNTHETIC); 0.45 sits between.
-    """
-    from calibration_cases import pair_evidence
-
-    case = PairCase("3 vs 3, per-pass offsets 1%", PASS_OFFSETS, (3, 3))
-    _, _, evs = pair_evidence(case, 60, seed=5, truth=np.full(case.n_shapes, 0.05))
-    assert np.mean([np.mean(e.verdict == 1) for e in evs]) >= 0.45
-    assert not any((e.verdict == -1).any() for e in evs)
 
 
 @pytest.mark.slow

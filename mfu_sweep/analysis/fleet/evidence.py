@@ -17,9 +17,7 @@ intervals, no resampling). Tests use Student's t with those degrees
 of freedom.
 
 The per-shape noise model is this module's own (band-mean residuals, pooled
-over the devices); :func:`mfu_sweep.analysis.verdicts.evidence.shapes_evidence`, which
-smooths one pair's log ratio along FLOPs, could replace it per device behind
-:func:`shape_evidence`.
+over the devices), behind :func:`shape_evidence`.
 
 This module never imports matplotlib or torch.
 """

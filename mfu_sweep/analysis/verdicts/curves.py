@@ -1,5 +1,5 @@
-"""The per-point statistics of a comparison: per-pass values of each series, their lead evidence
-(:mod:`mfu_sweep.analysis.verdicts.evidence`: methods ``runs`` and ``shapes``), segments and data crossovers."""
+"""The points of a comparison: per-pass values of each series at every shape (measured or interpolated),
+the zero crossings of a log-ratio curve, and bytes along FLOPs for the fit crossovers."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 from scipy.interpolate import PchipInterpolator
 
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts.comparison import LN_TERA, ComparePoint, Crossover, Segment
-from mfu_sweep.analysis.verdicts.evidence import Evidence, lead_evidence, runs_of
+from mfu_sweep.analysis.verdicts.comparison import LN_TERA
+from mfu_sweep.analysis.verdicts.evidence import runs_of
 from mfu_sweep.results import Record
 
 
@@ -108,7 +108,7 @@ def _log_metric(log_f: float, log_t: Any, curve: PassCurve) -> Any:
     return log_f - log_t - LN_TERA - curve.log_peak
 
 
-# -- points and their evidence -------------------------------------------------
+# -- points --------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -158,13 +158,6 @@ def raw_points(ca: PassCurve, cb: PassCurve) -> list[_Raw]:
     return out
 
 
-def point_evidence(raw: Sequence[_Raw], alpha: float, min_run: int) -> Evidence:
-    """Lead evidence at every point (:func:`mfu_sweep.analysis.verdicts.evidence.lead_evidence`)."""
-    return lead_evidence(np.log([r.flops for r in raw]), np.column_stack([r.values_a for r in raw]),
-                         np.column_stack([r.values_b for r in raw]), alpha=alpha, min_run=min_run,
-                         extra_var=np.array([r.extra_var for r in raw]))
-
-
 # -- crossings along log FLOPs -------------------------------------------------
 
 
@@ -187,77 +180,6 @@ def crossing_point(log_f: np.ndarray, values: np.ndarray) -> float:
 def lead_runs(verdict: np.ndarray) -> list[tuple[int, int, int]]:
     """(first index, last index, sign) of the runs with a leader."""
     return [(s, e - 1, int(verdict[s])) for s, e in runs_of(verdict) if verdict[s] != 0]
-
-
-def data_crossovers(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[Crossover]:
-    """Changes of leader, placed where the measured log ratio crosses zero between the two leads
-    (the smooth would move the crossing where the ratio curve is skewed); method runs or shapes."""
-    log_f = np.log([r.flops for r in raw])
-    names = {1: a, -1: b}
-    out = []
-    leads = lead_runs(ev.verdict)
-    for (_, i, s0), (j, _, s1) in zip(leads, leads[1:], strict=False):
-        if s0 != s1:
-            x = crossing_point(log_f[i:j + 1], ev.estimate[i:j + 1])
-            out.append(Crossover(math.exp(x), raw[i].flops, raw[j].flops, names[s0], names[s1], ev.method))
-    return out
-
-
-def place_verdicts(flops: Sequence[float], verdict: np.ndarray) -> np.ndarray:
-    """One verdict per FLOP count, given to each of its points: the leader more than half of its points
-    have, else ambiguous (0). Shapes of equal FLOPs are one place on the axis, so a segment never
-    starts or ends between them (a grid's equal-FLOP shapes would otherwise cut the sentence into
-    "leads at 270 MFLOP, ambiguous at 270 MFLOP, ...")."""
-    out = np.zeros(len(verdict), dtype=int)
-    start = 0
-    for i in range(1, len(flops) + 1):
-        if i == len(flops) or flops[i] != flops[start]:
-            group = np.asarray(verdict[start:i])
-            for lead in (1, -1):
-                if 2 * int((group == lead).sum()) > len(group):
-                    out[start:i] = lead
-            start = i
-    return out
-
-
-def tile_segments(raw: Sequence[_Raw], ev: Evidence, crossovers: Sequence[Crossover],
-                  a: str, b: str) -> list[Segment]:
-    flops = [r.flops for r in raw]
-    verdict = place_verdicts(flops, ev.verdict)
-    runs = runs_of(verdict)
-    bounds = [flops[0]]
-    for (_, stop), (start, _) in zip(runs, runs[1:], strict=False):
-        direct = verdict[stop - 1] * verdict[start] == -1
-        cross = [c.flops for c in crossovers if flops[stop - 1] <= c.flops <= flops[start]]
-        bounds.append(cross[0] if direct and cross else math.sqrt(flops[stop - 1] * flops[start]))
-    bounds.append(flops[-1])
-    names = {1: a, -1: b, 0: None}
-    segs = []
-    # the effect is read off the local trend the verdicts rest on, so a lead never shows a negative effect
-    trend = np.exp(ev.trend)
-    for k, (start, stop) in enumerate(runs):
-        pts, tr = raw[start:stop], trend[start:stop]
-        segs.append(Segment(
-            start_flops=bounds[k], end_flops=bounds[k + 1], leader=names[int(verdict[start])],
-            ratio=float(np.median(tr)),
-            diff=float(np.median([math.exp(p.log_b) * (t - 1) for p, t in zip(pts, tr, strict=True)])),
-            n_points=stop - start, method=ev.method,
-        ))
-    return segs
-
-
-def compare_points(raw: Sequence[_Raw], ev: Evidence, a: str, b: str) -> list[ComparePoint]:
-    names = {1: a, -1: b, 0: None}
-    out = []
-    for k, r in enumerate(raw):
-        out.append(ComparePoint(
-            flops=r.flops, shape=r.shape, a_value=r.shown[0], b_value=r.shown[1],
-            ratio=math.exp(ev.estimate[k]), ratio_low=math.exp(ev.low[k]), ratio_high=math.exp(ev.high[k]),
-            p_value=float(ev.p[k]), p_adjusted=float(ev.p_adjusted[k]), leader=names[int(ev.verdict[k])],
-            method=r.method, interpolated=r.interpolated, verdict_method=ev.method,
-            trend_ratio=math.exp(ev.trend[k]),
-        ))
-    return out
 
 
 # -- crossovers implied by the fits --------------------------------------------
