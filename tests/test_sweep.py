@@ -251,19 +251,27 @@ def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
     warm_cache = tmp_path / "inductor-warm"
     env = {"TORCHINDUCTOR_CACHE_DIR": str(warm_cache)}
 
+    others: list[float] = []  # others' share of the cores while each shape ran (the record's machine reading)
+
     def compile_s(name: str, *extra: str) -> float:
         out = tmp_path / f"{name}.json"
         proc = run_cli_subprocess(["sweep", *FAST, "--shape", "96x96x96", "--mode", "compile", "-o", str(out),
                                    *extra], env=env, timeout=600)
         assert proc.returncode == 0, proc.stderr
         (rec,) = records(out)
+        if "contended" in rec["flags"]:
+            others.append((rec.get("machine") or {}).get("other_share") or 1.0)
         return rec["compile_s"]
 
     cold1 = compile_s("cold1", "--cold-compile")
     cold2 = compile_s("cold2", "--cold-compile")
     assert not warm_cache.exists(), "cold runs must not touch the warm cache"
     warm1 = compile_s("warm1")
+    assert warm_cache.is_dir() and any(warm_cache.rglob("*")), "a warm run fills the cache"
     warm2 = compile_s("warm2")
+    if others:  # measured, not guessed: under load the four compile times are not comparable
+        pytest.skip(f"compile times measured under contention (others took up to {max(others):.0%} of the "
+                    f"cores in {len(others)} of 4 runs): the cold/warm ratios need a quiet machine")
     assert cold2 > 0.5 * cold1, f"second cold run got a cache hit: {cold1:.2f} s then {cold2:.2f} s"
     assert warm2 < 0.7 * warm1, f"warm run did not reuse the cache: {warm1:.2f} s then {warm2:.2f} s"
     settings = json.loads((tmp_path / "cold1.json").read_text())["settings"]
