@@ -330,3 +330,32 @@ def test_one_pass_intervals_are_unchanged_by_the_pass_offset_term() -> None:
     series = _series(make_sweep_doc("chip", shapes=MIXED, noise=0.03, **TRUTH))
     data = shape_data(series)
     assert data.n_passes == 1 and not pass_shifts(data, 50, 0).any()
+
+
+def test_fits_in_lockstep_equal_fits_one_by_one() -> None:
+    """fit_groups stacks the solver calls of many series (fits/batch.py); every fit must come out as alone.
+
+    The same iterations on the same numbers, up to rounding (a stacked row sits at another memory
+    alignment, which changes the order of SIMD sums in the last bit). Mixed on purpose: two shape
+    counts (stacked only with their own kind), a knee (pnorm wins, 4 parameters), a bandwidth bound
+    from the spec (per-row bounds) and a series with no spec bandwidth; two workers and chunks of 3.
+    """
+    from mfu_sweep.analysis.fits.fit import fit_groups
+
+    def knee(f: float, b: float) -> float:
+        return 5e-6 + math.hypot(f / 500e12, b / 2e12)
+
+    docs = [make_sweep_doc(f"d{i}", shapes=MIXED[: 12 - 3 * (i % 2)], noise=0.03, seed=i,
+                           bandwidth_tbs=[None, 0, 1.0][i % 3], time_fn=knee if i == 4 else None, **TRUTH)
+            for i in range(7)]
+    series = group_series([s for d in docs for s in parse_document(d)])
+    together, skipped = fit_groups(series, n_boot=30, seed=3, cache=False, workers=2, chunk=3)
+    assert not skipped and {f.model for f in together.values()} == {"max", "pnorm"}
+    assert any(f.bandwidth_range for f in together.values()) and not all(f.bandwidth_range for f in together.values())
+    for key, s in series.items():
+        alone, fit = fit_series(s, n_boot=30, seed=3, cache=False).to_json(), together[key].to_json()
+        assert fit.keys() == alone.keys()
+        for name, value in alone.items():
+            numeric = isinstance(value, float) or (isinstance(value, list) and all(isinstance(v, float) for v in value))
+            assert fit[name] == (pytest.approx(value, rel=1e-9) if numeric and value else value), name
+        assert np.allclose(together[key].boot, fit_series(s, n_boot=30, seed=3, cache=False).boot, rtol=1e-9)

@@ -38,19 +38,22 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from mfu_sweep.analysis.fits import lsq
+from mfu_sweep.analysis.fits.batch import Steps, drive, run
 from mfu_sweep.analysis.fits.physical import (
     BandwidthRange,
     bytes_tied_to_flops,
     measured_copy_bandwidth,
     plausible_bandwidth,
 )
+from mfu_sweep.analysis.fits.result import NAMES, RooflineFit
 from mfu_sweep.analysis.fits.roofline import (
     LN_TERA,
     LOWER,
@@ -59,37 +62,31 @@ from mfu_sweep.analysis.fits.roofline import (
     UPPER,
     Options,
     ShapeData,
-    best_fit,
+    best_fit_steps,
     bic,
-    boot_params,
+    boot_params_steps,
     interval_leverage,
     leverage,
     log_time,
     log_time_jac,
     shape_data,
 )
+from mfu_sweep.analysis.parallel import Progress, map_chunks
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.results import Sweep
-from mfu_sweep.text import format_flops
 
 __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
            "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]
 
 MODELS = ("auto", "max", "pnorm")
 MIN_SHAPES = 4
-# A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.29, published tables
-# (one rounded value per shape) to 0.08-0.37; above 0.3 a typical shape is 35% off the curve. R² in log time
-# below 0.9 leaves a tenth of the spread of times unexplained (0.95-1.0 on those files but three fp8 tables).
-POOR_RMS_LOG = 0.3
-POOR_R2_LOG = 0.9
-# P is "below the measurements" when the best measured shape beats it by more than this factor: the best of
-# many noisy shapes sits a little above the asymptote (Zen 5 fp32: 0.188 against P 0.187), 5% is past that.
-BELOW_MEASURED = 1.05
 SOLVERS = ("batch", "scipy")
 # A bounded W within this log distance of a bound "sits at" it.
 AT_BOUND = 0.02
 CACHE_SIZE = 4096
+# series fitted in lockstep at a time by fit_groups
+CHUNK = 64
 _CACHE: OrderedDict[str, RooflineFit] = OrderedDict()
 
 
@@ -103,182 +100,6 @@ def _natural(x: np.ndarray) -> np.ndarray:
     return np.exp(x)
 
 
-@dataclass(frozen=True)
-class RooflineFit:
-    """A fitted roofline-with-overhead model of one series. Times in seconds.
-
-    ``*_ci`` are bootstrap percentile intervals at level ``1 - alpha``.
-    ``constrained`` says whether the measured shapes pin a parameter down: at
-    the estimate and at both ends of its interval, some shape's time depends on
-    it (see ``MIN_LEVERAGE``); an unconstrained ceiling is a bound, not a measurement.
-    ``w_status`` says what W is: ``"roof"`` (a measured memory roof),
-    ``"not constrained"`` (no shape depends on it), ``"confounded"`` (the shapes
-    tie bytes to FLOPs and nothing corroborates W; t0 is then confounded too)
-    or ``"at bound"`` (it sits at an end of ``bandwidth_range``, the plausible
-    range from a measured copy bandwidth or the spec, used as bounds).
-    ``w_free_tbs`` is the W of the unbounded fit when that left the plausible range.
-    ``best_tflops`` is the best measured TFLOP/s of the fitted shapes (the summary's value,
-    ``mfu_sweep.analysis.summary``): a P below it is no ceiling (:attr:`is_ceiling`).
-    """
-
-    key: SeriesKey
-    model: str
-    t0_s: float
-    p_tflops: float
-    w_tbs: float
-    blend_p: float | None
-    t0_s_ci: tuple[float, float]
-    p_tflops_ci: tuple[float, float]
-    w_tbs_ci: tuple[float, float]
-    blend_p_ci: tuple[float, float] | None
-    peak_tflops: float | None
-    peak_estimated: bool
-    peak_bandwidth_tbs: float | None
-    constrained: Mapping[str, bool]
-    rms_log_residual: float
-    r2_log: float
-    n_shapes: int
-    n_samples: int
-    n_boot: int
-    seed: int
-    alpha: float
-    notes: tuple[str, ...] = ()
-    w_status: str = "roof"
-    bandwidth_range: BandwidthRange | None = None
-    w_free_tbs: float | None = None
-    solver: str = "batch"
-    flop_range: tuple[float, float] | None = None
-    best_tflops: float | None = None
-    boot: np.ndarray = field(default_factory=lambda: np.empty((0, 3)), repr=False, compare=False)
-
-    @property
-    def params(self) -> np.ndarray:
-        """Model parameters in log space, as ``log_time`` takes them."""
-        x = [self.t0_s, self.p_tflops, self.w_tbs] + ([self.blend_p] if self.blend_p is not None else [])
-        return np.log(np.array(x, dtype=float))
-
-    @property
-    def is_constrained(self) -> bool:
-        """Whether the shapes pin down the fit at all: at least one of P, W and t0 is constrained.
-
-        An unconstrained fit follows the points it was fitted to but says nothing beyond them:
-        figures do not draw it, ``predict`` does not use it and the headline shows no ceiling.
-        """
-        return any(self.constrained.get(name, True) for name in NAMES)
-
-    @property
-    def unconstrained_reason(self) -> str | None:
-        """One phrase saying why the fit is not constrained (None when it is)."""
-        if self.is_constrained:
-            return None
-        where = (f" ({format_flops(self.flop_range[0])} to {format_flops(self.flop_range[1])})"
-                 if self.flop_range else "")
-        return (f"not constrained: the {self.n_shapes} shapes{where} pin down none of P, W and t0; sweep a wider "
-                "FLOP range (a larger --max-flop) or more passes")
-
-    def unsupported_at(self, flops: float, bytes: float) -> str | None:  # noqa: A002
-        """Why the fit cannot stand in for a measurement of a GEMM of ``flops`` and ``bytes``, or None.
-
-        The fit cannot when it is not constrained at all, or when that GEMM's predicted time depends
-        (leverage ``MIN_LEVERAGE`` or more) on a parameter the measured shapes do not constrain:
-        e.g. a compute-bound GEMM far above a sweep of small shapes, where P was never limiting.
-        """
-        if not self.is_constrained:
-            return self.unconstrained_reason
-        jac = np.abs(log_time_jac(self.params, np.log([float(flops)]), np.log([float(bytes)])))[0]
-        loose = [NAMES[name] for j, name in enumerate(PARAMS[:3])
-                 if jac[j] >= MIN_LEVERAGE and not self.constrained.get(name, True)]
-        if not loose:
-            return None
-        return (f"its time there depends on {' and '.join(loose)}, which the measured shapes do not constrain; "
-                "sweep shapes of that size")
-
-    @property
-    def poor(self) -> bool:
-        """Whether the model describes the shapes badly: RMS log residual above :data:`POOR_RMS_LOG` or
-        R² (log time) below :data:`POOR_R2_LOG` (docs/analysis.md says how they were chosen)."""
-        return self.rms_log_residual > POOR_RMS_LOG or (math.isfinite(self.r2_log) and self.r2_log < POOR_R2_LOG)
-
-    @property
-    def below_measured(self) -> bool:
-        """Whether P is below the best measured throughput of its shapes by more than :data:`BELOW_MEASURED`."""
-        return self.best_tflops is not None and self.best_tflops > self.p_tflops * BELOW_MEASURED
-
-    @property
-    def is_ceiling(self) -> bool:
-        """Whether P may be called a compute ceiling: constrained by the shapes, a good fit, and not below
-        a measured value (a ceiling below the measurements is not one)."""
-        return (self.is_constrained and self.constrained.get("p_tflops", True) and not self.poor
-                and not self.below_measured)
-
-    def quality_notes(self) -> list[str]:
-        """What a reader must know before using P: a poor fit, P below the measurements, P above the peak."""
-        notes = []
-        if self.poor:
-            r2 = f", R² (log time) {self.r2_log:.2f}" if math.isfinite(self.r2_log) else ""
-            notes.append(f"poor fit: RMS log error {self.rms_log_residual:.2f} (a typical shape is "
-                         f"x{math.exp(self.rms_log_residual):.2f} off the curve){r2}; the roofline does not describe "
-                         "these shapes, so read P, W and t0 as rough, not as ceilings")
-        if self.below_measured:
-            below = 1 - self.p_tflops / self.best_tflops
-            notes.append(f"P {self.p_tflops:.3g} TFLOP/s is {below:.0%} below the best measured "
-                         f"{self.best_tflops:.3g} TFLOP/s: the fitted curve does not reach the fastest shapes, so P "
-                         "is not a ceiling")
-        frac = self.compute_fraction
-        if frac is not None and frac > 1:
-            notes.append(f"P is {frac:.0%} of the {'estimated ' if self.peak_estimated else ''}peak: above 100%, so "
-                         "the peak is lower than what this run reached (records above it are flagged above_peak)")
-        return notes
-
-    @property
-    def compute_fraction(self) -> float | None:
-        """P as a fraction of the vendor peak TFLOP/s (None without a peak)."""
-        return self.p_tflops / self.peak_tflops if self.peak_tflops else None
-
-    @property
-    def bandwidth_fraction(self) -> float | None:
-        """W as a fraction of the vendor memory bandwidth (None without one)."""
-        return self.w_tbs / self.peak_bandwidth_tbs if self.peak_bandwidth_tbs else None
-
-    def predict_time(self, flops: Any, bytes: Any) -> Any:  # noqa: A002
-        """Predicted seconds per call; scalars give a float, arrays an array."""
-        out = np.exp(log_time(self.params, np.log(np.asarray(flops, float)), np.log(np.asarray(bytes, float))))
-        return float(out) if np.ndim(out) == 0 else out
-
-    def predict_time_draws(self, flops: Any, bytes: Any) -> np.ndarray:  # noqa: A002
-        """Predicted seconds per call under every bootstrap draw: shape (n_boot, len(flops))."""
-        log_f, log_b = np.log(np.atleast_1d(np.asarray(flops, float))), np.log(np.atleast_1d(np.asarray(bytes, float)))
-        if not len(self.boot):
-            return np.empty((0, len(log_f)))
-        return np.exp(log_time(self.boot.T[:, :, None], log_f, log_b))
-
-    def to_json(self) -> dict[str, Any]:
-        frac_ci = [c / self.peak_tflops for c in self.p_tflops_ci] if self.peak_tflops else None
-        bw_ci = [c / self.peak_bandwidth_tbs for c in self.w_tbs_ci] if self.peak_bandwidth_tbs else None
-        return {
-            "label": self.key.label, "dtype": self.key.dtype, "mode": self.key.mode, "model": self.model,
-            "t0_s": self.t0_s, "t0_s_ci": list(self.t0_s_ci),
-            "p_tflops": self.p_tflops, "p_tflops_ci": list(self.p_tflops_ci),
-            "peak_tflops": self.peak_tflops, "peak_estimated": self.peak_estimated,
-            "compute_fraction": self.compute_fraction, "compute_fraction_ci": frac_ci,
-            "w_tbs": self.w_tbs, "w_tbs_ci": list(self.w_tbs_ci),
-            "peak_bandwidth_tbs": self.peak_bandwidth_tbs,
-            "bandwidth_fraction": self.bandwidth_fraction, "bandwidth_fraction_ci": bw_ci,
-            "w_status": self.w_status, "w_free_tbs": self.w_free_tbs,
-            "bandwidth_range": self.bandwidth_range.to_json() if self.bandwidth_range else None,
-            "blend_p": self.blend_p, "blend_p_ci": list(self.blend_p_ci) if self.blend_p_ci else None,
-            "constrained": dict(self.constrained),
-            "rms_log_residual": self.rms_log_residual,
-            "r2_log": self.r2_log if math.isfinite(self.r2_log) else None,
-            "n_shapes": self.n_shapes, "n_samples": self.n_samples,
-            "n_boot": self.n_boot, "seed": self.seed, "alpha": self.alpha, "solver": self.solver,
-            "notes": list(self.notes), "is_constrained": self.is_constrained,
-            "unconstrained_reason": self.unconstrained_reason,
-            "flop_range": list(self.flop_range) if self.flop_range else None,
-            "best_tflops": self.best_tflops, "poor_fit": self.poor, "is_ceiling": self.is_ceiling,
-        }
-
-
 def why_unfittable(series: Series, min_shapes: int = MIN_SHAPES) -> str | None:
     """Why ``series`` cannot be fitted, or None when it can."""
     n = series.n_shapes
@@ -288,13 +109,13 @@ def why_unfittable(series: Series, min_shapes: int = MIN_SHAPES) -> str | None:
     return None
 
 
-def _choose_model(model: str, y: np.ndarray, data: ShapeData, opts: Options) -> np.ndarray:
+def _choose_model(model: str, y: np.ndarray, data: ShapeData, opts: Options) -> Steps[np.ndarray]:
     if model == "max" or (model == "auto" and len(y) < 6):
-        return best_fit(y, data, 3, opts)[0]
-    smooth = best_fit(y, data, 4, opts)[0]
+        return (yield from best_fit_steps(y, data, 3, opts))[0]
+    smooth = (yield from best_fit_steps(y, data, 4, opts))[0]
     if model == "pnorm":
         return smooth
-    hard = best_fit(y, data, 3, opts)[0]
+    hard = (yield from best_fit_steps(y, data, 3, opts))[0]
     return smooth if bic(smooth, y, data) < bic(hard, y, data) else hard
 
 
@@ -311,7 +132,6 @@ def _one_pass(series: Series, n_passes: int) -> list[str]:
     return [ONE_PASS_PUBLISHED if series.published else ONE_PASS_FIT]
 
 
-NAMES = {"t0_s": "overhead t0", "p_tflops": "compute ceiling P", "w_tbs": "bandwidth W"}
 
 
 def _notes(series: Series, constrained: Mapping[str, bool], skip: Iterable[str] = ()) -> list[str]:
@@ -333,13 +153,13 @@ def _bounded(opts: Options, plausible: BandwidthRange) -> Options:
 
 
 def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: Options, plausible: BandwidthRange
-                ) -> tuple[np.ndarray, Options, float | None]:
+                ) -> Steps[tuple[np.ndarray, Options, float | None]]:
     """The estimate, the options it was found with (bounds), and the free W when it left the plausible range.
 
     An unconstrained free W outside the range is moved to the measured (else spec) bandwidth
     without a refit when that keeps the fit as good; otherwise the fit is redone within the range.
     """
-    free = _choose_model(model, y, data, opts)
+    free = yield from _choose_model(model, y, data, opts)
     if not plausible.known:
         return free, opts, None
     w_free = math.exp(free[2])
@@ -350,7 +170,7 @@ def _fit_params(model: str, y: np.ndarray, data: ShapeData, opts: Options, plaus
     best = free
     if outside:
         moved = _at_prior(free, y, data, bounded, plausible) if not active else free
-        best = moved if moved is not free else _choose_model(model, y, data, bounded)
+        best = moved if moved is not free else (yield from _choose_model(model, y, data, bounded))
     return _at_prior(best, y, data, bounded, plausible), bounded, w_free if outside and active else None
 
 
@@ -458,6 +278,21 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
     RooflineFit or None
         None when the series has too few shapes.
     """
+    return run(fit_steps(series, model=model, n_boot=n_boot, seed=seed, alpha=alpha, loss=loss, f_scale=f_scale,
+                         min_shapes=min_shapes, copy_bandwidth_tbs=copy_bandwidth_tbs, solver=solver, cache=cache,
+                         **kwargs))
+
+
+def fit_steps(series: Series, **kw: Any) -> Steps[RooflineFit | None]:
+    """:func:`fit_series` as a fit step (:mod:`mfu_sweep.analysis.fits.batch`): many run in lockstep."""
+    return (yield from _keyed_steps(series, **kw))[1]
+
+
+def _keyed_steps(series: Series, *, model: str = "auto", n_boot: int = 200, seed: int = 0, alpha: float = 0.05,
+                 loss: str = "soft_l1", f_scale: float = 0.05, min_shapes: int = MIN_SHAPES,
+                 copy_bandwidth_tbs: float | None = None, solver: str = "batch", cache: bool = True,
+                 **kwargs: Any) -> Steps[tuple[str, RooflineFit | None]]:
+    """The fit and its cache key ("" when not cached)."""
     if model not in MODELS:
         raise ValueError(f"model={model!r} must be one of {', '.join(MODELS)}")
     if n_boot < 1:
@@ -467,7 +302,7 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
     if loss not in lsq.LOSSES:
         raise ValueError(f"loss={loss!r} must be one of {', '.join(lsq.LOSSES)}")
     if why_unfittable(series, min_shapes):
-        return None
+        return "", None
     solver = "scipy" if kwargs else solver
     data = shape_data(series)
     options = {"model": model, "n_boot": n_boot, "seed": seed, "alpha": alpha, "loss": loss, "f_scale": f_scale,
@@ -475,23 +310,27 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
     key = _content_key(series, data, options) if cache else ""
     if key in _CACHE:
         _CACHE.move_to_end(key)
-        return _CACHE[key]
-    fit = _fit(series, data, model, n_boot, seed, alpha, copy_bandwidth_tbs,
-               Options(loss, f_scale, solver, LOWER, UPPER, kwargs))
-    if cache:
+        return key, _CACHE[key]
+    fit = yield from _fit(series, data, model, n_boot, seed, alpha, copy_bandwidth_tbs,
+                          Options(loss, f_scale, solver, LOWER, UPPER, kwargs))
+    _remember(key, fit)
+    return key, fit
+
+
+def _remember(key: str, fit: RooflineFit) -> None:
+    if key:
         _CACHE[key] = fit
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return fit
 
 
 def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, alpha: float,
-         copy_tbs: float | None, opts: Options) -> RooflineFit:
+         copy_tbs: float | None, opts: Options) -> Steps[RooflineFit]:
     y = data.log_median
     log_f, log_b = np.log(data.flops), np.log(data.bytes)
     plausible = plausible_bandwidth(series.peak.memory_bandwidth_tbs, copy_tbs)
-    best, opts, w_free = _fit_params(model, y, data, opts, plausible)
-    boot = boot_params(best, data, n_boot, seed, alpha, opts)
+    best, opts, w_free = yield from _fit_params(model, y, data, opts, plausible)
+    boot = yield from boot_params_steps(best, data, n_boot, seed, alpha, opts)
     boot.flags.writeable = False
     resid = y - log_time(best, log_f, log_b)
     ss_tot = float(np.sum((y - y.mean()) ** 2))
@@ -527,21 +366,32 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
     return replace(fit, notes=(fit.unconstrained_reason, *(n for n in fit.notes if n not in per_param)))
 
 
+def _fit_chunk(items: Sequence[tuple[Series, float | None]], **kw: Any) -> list[tuple[str, RooflineFit | None]]:
+    return drive(_keyed_steps(s, copy_bandwidth_tbs=copy, **kw) for s, copy in items)
+
+
 def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[str, float] | None = None,
+               progress: Progress | None = None, workers: int | None = None, chunk: int = CHUNK,
                **kw: Any) -> tuple[dict[SeriesKey, RooflineFit], dict[SeriesKey, str]]:
     """Fit every series; return the fits and, for the others, why they were skipped.
 
     ``copy_bandwidth`` maps labels to measured copy bandwidths (TB/s), e.g. from
-    :func:`mfu_sweep.analysis.fits.physical.measured_copy_bandwidth`; other keyword
-    arguments go to :func:`fit_series`.
+    :func:`mfu_sweep.analysis.fits.physical.measured_copy_bandwidth`; other keyword arguments go to
+    :func:`fit_series`. The series are fitted in lockstep, ``chunk`` at a time
+    (:func:`mfu_sweep.analysis.fits.batch.drive`), the chunks spread over ``workers`` processes
+    (default: the cores; :func:`mfu_sweep.analysis.parallel.map_chunks`), which calls
+    ``progress(done, total)`` after every chunk: the same fits as one by one, up to rounding.
     """
+    keys = list(series)
+    items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]
+    results = map_chunks(partial(_fit_chunk, **kw), items, chunk, workers=workers, progress=progress)
     fits: dict[SeriesKey, RooflineFit] = {}
     skipped: dict[SeriesKey, str] = {}
-    for key, s in series.items():
-        result = fit_series(s, copy_bandwidth_tbs=(copy_bandwidth or {}).get(key.label), **kw)
+    for key, (cache_key, result) in zip(keys, results, strict=True):
         if result is None:
-            skipped[key] = why_unfittable(s, kw.get("min_shapes", MIN_SHAPES)) or "not fittable"
+            skipped[key] = why_unfittable(series[key], kw.get("min_shapes", MIN_SHAPES)) or "not fittable"
         else:
+            _remember(cache_key, result)  # fitted in a worker: this process reuses it too
             fits[key] = result
     return fits, skipped
 

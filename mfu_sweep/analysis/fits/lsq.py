@@ -20,13 +20,16 @@ the same minima as scipy's ``trf``; the roofline tests check that against scipy.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-# model(X (B, p)) -> (prediction (B, n), jacobian (B, n, p))
-Model = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+# model(X (b, p), rows) -> (prediction (b, n), jacobian (b, n, p)); X holds the problems ``rows`` of the batch
+Rows = np.ndarray | slice
+Model = Callable[[np.ndarray, Rows], tuple[np.ndarray, np.ndarray]]
+# settled(X) -> whether the problems of X may all stop
+Settled = Callable[[np.ndarray], bool]
 LOSSES = ("linear", "soft_l1", "huber", "cauchy", "arctan")
 EPS = np.finfo(float).eps
 
@@ -75,9 +78,9 @@ class _State:
     curv_w: np.ndarray  # c * max(rho' + 2 z rho'', eps)
 
 
-def _evaluate(model: Model, x: np.ndarray, y: np.ndarray, weights: np.ndarray, loss: str,
+def _evaluate(model: Model, x: np.ndarray, rows: Rows, y: np.ndarray, weights: np.ndarray, loss: str,
               f_scale: float) -> _State:
-    pred, jac = model(x)
+    pred, jac = model(x, rows)
     r = pred - y
     z = (r / f_scale) ** 2
     r0, r1, r2 = rho(z, loss)
@@ -126,20 +129,22 @@ def _step(s: _State, lam: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> t
 def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | None, lower: np.ndarray,
           upper: np.ndarray, *, loss: str = "soft_l1", f_scale: float = 1.0, max_iter: int = 200,
           ftol: float = 1e-8, xtol: float = 1e-8, gtol: float = 1e-12, max_damping: float = 1e8,
-          settled: Callable[[np.ndarray], bool] | None = None, check_every: int = 5,
-          damping: float = 1e-3, prune: tuple[int, float] | None = None) -> Solution:
+          settled: Settled | Sequence[Settled] | None = None, check_every: int = 5,
+          damping: float = 1e-3, prune: tuple[int, float] | None = None,
+          groups: np.ndarray | None = None) -> Solution:
     """Minimise the robust cost of ``model(x) - y`` for every row of ``x0`` at once, within ``[lower, upper]``.
 
     Parameters
     ----------
     model:
-        ``model(X)`` for ``X`` of shape (B, p) returns predictions (B, n) and their Jacobian (B, n, p).
+        ``model(X, rows)`` for ``X`` of shape (b, p), the parameters of the problems ``rows`` (an index
+        array or a slice of the B problems), returns predictions (b, n) and their Jacobian (b, n, p).
     x0:
         Starting points (B, p); clipped into the bounds.
     y, weights:
         Targets (B, n) or (n,), and per-residual weights of the same shape (None: all 1).
     lower, upper:
-        Bounds (p,).
+        Bounds (p,), or per problem (B, p).
     loss, f_scale:
         As in ``scipy.optimize.least_squares``.
     max_iter, ftol, xtol, gtol, max_damping:
@@ -149,18 +154,26 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
     settled, check_every:
         ``settled(x)``, asked every ``check_every`` iterations with all current parameters, may stop
         every problem at once (e.g. when the bootstrap interval it cares about no longer moves).
+        With ``groups``, a sequence of such callables, one per group, each asked with its group's
+        rows; a settled group stops and the others go on.
     damping:
         Initial Levenberg-Marquardt damping (relative to the curvature's diagonal): small for warm
         starts, about 1 for starts far from the minimum.
     prune:
         ``(iteration, factor)``: for rows that are starting points of one problem, stop at that
         iteration every row whose cost is above ``factor`` times the lowest (it will not be the best).
+    groups:
+        (B,) group number (0 .. G-1) of every row: rows of independent problem sets solved in one
+        batch (:mod:`mfu_sweep.analysis.fits.batch`). ``prune`` and ``settled`` then act within each
+        group, so every group ends exactly as it would solved alone.
     """
     x = np.clip(np.array(x0, dtype=float), lower, upper)
     n_prob = x.shape[0]
+    lower, upper = np.broadcast_to(lower, x.shape), np.broadcast_to(upper, x.shape)
     y = np.broadcast_to(y, (n_prob, np.shape(y)[-1]))
     weights = np.ones_like(y) if weights is None else np.broadcast_to(weights, y.shape)
-    state = _evaluate(model, x, y, weights, loss, f_scale)
+    members = _members(groups, n_prob)
+    state = _evaluate(model, x, slice(None), y, weights, loss, f_scale)
     lam = np.full(n_prob, float(damping))
     done = np.zeros(n_prob, dtype=bool)
     it = 0
@@ -170,8 +183,9 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
             break
         rows = slice(None) if len(act) == n_prob else act
         cur = _take(state, rows)
-        delta, gnorm = _step(cur, lam[act], lower, upper)
-        trial = _evaluate(model, np.clip(cur.x + delta, lower, upper), y[rows], weights[rows], loss, f_scale)
+        delta, gnorm = _step(cur, lam[act], lower[rows], upper[rows])
+        trial = _evaluate(model, np.clip(cur.x + delta, lower[rows], upper[rows]), rows, y[rows], weights[rows],
+                          loss, f_scale)
         better = trial.cost < cur.cost
         gain = cur.cost - trial.cost
         moved = np.max(np.abs(trial.x - cur.x), axis=1)
@@ -179,8 +193,29 @@ def solve(model: Model, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | Non
         lam[act] = np.where(better, np.maximum(lam[act] * 0.3, 1e-12), lam[act] * 10.0)
         flat = better & (gain <= ftol * np.maximum(trial.cost, 1e-300))
         done[act] = flat | (moved <= xtol) | (gnorm <= gtol) | (lam[act] > max_damping)
-        if settled is not None and it % check_every == 0 and settled(state.x):
+        if settled is not None and it % check_every == 0 and _settle(settled, state.x, members, done):
             break
         if prune is not None and it == prune[0]:
-            done |= state.cost > prune[1] * np.min(state.cost)
+            for m in members:
+                done[m] |= state.cost[m] > prune[1] * np.min(state.cost[m])
     return Solution(x=state.x, cost=state.cost, iterations=it, converged=done)
+
+
+def _members(groups: np.ndarray | None, n_prob: int) -> list[np.ndarray | slice]:
+    """The rows of every group (one group of all rows without ``groups``)."""
+    if groups is None:
+        return [slice(None)]
+    order = np.argsort(groups, kind="stable")
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    return list(np.split(order, bounds))
+
+
+def _settle(settled: Settled | Sequence[Settled], x: np.ndarray,
+            members: list[np.ndarray | slice], done: np.ndarray) -> bool:
+    """Mark the rows of every settled group done; True when every group has settled."""
+    if callable(settled):
+        return bool(settled(x))
+    for ask, m in zip(settled, members, strict=True):
+        if not done[m].all() and ask(x[m]):
+            done[m] = True
+    return bool(done.all())

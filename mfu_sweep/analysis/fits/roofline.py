@@ -22,6 +22,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mfu_sweep.analysis.fits import lsq
+from mfu_sweep.analysis.fits.batch import Problem, Steps, run
 from mfu_sweep.analysis.series import Series
 
 # A parameter is "constrained" when, at some measured shape, a 1% change of it
@@ -54,7 +55,12 @@ class ShapeData:
 
     @cached_property
     def log_median(self) -> np.ndarray:
-        return np.log([np.median(s) for s in self.samples])
+        out = np.empty(len(self.samples))
+        sizes = np.array([len(s) for s in self.samples])
+        for size in np.unique(sizes):  # np.median's values, shapes with equal sample counts at once
+            rows = np.flatnonzero(sizes == size)
+            out[rows] = _median_last(np.stack([self.samples[i] for i in rows]))
+        return np.log(out)
 
 
 def shape_data(series: Series) -> ShapeData:
@@ -122,9 +128,11 @@ def log_time_jac(x: np.ndarray, log_f: np.ndarray, log_b: np.ndarray) -> np.ndar
 
 
 def batch_model(log_f: np.ndarray, log_b: np.ndarray) -> lsq.Model:
-    def model(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The model for :func:`mfu_sweep.analysis.fits.lsq.solve`: shapes (n,), or per problem (B, n)."""
+
+    def model(xs: np.ndarray, rows: lsq.Rows = slice(None)) -> tuple[np.ndarray, np.ndarray]:
         x = xs.T[:, :, None]
-        terms = _terms(x, log_f, log_b)
+        terms = _terms(x, *((log_f, log_b) if log_f.ndim == 1 else (log_f[rows], log_b[rows])))
         return terms[0], _jac(x, terms)
 
     return model
@@ -197,17 +205,29 @@ PRUNE = (10, 2.0)
 START_ITER = 60
 
 
-def best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: Options) -> tuple[np.ndarray, float]:
-    """Best of the starting points: parameters and robust cost."""
-    log_f, log_b = np.log(data.flops), np.log(data.bytes)
+def _problem(data: ShapeData, x0: np.ndarray, y: np.ndarray, weights: np.ndarray | None, opts: Options,
+             settled: lsq.Settled | None = None, **settings: Any) -> Problem:
+    lower, upper = opts.bounds(x0.shape[1])
+    return Problem(batch_model, np.log(data.flops), np.log(data.bytes), x0, y, weights, lower, upper,
+                   tuple(sorted({"loss": opts.loss, "f_scale": opts.f_scale, **settings}.items())), settled)
+
+
+def best_fit_steps(y: np.ndarray, data: ShapeData, n_params: int, opts: Options
+                   ) -> Steps[tuple[np.ndarray, float]]:
+    """Best of the starting points: parameters and robust cost (a fit step, see :mod:`.batch`)."""
     x0s = starts(data, opts, n_params)
     if opts.solver == "scipy":
+        log_f, log_b = np.log(data.flops), np.log(data.bytes)
         fits = [solve_scipy(y, log_f, log_b, x0, opts) for x0 in x0s]
         return min(fits, key=lambda f: f[1])
-    sol = lsq.solve(batch_model(log_f, log_b), x0s, y, None, *opts.bounds(n_params), loss=opts.loss,
-                    f_scale=opts.f_scale, damping=1.0, prune=PRUNE, max_iter=START_ITER)
+    sol = yield _problem(data, x0s, y, None, opts, damping=1.0, prune=PRUNE, max_iter=START_ITER)
     i = int(np.argmin(sol.cost))
     return sol.x[i], float(sol.cost[i])
+
+
+def best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: Options) -> tuple[np.ndarray, float]:
+    """Best of the starting points: parameters and robust cost."""
+    return run(best_fit_steps(y, data, n_params, opts))
 
 
 def bic(x: np.ndarray, y: np.ndarray, data: ShapeData) -> float:
@@ -309,22 +329,30 @@ def shifted(boot: np.ndarray, shift: np.ndarray, opts: Options) -> np.ndarray:
     return np.clip(out, lo, hi)
 
 
-def boot_params(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
-                 opts: Options) -> np.ndarray:
-    """Refit on ``n_boot`` resamples (:func:`resamples`), warm-started at ``best``, plus :func:`pass_shifts`."""
+def boot_params_steps(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
+                      opts: Options) -> Steps[np.ndarray]:
+    """Refit on ``n_boot`` resamples (:func:`resamples`), warm-started at ``best``, plus :func:`pass_shifts`.
+
+    A fit step (see :mod:`mfu_sweep.analysis.fits.batch`); :func:`boot_params` runs it alone.
+    """
     y, idx = resamples(data, n_boot, seed)
-    log_f, log_b = np.log(data.flops), np.log(data.bytes)
     if opts.solver == "scipy":
+        log_f, log_b = np.log(data.flops), np.log(data.bytes)
         boot = np.array([solve_scipy(y[b, idx[b]], log_f[idx[b]], log_b[idx[b]], best, opts)[0]
                          for b in range(n_boot)])
     else:
         counts = np.zeros_like(y)
         np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)
         x0 = np.broadcast_to(best, (n_boot, len(best)))
-        boot = lsq.solve(batch_model(log_f, log_b), x0, y, counts, *opts.bounds(len(best)), loss=opts.loss,
-                         f_scale=opts.f_scale, settled=_IntervalSettled(alpha)).x
+        boot = (yield _problem(data, x0, y, counts, opts, _IntervalSettled(alpha))).x
     shift = pass_shifts(data, n_boot, seed)
     return shifted(boot, shift, opts) if shift.any() else boot
+
+
+def boot_params(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
+                opts: Options) -> np.ndarray:
+    """:func:`boot_params_steps` run alone."""
+    return run(boot_params_steps(best, data, n_boot, seed, alpha, opts))
 
 
 class _IntervalSettled:

@@ -1,0 +1,77 @@
+"""Independent chunks of analysis work spread over the machine's cores, with progress.
+
+Fitting a fleet is thousands of independent fits; :func:`map_chunks` cuts the items into chunks
+and runs them in worker processes (``concurrent.futures``, forked where the platform can, so the
+workers share the parent's loaded data instead of receiving a pickled copy), one chunk in the
+calling process when there is only one. The results come back in order and equal those of one
+process: every chunk is computed the same way wherever it runs.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+K = TypeVar("K")
+T = TypeVar("T")
+Progress = Callable[[int, int], None]
+
+# the job of the forked workers: set in the parent before the pool forks, read in the children
+_JOB: tuple[Callable[[Sequence[Any]], list[Any]], Sequence[Any]] | None = None
+
+
+def cores() -> int:
+    """Cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _run_chunk(start: int, stop: int) -> list[Any]:
+    assert _JOB is not None, "worker started without a job"
+    fn, items = _JOB
+    return fn(items[start:stop])
+
+
+def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: int, *,
+               workers: int | None = None, progress: Progress | None = None) -> list[T]:
+    """``fn`` over ``items`` in chunks of ``chunk``, concatenated in order.
+
+    Parameters
+    ----------
+    fn:
+        Takes a chunk of items, returns one result per item. Must be a module-level function when
+        the platform cannot fork (it is then pickled to the workers).
+    items, chunk:
+        The work and how many items one call of ``fn`` gets.
+    workers:
+        Processes to use (default: the cores of this process); 1, or a single chunk, runs here.
+    progress:
+        ``progress(done, total)`` after every finished chunk, in the calling process.
+    """
+    bounds = [(a, min(a + chunk, len(items))) for a in range(0, len(items), max(chunk, 1))]
+    workers = min(workers or cores(), len(bounds))
+    out: list[T] = []
+    if workers <= 1:
+        for a, b in bounds:
+            out += fn(items[a:b])
+            if progress is not None:
+                progress(b, len(items))
+        return out
+    global _JOB
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    _JOB = (fn, items)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else None)) as pool:
+            futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
+            for (_, b), future in zip(bounds, futures, strict=True):
+                out += future.result()
+                if progress is not None:
+                    progress(b, len(items))
+    finally:
+        _JOB = None
+    return out
