@@ -256,8 +256,15 @@ def timing_of(sweep: Sweep, records: Sequence[Record]) -> dict[str, Any]:
             "method": imported.get("timing_method") or timing.get("method")}
 
 
+# the last call of group_series: its sweeps (held, so their ids stay theirs) and its result
+_LAST: tuple[tuple[Sweep, ...], dict[SeriesKey, Series]] = ((), {})
+
+
 def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
     """Group the usable records of ``sweeps`` into series.
+
+    A report asks for the series of the same sweeps from every figure; a second call with the
+    very same sweep objects (frozen) returns a copy of the last result instead of regrouping.
 
     Parameters
     ----------
@@ -277,6 +284,16 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
         When one label names two devices (the pieces of one sharded sweep
         from several hosts are one device), or sweeps of one series disagree on the peak.
     """
+    global _LAST
+    given = tuple(sweeps)
+    if len(given) == len(_LAST[0]) and all(a is b for a, b in zip(given, _LAST[0], strict=True)):
+        return dict(_LAST[1])
+    out = _group(given)
+    _LAST = (given, out)
+    return dict(out)
+
+
+def _group(sweeps: Sequence[Sweep]) -> dict[SeriesKey, Series]:
     ordered = sorted(sweeps, key=sweep_order)
     check_labels(ordered)
     parts: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}

@@ -19,6 +19,7 @@ import click
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
+from mfu_sweep.cli.progress import step
 from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -153,8 +154,9 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     sweeps = contended.apply(load_sweeps(files), exclude_contended)
     check_pooling(sweeps)
     echo_incomplete(sweeps)
-    fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
-                               copy_bandwidth=measured_copy_bandwidth(sweeps))
+    with step("fitting", "series") as bar:
+        fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
+                                   copy_bandwidth=measured_copy_bandwidth(sweeps), progress=bar)
     if not fits:
         raise click.ClickException("nothing to fit: " + "; ".join(skipped.values()))
     if as_json:

@@ -15,6 +15,7 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
+from mfu_sweep.cli.progress import step
 from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
@@ -140,10 +141,13 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
 @click.option("-o", "--output", default="report", show_default=True, type=click.Path(),
               help="Directory for index.md, index.html, analysis.json and figures/.")
 @FORCE
+@click.option("--detail", is_flag=True,
+              help="Draw every figure (each device's curves, every m x n heatmap); those beyond the report's "
+                   "choice are written to figures/ and linked, not embedded.")
 @selection_options
 @domain_errors
-def report(files: tuple[str, ...], output: str, force: bool, metric: str, y_scale: str, dtypes: tuple[str, ...],
-           modes: tuple[str, ...], n_boot: int, seed: int, exclude_contended: bool) -> None:
+def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metric: str, y_scale: str,
+           dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int, exclude_contended: bool) -> None:
     """Fit, compare and plot result files in one go, and write a report:
     index.md (figures beside it in figures/), a self-contained index.html
     (figures embedded, no external files) and analysis.json.
@@ -152,11 +156,14 @@ def report(files: tuple[str, ...], output: str, force: bool, metric: str, y_scal
     fitted roofline with intervals, crossovers and verdicts, compile tax and
     pass rate. Per compared pair: a one-line summary (the share of the shared
     FLOP range, log scale, where each side leads, and the longest lead), then
-    the lead segments.
+    the lead segments. With many devices or many m x n grids the page
+    draws a choice (flagged and slowest devices, a few heatmaps) and says
+    what it left out; --detail draws the rest beside it.
 
     \b
     Example:
         mfu-sweep report sweeps/*.json -o report/
+        mfu-sweep report node/*.json --detail -o report-node/
         mfu-sweep report a.json b.json --dtype bf16 --metric tflops -o report-bf16/
     """
     _use_agg()
@@ -165,10 +172,13 @@ def report(files: tuple[str, ...], output: str, force: bool, metric: str, y_scal
     from mfu_sweep.present.report import analyse, write_report
 
     click.echo("fitting and comparing series ...", err=True)
-    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
+    with step("fitting", "series") as bar:
+        analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot, progress=bar)
     for note in analysis.skipped:
         click.echo(f"note: {note}", err=True)
     try:
-        _wrote(write_report(sweeps, out, analysis=analysis, y_scale=y_scale))
+        with step("drawing", "figures") as bar:
+            paths = write_report(sweeps, out, analysis=analysis, y_scale=y_scale, detail=detail, progress=bar)
+        _wrote(paths)
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {output!r} ({exc.strerror or exc})") from None

@@ -36,8 +36,11 @@ class Table:
 
 @dataclass(frozen=True)
 class FigureRef:
+    """A figure by file stem; ``embed=False``: a link to its file instead (detail the page does not carry)."""
+
     stem: str
     caption: str
+    embed: bool = True
 
 
 Block = Heading | Para | Bullets | Table | FigureRef

@@ -23,6 +23,7 @@ from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, p
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
 from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
+from mfu_sweep.present.figure_choice import FigureChoice
 from mfu_sweep.present.marks import mark_incomplete
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.theme import (
@@ -138,7 +139,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
                  colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
                  boards: Sequence[Any] = (), kinds: Collection[str] | None = None,
-                 y_scale: str = "auto") -> dict[str, Figure]:
+                 y_scale: str = "auto", choice: FigureChoice | None = None) -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
@@ -151,7 +152,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     more than a handful of devices of one dtype and mode, no pairs are compared. ``kinds``
     (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all. ``y_scale``
     (``auto``, ``log``, ``linear``) is the MFU/TFLOP/s axis of the vs-flops panels (see
-    :func:`~mfu_sweep.present.fig_mfu.plot_mfu`).
+    :func:`~mfu_sweep.present.fig_mfu.plot_mfu`). ``choice`` (:mod:`mfu_sweep.present.figure_choice`)
+    limits the overlays to its featured devices and the heatmaps to its own; None draws every one.
     """
     check_metric(metric)
     unknown = sorted(set(kinds or ()) - set(FIGURE_KINDS))
@@ -169,28 +171,31 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             comparisons = [] if many_devices(series) else compare_pairs(series, fits, metric)[0]
         fleets = replicate_fleets(series) if fleets is None else fleets
     figs: dict[str, Figure] = {}
+    featured = None if choice is None else choice.labels
+    shown = sweeps if featured is None else [sw for sw in sweeps if sw.label in featured]
     with theme():
         if keys and "vs-flops" in want:
-            figs[f"{metric}-vs-flops"] = _panels(sweeps, lambda ax, k: plot_mfu(
-                sweeps, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
+            figs[f"{metric}-vs-flops"] = _panels(shown, lambda ax, k: plot_mfu(
+                shown, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
                 y_scale=y_scale, ax=ax), keys)
         if keys and "roofline" in want:
-            figs["roofline"] = _panels(sweeps, lambda ax, k: plot_roofline(
-                sweeps, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
+            figs["roofline"] = _panels(shown, lambda ax, k: plot_roofline(
+                shown, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
         if keys and "first-call" in want:
-            figs["first-call"] = _first_call_figure(sweeps, colors)
-        speed = [d for d in available(sweeps, "dtype") if has_speedup(sweeps, d)] if "speedup" in want else []
+            figs["first-call"] = _first_call_figure(shown, colors)
+        speed = [d for d in available(shown, "dtype") if has_speedup(shown, d)] if "speedup" in want else []
         if speed:
-            figs["speedup"] = _panels(sweeps, lambda ax, d: plot_speedup(sweeps, dtype=d, colors=colors, ax=ax),
+            figs["speedup"] = _panels(shown, lambda ax, d: plot_speedup(shown, dtype=d, colors=colors, ax=ax),
                                       speed)
         for view in [*fleets, *boards] if "fleet" in want else []:
             fig, (ax,) = _figure(1, 1, height=heatmap_height(len(board_of(view).devices)), width=DOUBLE_IN)
             plot_fleet_heatmap(view, ax=ax)
             figs[figure_stem(view)] = fig
-        for label, dtype, mode, k in heatmap_grids(sweeps) if "heatmap" in want else []:
+        grids = heatmap_grids(sweeps) if choice is None else choice.heatmaps
+        for label, dtype, mode, k in grids if "heatmap" in want else []:
             fig, (ax,) = _figure(1, 1, height=3.0)
             plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=metric, ax=ax)
-            figs[f"heatmap-{_slug(label)}-{dtype}-{mode}-k{k}"] = fig
+            figs[f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}"] = fig
         if "status" in want and has_failures(sweeps):
             rows = len(status_rows(sweeps))
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
@@ -212,9 +217,9 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
     if "speedup" in want and any(has_speedup(sweeps, d) for d in available(sweeps, "dtype")):
         stems.append("speedup")
     if "fleet" in want:
-        stems += [f"fleet-{_slug(base)}-{dtype}-{mode}" for base, dtype, mode in replicate_groups(group_series(sweeps))]
+        stems += [f"fleet-{slug(base)}-{dtype}-{mode}" for base, dtype, mode in replicate_groups(group_series(sweeps))]
     if "heatmap" in want:
-        stems += [f"heatmap-{_slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in heatmap_grids(sweeps)]
+        stems += [f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in heatmap_grids(sweeps)]
     if "status" in want and has_failures(sweeps):
         stems.append("status")
     return stems
@@ -230,7 +235,8 @@ def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Fi
     return fig
 
 
-def _slug(text: str) -> str:
+def slug(text: str) -> str:
+    """A label as a file-name part."""
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "series"
 
 

@@ -16,10 +16,8 @@ escaped.
 
 from __future__ import annotations
 
-import base64
-import html
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,8 +33,10 @@ from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
-from mfu_sweep.present.figures import make_figures, save_figure
+from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
+from mfu_sweep.present.figures import make_figures, save_figure, slug
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
+from mfu_sweep.present.render import to_html, to_markdown
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_numbers import (
     bars_text,
@@ -102,7 +102,8 @@ class Analysis:
 
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
-            compare_n_boot: int = 2000, alpha: float = 0.05, pairwise: bool | None = None) -> Analysis:
+            compare_n_boot: int = 2000, alpha: float = 0.05, pairwise: bool | None = None,
+            progress: Callable[[int, int], None] | None = None) -> Analysis:
     """Group, fit and compare ``sweeps``.
 
     Parameters
@@ -116,12 +117,14 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     pairwise:
         Compare every pair (True) or rank the devices per FLOP band (False); None (default): pairs
         unless some dtype and mode has more than ``HANDFUL`` devices.
+    progress:
+        ``progress(done, total)`` as the series are fitted.
     """
     if metric not in ("mfu", "tflops"):
         raise ValueError(f"metric={metric!r} must be one of mfu, tflops")
     series = group_series(sweeps)
     fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
-                                copy_bandwidth=measured_copy_bandwidth(sweeps))
+                                copy_bandwidth=measured_copy_bandwidth(sweeps), progress=progress)
     pairwise = not many_devices(series) if pairwise is None else pairwise
     ranked, skipped = with_peak(series, metric)  # MFU needs a peak: the others are left out with a note
     boards: list[Leaderboard] = []
@@ -428,8 +431,13 @@ def _method_blocks(analysis: Analysis) -> list[Block]:
     ))]
 
 
-def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[str]) -> list[Block]:
-    """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``."""
+def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[str], *,
+                 linked: Collection[str] = (), choice_note: str | None = None) -> list[Block]:
+    """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``.
+
+    ``linked`` figures are links at the end of the figures, not embedded; ``choice_note`` says
+    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`).
+    """
     labels = sorted({sw.label for sw in sweeps})
     files = sorted({sw.source for sw in sweeps if sw.source})
     blocks: list[Block] = [
@@ -449,8 +457,15 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     elif analysis.compare_notes:
         blocks.append(Bullets(analysis.compare_notes))
     blocks.append(Heading(2, "Figures"))
+    if choice_note:
+        blocks.append(Para(choice_note))
     bars = bars_text(interval_kinds(analysis.series.values()))
-    blocks += [FigureRef(stem, caption(stem, analysis.metric, bars)) for stem in figures if not is_board_figure(stem)]
+    shown = [stem for stem in figures if not is_board_figure(stem)]
+    blocks += [FigureRef(stem, caption(stem, analysis.metric, bars)) for stem in shown if stem not in linked]
+    if linked:
+        blocks.append(Para(f"Detail: {len(linked)} more figures, in figures/ beside this page:"))
+        blocks += [FigureRef(stem, caption(stem, analysis.metric, bars), embed=False) for stem in shown
+                   if stem in linked]
     blocks += _series_blocks(sweeps, analysis)
     blocks += _method_blocks(analysis)
     return blocks
@@ -465,70 +480,6 @@ def _spread_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
 
 
 # --------------------------------------------------------------------------- rendering
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
-    """Markdown of the report; figures are referenced as ``<figure_dir>/<stem>.png``."""
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            out.append(f"{'#' * b.level} {b.text}")
-        elif isinstance(b, Para):
-            out.append(f"**{b.text}**" if b.css == "warn" else b.text)
-        elif isinstance(b, Bullets):
-            out.append("\n".join(f"- {item}" for item in b.items))
-        elif isinstance(b, Table):
-            header = [_md_cell(h) or " " for h in b.header]
-            lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
-            out.append("\n".join(lines))
-        elif isinstance(b, FigureRef):
-            out.append(f"![{b.stem}]({figure_dir}/{b.stem}.png)\n\n*{b.caption}*")
-    return "\n\n".join(out) + "\n"
-
-
-STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
-       padding: 0 1rem; color: #222; line-height: 1.45; }
-h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
-table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; }
-th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #f5f5f5; } td { overflow-wrap: break-word; }
-table.kv td:first-child { white-space: nowrap; color: #555; }
-figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { font-size: .9rem; color: #444; }
-.warn { background: #fff3cd; border: 1px solid #e0c36c; padding: .5rem .75rem; font-weight: 600; }
-""".strip()
-
-
-def to_html(blocks: Sequence[Block], images: Mapping[str, bytes], title: str = "mfu-sweep report") -> str:
-    """A self-contained HTML page: inline stylesheet, figures as base64 PNG, every text escaped."""
-    esc = html.escape
-    body: list[str] = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            body.append(f"<h{b.level}>{esc(b.text)}</h{b.level}>")
-        elif isinstance(b, Para):
-            cls = f' class="{esc(b.css)}"' if b.css else ""
-            body.append(f"<p{cls}>{esc(b.text)}</p>")
-        elif isinstance(b, Bullets):
-            body.append("<ul>" + "".join(f"<li>{esc(i)}</li>" for i in b.items) + "</ul>")
-        elif isinstance(b, Table):
-            head = "" if not any(b.header) else "<tr>" + "".join(f"<th>{esc(h)}</th>" for h in b.header) + "</tr>"
-            rows = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in b.rows)
-            cls = f' class="{esc(b.css)}"' if b.css else ""
-            body.append(f"<table{cls}>{head}{rows}</table>")
-        elif isinstance(b, FigureRef):
-            data = base64.b64encode(images[b.stem]).decode("ascii")
-            body.append(f'<figure><img alt="{esc(b.stem)}" src="data:image/png;base64,{data}">'
-                        f"<figcaption>{esc(b.caption)}</figcaption></figure>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{esc(title)}</title>\n<style>\n{STYLE}\n</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
 
 
 def analysis_json(analysis: Analysis) -> dict[str, Any]:
@@ -549,26 +500,44 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
 
 
 def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: Analysis | None = None,
-                 metric: str = "mfu", y_scale: str = "auto") -> list[Path]:
+                 metric: str = "mfu", y_scale: str = "auto", detail: bool = False,
+                 progress: Callable[[int, int], None] | None = None) -> list[Path]:
     """Analyse (unless ``analysis`` is given), draw and write ``index.md``, ``index.html``,
     ``analysis.json`` and ``figures/*.png`` under ``directory``; return the paths written.
-    ``y_scale`` is passed to :func:`~mfu_sweep.present.figures.make_figures`.
+
+    The report draws the figures :func:`~mfu_sweep.present.figure_choice.choose_figures` picks
+    (every one for a few devices and grids); ``detail`` draws every figure, and the ones beyond
+    the choice are linked from the page, not embedded. ``y_scale`` is passed to
+    :func:`~mfu_sweep.present.figures.make_figures`; ``progress(done, total)`` counts figures saved.
     """
     analysis = analysis or analyse(sweeps, metric)
     out = Path(directory)
     fig_dir = out / "figures"
     fig_dir.mkdir(parents=True, exist_ok=True)
+    choice = choose_figures(sweeps, analysis.fleets)
     figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
-                           fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale)
+                           fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
+                           choice=None if detail else choice)
+    linked = set() if not detail else set(figures) - set(make_figure_stems(choice, figures))
     written: list[Path] = []
     images: dict[str, bytes] = {}
-    for stem, fig in figures.items():
+    for i, (stem, fig) in enumerate(figures.items()):
         (path,) = save_figure(fig, fig_dir, stem, ("png",), dpi=REPORT_DPI)
-        images[stem] = path.read_bytes()
+        if stem not in linked:
+            images[stem] = path.read_bytes()
         written.append(path)
-    blocks = build_report(sweeps, analysis, list(figures))
+        if progress is not None:
+            progress(i + 1, len(figures))
+    blocks = build_report(sweeps, analysis, list(figures), linked=linked,
+                          choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})))
     md, page = out / "index.md", out / "index.html"
     md.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks, images))
     write_json_atomic(out / "analysis.json", {**analysis_json(analysis), "machine": machine_json(sweeps)})
     return [*written, md, page, out / "analysis.json"]
+
+
+def make_figure_stems(choice: FigureChoice, figures: Mapping[str, Any]) -> list[str]:
+    """The stems of ``figures`` the choice embeds: all but the heatmaps it did not choose."""
+    chosen = {f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in choice.heatmaps}
+    return [stem for stem in figures if not stem.startswith("heatmap-") or stem in chosen]
