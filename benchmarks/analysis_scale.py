@@ -1,32 +1,40 @@
-"""How the analysis commands scale with devices, on SYNTHETIC fleets (made-up numbers, never measured).
+"""How the analysis commands scale: SYNTHETIC fleets (made-up numbers, never measured) and a real 8-GPU node.
 
-Run:  python benchmarks/analysis_scale.py                       # after: 8, 64, 512 devices
-      python benchmarks/analysis_scale.py --before --code OLD   # before: the old CLI at 2, 8, 16 devices
+Run:  python benchmarks/analysis_scale.py                           # the goal sizes: 1024x40, 64x400, node
+      python benchmarks/analysis_scale.py --cases 64x40,256x40      # smaller synthetic fleets
+      python benchmarks/analysis_scale.py --code OLD --cases node    # another checkout (before/after)
 
-Builds ``--distribute replicate``-style fleets from ``tests/synthetic_fleet.py``
-(labels ``synthetic-gpu.r<rank>``; bf16 and fp8, eager and compile: 4 series per
-device; 40 square shapes from 1 MFLOP to 2 TFLOP; 30 samples per shape with 1%
-sample and 2% per-shape noise), writes one file per device and series to a
-temporary directory, and times each command as its own process, the way a
-user runs it: ``fit``, ``compare --baseline`` (one vs rest), ``compare`` (the
-leaderboard, the default above 4 devices) and ``report``, plus ``load`` (only
-reading and schema-validating the files, which every command pays). It prints
-wall and CPU seconds, peak memory of the process, the load average of the
-machine around each run (other work on a shared machine slows everything), and
-how each step grows from one fleet size to the next (x1 per x1 devices is linear).
+Cases:
 
-``--before`` times the old command set instead (``compare`` = every pair) with
-the checkout given by ``--code``; the default sizes are then 2, 8 and 16. This
-is a report, not a test: docs/tests.md quotes its output.
+* ``DxS`` (e.g. ``1024x40``): a ``--distribute replicate``-style SYNTHETIC fleet from
+  ``tests/synthetic_fleet.py`` of D devices (labels ``synthetic-gpu.r<rank>``; bf16 and fp8, eager
+  and compile: 4 series per device) with S square shapes from 1 MFLOP to 2 TFLOP, 30 samples per
+  shape with 1% sample and 2% per-shape noise; one device 10% slower from 1 to 100 GFLOP. One
+  file per device and series, in a temporary directory.
+* ``node``: a REAL 8-GPU node: the eight mamf-finder logs of one H100 node (3,375 shapes each,
+  ``gpu3/gpu<i>-2025-01-05-06-20-34.txt`` of shisa-ai/mamf-finder, read from the local mirror
+  given by ``--mamf-mirror``), imported with ``mfu-sweep import mamf-finder`` into a temporary
+  directory as labels ``h100.r0`` .. ``h100.r7``.
+
+Every command runs as its own process, the way a user runs it: ``load`` (only reading and
+validating the files, which every command pays), ``fit``, ``compare --baseline`` (one vs rest),
+``compare`` (the leaderboard and fleet view) and ``report``. Printed per command: wall and CPU
+seconds (CPU includes worker processes), peak memory (the largest single process, from wait4;
+and the largest sum over the command's process tree, sampled every 0.1 s), the load average of
+the machine before and after (other work on a shared machine slows wall time; CPU seconds move
+less), and for ``report`` the size of index.html and the figures it embeds. This is a report, not
+a test: docs/performance.md quotes its output.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 SERIES = (("bf16", "eager"), ("bf16", "compile"), ("fp8", "eager"), ("fp8", "compile"))
+MIRROR = Path("/work/.mirror/shisa-ai+mamf-finder/repo")
+NODE_LOGS = [f"gpu3/gpu{i}-2025-01-05-06-20-34.txt" for i in range(8)]
+H100 = "NVIDIA H100 80GB HBM3"
 
 
 def write_fleet(directory: Path, n: int, n_shapes: int, n_samples: int) -> list[str]:
@@ -48,69 +59,114 @@ def write_fleet(directory: Path, n: int, n_shapes: int, n_samples: int) -> list[
             for i, d in enumerate(docs)]
 
 
-def run(cmd: list[str], code: Path) -> tuple[float, float, float, int, tuple[float, float]]:
-    """(wall s, cpu s, peak RSS MiB, exit code, load average before/after) of one command in its own process."""
-    env = {**os.environ, "PYTHONPATH": str(code), "MPLBACKEND": "Agg"}
+def import_node(directory: Path, mirror: Path, code: Path) -> list[str]:
+    logs = directory / "logs"
+    logs.mkdir()
+    for i, name in enumerate(NODE_LOGS):
+        text = subprocess.run(["git", "-C", str(mirror), "show", f"HEAD:{name}"], check=True, capture_output=True,
+                              text=True).stdout
+        (logs / f"gpu{i}.txt").write_text(text)
+    labels = [a for i in range(8) for a in ("--label", f"gpu{i}.txt:{H100}=h100.r{i}")]
+    out = directory / "sweeps"
+    subprocess.run([sys.executable, "-m", "mfu_sweep", "import", "mamf-finder", *sorted(map(str, logs.iterdir())),
+                    "-o", str(out), *labels], check=True, capture_output=True, env=_env(code))
+    return sorted(str(p) for p in out.glob("*.json"))
+
+
+def _env(code: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(code), "MPLBACKEND": "Agg"}
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident KiB of ``pid`` and its descendants now (0 once gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            status = Path(f"/proc/{p}/status").read_text()
+            total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) if "VmRSS" in status else 0
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, AttributeError, ValueError):
+            continue
+    return total
+
+
+def run(cmd: list[str], code: Path) -> dict[str, float]:
+    """Wall s, CPU s (with children), peak RSS MiB (one process; process tree) and exit code of one command."""
     before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, env=_env(code), cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.1):
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+
+    watcher = threading.Thread(target=sample, daemon=True)
+    watcher.start()
+    err = proc.stderr.read().decode() if proc.stderr else ""  # drained while it runs: no pipe stall
     _, status, usage = os.wait4(proc.pid, 0)
+    done.set()
+    watcher.join()
     wall = time.perf_counter() - start
-    err = proc.stderr.read().decode() if proc.stderr else ""
-    code_ = os.waitstatus_to_exitcode(status)
-    if code_:
-        print(f"  ! {' '.join(cmd[:4])} ... exited {code_}: {err.strip().splitlines()[-1:] }", file=sys.stderr)
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, code_, (before, os.getloadavg()[0])
+    rc = os.waitstatus_to_exitcode(status)
+    if rc:
+        print(f"  ! {' '.join(cmd[:4])} ... exited {rc}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
+    return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
+            "tree": peak[0] / 1024, "rc": rc, "load0": before, "load1": os.getloadavg()[0]}
 
 
-def steps(files: list[str], out: Path, before: bool, skip_report: bool) -> list[tuple[str, list[str]]]:
+def steps(files: list[str], out: Path, baseline: str) -> list[tuple[str, list[str]]]:
     cli = [sys.executable, "-m", "mfu_sweep"]
     listing = out / "files.txt"
     listing.write_text("\n".join(files))
     load = [sys.executable, "-c", "import sys; from mfu_sweep.results import load_sweeps; "
             "load_sweeps(open(sys.argv[1]).read().split())", str(listing)]
-    todo = [("load", load), ("fit", [*cli, "fit", *files])]
-    if before:
-        todo.append(("compare (all pairs)", [*cli, "compare", *files]))
-    else:
-        todo += [("compare --baseline", [*cli, "compare", *files, "--baseline", "synthetic-gpu.r0"]),
-                 ("leaderboard", [*cli, "compare", *files])]
-    if not skip_report:
-        todo.append(("report", [*cli, "report", *files, "-o", str(out / "report")]))
-    return todo
+    return [("load", load), ("fit", [*cli, "fit", *files]),
+            ("compare --baseline", [*cli, "compare", *files, "--baseline", baseline]),
+            ("compare (fleet)", [*cli, "compare", *files]),
+            ("report", [*cli, "report", *files, "-o", str(out / "report")])]
+
+
+def _page(out: Path) -> str:
+    page = out / "report" / "index.html"
+    if not page.exists():
+        return ""
+    text = page.read_text()
+    return f"  html {page.stat().st_size / 1e6:.2f} MB, {text.count('<img ')} figures embedded"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--devices", default=None, help="Comma-separated fleet sizes [8,64,512; --before: 2,8,16].")
-    parser.add_argument("--before", action="store_true", help="Time the old command set (compare = every pair).")
+    parser.add_argument("--cases", default="1024x40,64x400,node", help="Comma-separated DxS fleets and/or node.")
     parser.add_argument("--code", type=Path, default=ROOT, help="Checkout whose mfu_sweep is timed [this one].")
-    parser.add_argument("--shapes", type=int, default=40)
     parser.add_argument("--samples", type=int, default=30)
-    parser.add_argument("--report-max", type=int, default=64, help="Skip report above this many devices.")
+    parser.add_argument("--mamf-mirror", type=Path, default=MIRROR, help="Bare git mirror of shisa-ai/mamf-finder.")
     parser.add_argument("--steps", default=None, help="Comma-separated steps to run (default: all).")
     args = parser.parse_args()
-    sizes = [int(x) for x in (args.devices or ("2,8,16" if args.before else "8,64,512")).split(",")]
-    print(f"SYNTHETIC fleets: {len(SERIES)} series x {args.shapes} shapes x {args.samples} samples per device; "
-          f"code {args.code}; {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
-    print(f"{'devices':>7}  {'step':<20} {'wall s':>8} {'cpu s':>8} {'peak MiB':>9} {'load':>11}  growth")
-    last: dict[str, tuple[int, float]] = {}
-    for n in sizes:
+    print(f"code {args.code}; {os.cpu_count()} CPUs; load average at start {os.getloadavg()[0]:.2f}")
+    print(f"{'case':<10} {'step':<20} {'wall s':>8} {'cpu s':>8} {'MiB 1 proc':>10} {'MiB tree':>9} {'load':>11}")
+    for case in args.cases.split(","):
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
-            files = write_fleet(out, n, args.shapes, args.samples)
-            chosen = [(name, cmd) for name, cmd in steps(files, out, args.before, n > args.report_max)
-                      if args.steps is None or name in args.steps.split(",")]
-            for name, cmd in chosen:
-                wall, cpu, rss, code, (l0, l1) = run(cmd, args.code)
-                grow = ""
-                if name in last:
-                    n0, w0 = last[name]
-                    grow = f"x{wall / w0:.1f} for x{n / n0:.0f} devices"
-                last[name] = (n, wall)
-                flag = "" if code == 0 else f"  (exit {code})"
-                print(f"{n:>7}  {name:<20} {wall:>8.1f} {cpu:>8.1f} {rss:>9.0f} {l0:>5.2f}-{l1:<5.2f}  {grow}{flag}",
-                      flush=True)
+            if case == "node":
+                files, baseline = import_node(out, args.mamf_mirror, args.code), "h100.r0"
+                what = "REAL 8 x H100 node, mamf-finder logs, 3,375 shapes per device"
+            else:
+                n, shapes = (int(x) for x in case.split("x"))
+                files, baseline = write_fleet(out, n, shapes, args.samples), "synthetic-gpu.r0"
+                what = f"SYNTHETIC fleet: {n} devices x {len(SERIES)} series x {shapes} shapes x {args.samples} samples"
+            print(f"# {case}: {what}", flush=True)
+            for name, cmd in steps(files, out, baseline):
+                if args.steps is not None and name not in args.steps.split(","):
+                    continue
+                r = run(cmd, args.code)
+                flag = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
+                extra = _page(out) if name == "report" else ""
+                print(f"{case:<10} {name:<20} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss']:>10.0f} {r['tree']:>9.0f} "
+                      f"{r['load0']:>5.2f}-{r['load1']:<5.2f}{extra}{flag}", flush=True)
 
 
 if __name__ == "__main__":

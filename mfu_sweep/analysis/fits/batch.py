@@ -22,8 +22,9 @@ from mfu_sweep.analysis.fits import lsq
 
 T = TypeVar("T")
 Steps = Generator["Problem", lsq.Solution, T]
-# rows of one stacked solve: enough to hide numpy's per-call cost, few enough to stay in cache
-MAX_ROWS = 1024
+# rows x shapes of one stacked solve: enough to hide numpy's per-call cost, few enough to stay in cache
+# (a 40-shape bootstrap of 200 rows stacks with seven others; a 3,375-shape one is solved alone)
+MAX_CELLS = 65_536
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,10 @@ class Problem:
     @property
     def rows(self) -> int:
         return len(self.x0)
+
+    @property
+    def cells(self) -> int:
+        return len(self.x0) * len(self.log_f)
 
     def stack_key(self) -> tuple[Any, ...]:
         return (self.model, self.x0.shape[1], len(self.log_f), self.settings, self.settled is None)
@@ -84,8 +89,9 @@ def _stacked(problems: Sequence[Problem]) -> list[lsq.Solution]:
             for a, b in zip(ends[:-1], ends[1:], strict=True)]
 
 
-def solve_all(problems: Sequence[Problem], max_rows: int = MAX_ROWS) -> list[lsq.Solution]:
-    """Solve every problem, stacking those that share a stack key into calls of about ``max_rows`` rows."""
+def solve_all(problems: Sequence[Problem], max_cells: int = MAX_CELLS) -> list[lsq.Solution]:
+    """Solve every problem, stacking those that share a stack key into calls of at most ``max_cells``
+    rows x shapes (a problem larger than that alone)."""
     by_key: dict[tuple[Any, ...], list[int]] = {}
     for i, p in enumerate(problems):
         by_key.setdefault(p.stack_key(), []).append(i)
@@ -93,7 +99,7 @@ def solve_all(problems: Sequence[Problem], max_rows: int = MAX_ROWS) -> list[lsq
     for members in by_key.values():
         chunk: list[int] = []
         for i in [*members, -1]:
-            if chunk and (i < 0 or sum(problems[j].rows for j in chunk) + problems[i].rows > max_rows):
+            if chunk and (i < 0 or sum(problems[j].cells for j in [*chunk, i]) > max_cells):
                 for j, sol in zip(chunk, _stacked([problems[j] for j in chunk]), strict=True):
                     out[j] = sol
                 chunk = []
@@ -102,7 +108,7 @@ def solve_all(problems: Sequence[Problem], max_rows: int = MAX_ROWS) -> list[lsq
     return out  # type: ignore[return-value]
 
 
-def drive(steps: Iterable[Steps[T]], max_rows: int = MAX_ROWS) -> list[T]:
+def drive(steps: Iterable[Steps[T]], max_cells: int = MAX_CELLS) -> list[T]:
     """Run fit generators in lockstep, answering each step's problems with one stacked solve per kind."""
     gens = list(steps)
     results: list[Any] = [None] * len(gens)
@@ -118,7 +124,7 @@ def drive(steps: Iterable[Steps[T]], max_rows: int = MAX_ROWS) -> list[T]:
         advance(i, None)
     while pending:
         asked = sorted(pending)
-        solutions = solve_all([pending.pop(i) for i in asked], max_rows)
+        solutions = solve_all([pending.pop(i) for i in asked], max_cells)
         for i, sol in zip(asked, solutions, strict=True):
             advance(i, sol)
     return results

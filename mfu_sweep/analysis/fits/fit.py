@@ -85,8 +85,8 @@ SOLVERS = ("batch", "scipy")
 # A bounded W within this log distance of a bound "sits at" it.
 AT_BOUND = 0.02
 CACHE_SIZE = 4096
-# series fitted in lockstep at a time by fit_groups
-CHUNK = 64
+# shapes fitted in lockstep at a time by fit_groups (64 series of 40 shapes; one series of thousands)
+CHUNK_SHAPES = 2560
 _CACHE: OrderedDict[str, RooflineFit] = OrderedDict()
 
 
@@ -371,19 +371,22 @@ def _fit_chunk(items: Sequence[tuple[Series, float | None]], **kw: Any) -> list[
 
 
 def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[str, float] | None = None,
-               progress: Progress | None = None, workers: int | None = None, chunk: int = CHUNK,
+               progress: Progress | None = None, workers: int | None = None, chunk: int | None = None,
                **kw: Any) -> tuple[dict[SeriesKey, RooflineFit], dict[SeriesKey, str]]:
     """Fit every series; return the fits and, for the others, why they were skipped.
 
     ``copy_bandwidth`` maps labels to measured copy bandwidths (TB/s), e.g. from
     :func:`mfu_sweep.analysis.fits.physical.measured_copy_bandwidth`; other keyword arguments go to
-    :func:`fit_series`. The series are fitted in lockstep, ``chunk`` at a time
+    :func:`fit_series`. The series are fitted in lockstep, ``chunk`` at a time (default: as many as
+    make ``CHUNK_SHAPES`` shapes)
     (:func:`mfu_sweep.analysis.fits.batch.drive`), the chunks spread over ``workers`` processes
     (default: the cores; :func:`mfu_sweep.analysis.parallel.map_chunks`), which calls
     ``progress(done, total)`` after every chunk: the same fits as one by one, up to rounding.
     """
     keys = list(series)
     items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]
+    if chunk is None:
+        chunk = max(1, CHUNK_SHAPES // max((s.n_shapes for s in series.values()), default=1))
     results = map_chunks(partial(_fit_chunk, **kw), items, chunk, workers=workers, progress=progress)
     fits: dict[SeriesKey, RooflineFit] = {}
     skipped: dict[SeriesKey, str] = {}
