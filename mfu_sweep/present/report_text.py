@@ -1,0 +1,76 @@
+"""The report's fixed wording: figure captions and how to read the report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mfu_sweep.present.blocks import Block, Bullets, Heading
+from mfu_sweep.present.theme import INTERVAL_TEXT
+
+FIGURE_CAPTIONS = {
+    "vs-flops": (
+        "{metric} against GEMM size per dtype and mode. Points: one per shape, its median time (the median of the "
+        "pass medians when swept in several passes); bars: {bars}; lines: roofline-with-overhead fits (with their "
+        "95% bootstrap band when a panel has at most two devices; a fit whose parameters the shapes do not "
+        "constrain is not drawn, and the legend says so); strip along the top: the device that leads "
+        "significantly (blank: ambiguous); vertical lines: crossovers (solid: from data, dotted: from fits), "
+        "interval shaded, labelled with their pair. The {metric} axis is logarithmic where the values span more "
+        "than a decade (unless --y-scale says otherwise)."),
+    "roofline": (
+        "Achieved TFLOP/s against arithmetic intensity, one point per shape (bars: {bars}). Dotted: the spec roof "
+        "min(peak TFLOP/s, memory bandwidth × intensity) (only the flat peak when the spec has no bandwidth); "
+        "dashed: the fitted roof min(P, W × intensity) (overhead t0 left out; a ceiling the shapes do not "
+        "constrain is left out); diamonds: ridge points where the slanted and flat parts meet (open: spec, "
+        "filled: fit)."),
+    "first-call": (
+        "Time to first result: the first call's time (left) and its ratio to the steady median (right) per device "
+        "and mode, one point per shape (the median over passes, bars: range over passes); for torch.compile this "
+        "includes compilation (the compile tax)."),
+    "speedup": (
+        "torch.compile speedup over eager (eager time / compiled time) per shape; above 1× compiled code is "
+        "faster; bars combine both time intervals."),
+    "status": (
+        "Status of every record by GEMM size: failures (timeout, oom, mismatch, error) stand out against grey "
+        "ok dots."),
+    "heatmap": (
+        "{metric} over the m × n grid at fixed k; grey cells failed (T/O timeout, OOM out of memory, ERR error, "
+        "n/a unsupported)."),
+}
+
+
+def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"]) -> str:
+    """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`.
+
+    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report_numbers.bars_text`).
+    """
+    name = "MFU" if metric == "mfu" else "Throughput (TFLOP/s)"
+    base = "heatmap" if stem.startswith("heatmap-") else "vs-flops" if stem.endswith("-vs-flops") else stem
+    return FIGURE_CAPTIONS.get(base, stem).format(metric=name, bars=bars)
+
+
+# --------------------------------------------------------------------------- building the report
+
+
+def method_blocks(settings: Mapping[str, object]) -> list[Block]:
+    """The closing section: how to read the report, with the analysis settings it used."""
+    st = settings
+    return [Heading(2, "How to read this"), Bullets((
+        "MFU is achieved TFLOP/s over the peak TFLOP/s of the dtype; the peak's kind (vendor spec, estimated, "
+        "override) is stated per series. An estimated peak makes MFU an estimate too.",
+        "One shape is one value everywhere (tables, figures, analysis.json): its median time, or with several "
+        "passes (sweep --repeats) the median of the pass medians. Its interval is the range over passes; with "
+        "one pass, the stored 95% confidence interval of the median time (distribution-free, from the raw "
+        "samples), else the interquartile range of its samples.",
+        "The roofline fit is t = t0 + roof(F/P, B/W), fitted on log median time with a robust loss; intervals "
+        f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}). A fit "
+        "whose shapes pin down none of P, W and t0 is not constrained: its numbers are shown with that note, "
+        "but the figures draw no curve for it.",
+        f"Comparisons call a leader only where the Holm-corrected test (alpha {st.get('alpha', '?')}) of the "
+        "local trend of the ratio is significant over a run of FLOP counts; elsewhere the verdict is ambiguous. "
+        "The test is against run-to-run variation when both devices were swept in several passes (method runs), "
+        "else against the scatter of shapes around the trend (method shapes: run-to-run variation not measured, "
+        "so a slow drift of the machine during a sweep can pass for a lead); each verdict names its method.",
+        "Each comparison's short summary gives the share of the FLOP range both devices cover, on a log scale, "
+        "where each leads or neither does: every shape stands for the stretch halfway to its neighbouring FLOP "
+        "counts, split equally among shapes of equal FLOPs, with the verdicts above; and the longest lead.",
+    ))]
