@@ -370,11 +370,18 @@ def read_json(path: str | Path) -> Any:
         raise ResultError(f"{str(path)!r}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
 
-def load_sweeps(paths: Iterable[str | Path], validate: bool = True) -> list[Sweep]:
-    """Load sweep and merged files in any mix; every sweep keeps its provenance."""
+def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
+                progress: Callable[[int, int], None] | None = None) -> list[Sweep]:
+    """Load sweep and merged files in any mix; every sweep keeps its provenance.
+
+    ``progress(done, total)`` is called after every file.
+    """
     sweeps: list[Sweep] = []
-    for path in paths:
+    paths = list(paths)
+    for i, path in enumerate(paths):
         sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate))
+        if progress is not None:
+            progress(i + 1, len(paths))
     if not sweeps:
         raise ResultError("no result files given")
     return sweeps

@@ -151,7 +151,9 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.results import load_sweeps
 
-    sweeps = contended.apply(load_sweeps(files), exclude_contended)
+    with step("reading", "files") as bar:
+        loaded = load_sweeps(files, progress=bar)
+    sweeps = contended.apply(loaded, exclude_contended)
     check_pooling(sweeps)
     echo_incomplete(sweeps)
     with step("fitting", "series") as bar:
@@ -322,7 +324,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.results import load_sweeps
 
-    sweeps, label_a, label_b = pick_runs(contended.apply(load_sweeps(files), exclude_contended), label_a, label_b,
+    with step("reading", "files") as bar:
+        loaded = load_sweeps(files, progress=bar)
+    sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
                                          files)
     check_pooling(sweeps)
     echo_incomplete(sweeps)

@@ -69,7 +69,9 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     from mfu_sweep.cli.contended import apply
     from mfu_sweep.results import filter_sweeps, load_sweeps
 
-    sweeps = apply(filter_sweeps(load_sweeps(files), dtypes, modes), exclude_contended)
+    with step("reading", "files") as bar:
+        loaded = load_sweeps(files, progress=bar)
+    sweeps = apply(filter_sweeps(loaded, dtypes, modes), exclude_contended)
     check_labels(sweeps)
     if then is not None:
         then()
