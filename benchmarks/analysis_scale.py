@@ -20,7 +20,7 @@ Every command runs as its own process, the way a user runs it: ``load`` (only re
 validating the files, which every command pays), ``fit``, ``compare --baseline`` (one vs rest),
 ``compare`` (the leaderboard and fleet view) and ``report``. Printed per command: wall and CPU
 seconds (CPU includes worker processes), peak memory (the largest single process, from wait4;
-and the largest sum over the command's process tree, sampled every 0.1 s), the load average of
+and the largest proportional sum (PSS) over the command's process tree, sampled every 0.1 s), the load average of
 the machine before and after (other work on a shared machine slows wall time; CPU seconds move
 less), and for ``report`` the size of index.html and the figures it embeds. This is a report, not
 a test: docs/performance.md quotes its output.
@@ -78,13 +78,15 @@ def _env(code: Path) -> dict[str, str]:
 
 
 def _tree_rss(pid: int) -> int:
-    """Resident KiB of ``pid`` and its descendants now (0 once gone)."""
+    """Proportional resident KiB (PSS: a page shared by n processes counts 1/n in each) of ``pid`` and
+    its descendants now (0 once gone). Forked workers share the parent's pages, which RSS would count
+    once per process."""
     total, todo = 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            status = Path(f"/proc/{p}/status").read_text()
-            total += int(re.search(r"VmRSS:\s+(\d+)", status).group(1)) if "VmRSS" in status else 0
+            rollup = Path(f"/proc/{p}/smaps_rollup").read_text()
+            total += int(re.search(r"Pss:\s+(\d+)", rollup).group(1))
             for task in Path(f"/proc/{p}/task").iterdir():
                 todo += [int(c) for c in (task / "children").read_text().split()]
         except (OSError, AttributeError, ValueError):
