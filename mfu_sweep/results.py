@@ -143,7 +143,7 @@ class Record:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
-        known = _RECORD_FIELDS
+        known = set(cls.__dataclass_fields__) - {"extra", "shape", "pass_index"}
         kwargs = {k: data[k] for k in known if k in data}
         kwargs["samples_s"] = tuple(float(s) for s in data.get("samples_s") or ())
         kwargs["flags"] = tuple(data.get("flags") or ())
@@ -153,8 +153,6 @@ class Record:
 
 
 PASS_FIELD = "pass"  # JSON name of Record.pass_index (``pass`` is a Python keyword)
-# the JSON fields Record.from_json copies as they are (computed once: a fleet has millions of records)
-_RECORD_FIELDS = frozenset(Record.__dataclass_fields__) - {"extra", "shape", "pass_index"}
 
 
 def _pass_of(value: Any) -> int | None:
@@ -370,18 +368,11 @@ def read_json(path: str | Path) -> Any:
         raise ResultError(f"{str(path)!r}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
 
-def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
-                progress: Callable[[int, int], None] | None = None) -> list[Sweep]:
-    """Load sweep and merged files in any mix; every sweep keeps its provenance.
-
-    ``progress(done, total)`` is called after every file.
-    """
+def load_sweeps(paths: Iterable[str | Path], validate: bool = True) -> list[Sweep]:
+    """Load sweep and merged files in any mix; every sweep keeps its provenance."""
     sweeps: list[Sweep] = []
-    paths = list(paths)
-    for i, path in enumerate(paths):
+    for path in paths:
         sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate))
-        if progress is not None:
-            progress(i + 1, len(paths))
     if not sweeps:
         raise ResultError("no result files given")
     return sweeps

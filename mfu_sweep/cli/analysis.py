@@ -19,7 +19,7 @@ import click
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
-from mfu_sweep.cli.progress import step
+from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
@@ -149,10 +149,8 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
-    from mfu_sweep.results import load_sweeps
 
-    with step("reading", "files") as bar:
-        loaded = load_sweeps(files, progress=bar)
+    loaded = load_files(files)
     sweeps = contended.apply(loaded, exclude_contended)
     check_pooling(sweeps)
     echo_incomplete(sweeps)
@@ -324,8 +322,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.results import load_sweeps
 
-    with step("reading", "files") as bar:
-        loaded = load_sweeps(files, progress=bar)
+    loaded = load_files(files)
     sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
                                          files)
     check_pooling(sweeps)

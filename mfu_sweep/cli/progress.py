@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import IO
+from typing import IO, Any
 
 QUIET_S = 5.0
 LOG_EVERY_S = 15.0
@@ -70,3 +70,17 @@ def step(desc: str, unit: str, **kw: object) -> Iterator[StepProgress]:
         yield bar
     finally:
         bar.close()
+
+
+def load_files(files: Sequence[str]) -> list[Any]:
+    """``load_sweeps(files)`` with a ``reading`` progress step (a fleet is thousands of files)."""
+    from mfu_sweep.results import load_sweeps
+
+    if len(files) < 2:
+        return load_sweeps(files)
+    with step("reading", "files") as bar:
+        out: list[Any] = []
+        for i, path in enumerate(files):
+            out += load_sweeps([path])
+            bar(i + 1, len(files))
+    return out

@@ -15,7 +15,7 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
-from mfu_sweep.cli.progress import step
+from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
@@ -67,10 +67,9 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.cli.contended import apply
-    from mfu_sweep.results import filter_sweeps, load_sweeps
+    from mfu_sweep.results import filter_sweeps
 
-    with step("reading", "files") as bar:
-        loaded = load_sweeps(files, progress=bar)
+    loaded = load_files(files)
     sweeps = apply(filter_sweeps(loaded, dtypes, modes), exclude_contended)
     check_labels(sweeps)
     if then is not None:
