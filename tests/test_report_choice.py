@@ -70,3 +70,16 @@ def test_detail_links_the_figures_beyond_the_choice(tmp_path: Path, monkeypatch:
     assert len(links) == 4
     assert all((tmp_path / "detail" / "figures" / f"{stem}.png").exists() for stem in links)
     assert "](figures/heatmap-" in (tmp_path / "detail" / "index.md").read_text()
+
+
+def test_a_fleet_report_describes_the_featured_devices_only(tmp_path: Path) -> None:
+    docs = fleet_docs(6, flops=[float(f) for f in (1e8, 1e9, 1e10, 1e11, 1e12)], n_samples=8,
+                      slow={4: (1.3, 0.0, 1e13)}, seed=3)
+    sweeps = [s for d in docs for s in parse_document(d)]
+    analysis = analyse(sweeps, fit_n_boot=20)
+    write_report(sweeps, tmp_path / "r", analysis=analysis)
+    md = (tmp_path / "r" / "index.md").read_text()
+    assert md.count("\n### synthetic-gpu.r") == 4 and "### synthetic-gpu.r4 " in md
+    assert "the other 2 are in the summary table" in md and "draw 4 of the 6 devices" in md
+    write_report(sweeps, tmp_path / "d", analysis=analysis, detail=True)
+    assert (tmp_path / "d" / "index.md").read_text().count("\n### synthetic-gpu.r") == 6

@@ -336,10 +336,17 @@ def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[
     return rows
 
 
-def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
+def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis, labels: Collection[str] | None = None
+                   ) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Series")]
     index = _records_index(sweeps)
-    for key in _series_rows(sweeps):
+    rows = _series_rows(sweeps)
+    if labels is not None and len(shown := [k for k in rows if k.label in labels]) < len(rows):
+        rest = len(rows) - len(shown)
+        blocks.append(Para(f"The {len(shown)} series of the devices the figures draw; the other {rest} are in the "
+                           "summary table and analysis.json (report --detail describes every one)."))
+        rows = shown
+    for key in rows:
         pairs = index[key]
         recs = [r for _, r in pairs]
         own = list({id(sw): sw for sw, _ in pairs}.values())
@@ -365,11 +372,13 @@ def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis) -> list[Block]:
 
 
 def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[str], *,
-                 linked: Collection[str] = (), choice_note: str | None = None) -> list[Block]:
+                 linked: Collection[str] = (), choice_note: str | None = None,
+                 series_labels: Collection[str] | None = None) -> list[Block]:
     """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``.
 
     ``linked`` figures are links at the end of the figures, not embedded; ``choice_note`` says
-    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`).
+    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`);
+    ``series_labels`` limits the per-series sections to those devices (None: every one).
     """
     labels = sorted({sw.label for sw in sweeps})
     files = sorted({sw.source for sw in sweeps if sw.source})
@@ -399,7 +408,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
         blocks.append(Para(f"Detail: {len(linked)} more figures, in figures/ beside this page:"))
         blocks += [FigureRef(stem, caption(stem, analysis.metric, bars), embed=False) for stem in shown
                    if stem in linked]
-    blocks += _series_blocks(sweeps, analysis)
+    blocks += _series_blocks(sweeps, analysis, series_labels)
     blocks += method_blocks(analysis.settings)
     return blocks
 
@@ -462,7 +471,8 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
         if progress is not None:
             progress(i + 1, len(figures))
     blocks = build_report(sweeps, analysis, list(figures), linked=linked,
-                          choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})))
+                          choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})),
+                          series_labels=None if detail else choice.labels)
     md, page = out / "index.md", out / "index.html"
     md.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks, images))
