@@ -1,11 +1,12 @@
-"""Progress of the analysis commands (cli/progress.py) with a fake clock: quiet when short, a line
-redrawn on a terminal, a few plain lines in a log."""
+"""Progress of the analysis commands (cli/progress.py over mfu_sweep/progress.py), with a fake clock:
+plain lines in a log, never redrawn frames; a callback of done/total."""
 
 from __future__ import annotations
 
 import io
 
-from mfu_sweep.cli.progress import LOG_EVERY_S, QUIET_S, StepProgress
+from mfu_sweep.cli.progress import step
+from mfu_sweep.progress import PLAIN_EVERY_S
 
 
 class Clock:
@@ -16,32 +17,31 @@ class Clock:
         return self.t
 
 
-def run(terminal: bool, times: list[float], total: int = 10) -> str:
+def run(times: list[float], total: int) -> str:
     clock, out = Clock(), io.StringIO()
-    bar = StepProgress("fitting", "series", stream=out, terminal=terminal, clock=clock)
-    for i, t in enumerate(times):
-        clock.t = 100.0 + t
-        bar(i + 1, total)
-    bar.close()
+    with step("fitting", "series", stream=out, terminal=False, clock=clock) as bar:
+        for i, t in enumerate(times):
+            clock.t = 100.0 + t
+            bar(i + 1, total)
     return out.getvalue()
 
 
-def test_short_work_shows_nothing() -> None:
-    assert run(True, [0.5, 1.0, QUIET_S - 0.1]) == ""
-    assert run(False, [0.5, 1.0, QUIET_S - 0.1]) == ""
-
-
-def test_terminal_redraws_one_line() -> None:
-    text = run(True, [1.0, QUIET_S + 1, QUIET_S + 2, QUIET_S + 3], total=4)
-    assert text.count("\r") == 3 and text.endswith("\n") and text.count("\n") == 1
-    assert "\rfitting: 4/4 series, 8 s" in text
+def test_short_work_writes_nothing_to_a_log() -> None:
+    assert run([0.5, 1.0, 2.0], 3) == ""
 
 
 def test_a_log_gets_plain_lines_no_frames() -> None:
-    times = [QUIET_S + i for i in range(40)]  # 40 s of work, a unit a second
-    text = run(False, times, total=40)
+    text = run([float(i) for i in range(1, 61)], 60)  # a minute of work, a series a second
     lines = text.splitlines()
     assert "\r" not in text
-    assert lines[0] == "fitting: 1/40 series, 5 s"
-    assert 3 <= len(lines) <= 2 + 40 / LOG_EVERY_S  # the first, one per 15 s, the closing one
-    assert lines[-1].startswith("fitting: 40/40 series, done in")
+    assert 2 <= len(lines) <= 1 + 60 / PLAIN_EVERY_S
+    assert lines[0].startswith("fitting: ") and "/60 series" in lines[0]
+    assert lines[-1].startswith("fitting: 60/60 series")
+
+
+def test_a_terminal_gets_a_bar() -> None:
+    out = io.StringIO()
+    with step("fitting", "series", stream=out, terminal=True) as bar:
+        for i in range(3):
+            bar(i + 1, 3)
+    assert "fitting" in out.getvalue() and "3/3" in out.getvalue()

@@ -178,7 +178,7 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     for note in analysis.skipped:
         click.echo(f"note: {note}", err=True)
     try:
-        with step("drawing", "figures") as bar:
+        with step("drawing", "figure") as bar:
             paths = write_report(sweeps, out, analysis=analysis, y_scale=y_scale, detail=detail, progress=bar)
         _wrote(paths)
     except OSError as exc:
