@@ -186,3 +186,14 @@ def test_flop_bands_are_decades() -> None:
     bands, index = flop_bands(np.array([2e6, 9e6, 1e7, 5e9]))
     assert [(b.low_flops, b.high_flops) for b in bands] == [(1e6, 1e7), (1e7, 1e8), (1e9, 1e10)]
     assert index.tolist() == [0, 0, 1, 2] and bands[0].name == "1 MFLOP - 10 MFLOP"
+
+
+def test_values_read_off_a_curve_are_not_tested_as_shapes() -> None:
+    # a device that measured every other shape: its band cells count only what it measured
+    docs = fleet_docs(4, flops=FLOPS)
+    short = make_sweep_doc("synthetic-gpu.r9", flops=FLOPS[::2], P_tflops=600, W_tbs=2.5, t0_s=6e-6,
+                           peak_tflops=750, device_name="Synthetic GPU 9")
+    board = leaderboard(list(_series([*docs, short]).values()), "tflops")
+    measured = sum(1 for e in board.evidence["synthetic-gpu.r9"] if not e.interpolated)
+    assert sum(c.n_shapes for c in board.cells if c.label == "synthetic-gpu.r9") == measured == len(FLOPS[::2])
+    assert sum(c.n_shapes for c in board.cells if c.label == "synthetic-gpu.r0") == len(FLOPS)

@@ -4,7 +4,8 @@ Four verdicts with a practical-equivalence margin ``m`` (``DEFAULT_MARGIN`` of
 :mod:`mfu_sweep.analysis.verdicts.margin`, 2%), on the log scale ``d = log(1 + m)``:
 
 * per band (decades of FLOPs by default), the mean log ratio ``e`` over the
-  band's shapes against the reference, with the shape-level standard error:
+  shapes the device measured in the band (a value read off its curve is never
+  a test's observation) against the reference, with the shape-level standard error:
   *faster* (*slower*) when ``|e| > d`` is significant (two-sided p of
   ``(|e| - d) / se``), *the same* when ``|e| < d`` is (two one-sided tests,
   TOST), else *ambiguous*; each family Holm-corrected over all devices x bands
@@ -138,13 +139,14 @@ def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float)
 
 
 def _band_rows(ev: _Evidence, skip: int | None) -> list[tuple[str, int, float, float, float, int]]:
-    """(label, band, mean log ratio, its se, dof, shapes) for every device and band with a value."""
+    """(label, band, mean log ratio, its se, dof, measured shapes) for every device and band it measured in."""
     rows = []
+    tested = ev.tested
     for d, label in enumerate(ev.grid.labels):
         if d == skip:
             continue
         for b in range(len(ev.bands)):
-            x = ev.log_ratio[d, ev.band_of == b]
+            x = tested[d, ev.band_of == b]
             x = x[~np.isnan(x)]
             if len(x):
                 rows.append((label, b, float(np.mean(x)), math.sqrt(ev.var[d] / len(x)), float(ev.dof[d]), len(x)))
@@ -208,7 +210,7 @@ def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, margin: f
 
     The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.verdicts.evidence.apply_min_run`).
     """
-    levels, med, count = flop_medians(ev.log_ratio, ev.grid.flops)
+    levels, med, count = flop_medians(ev.tested, ev.grid.flops)
     valid = count > 0
     if skip is not None:
         valid[skip] = False

@@ -251,6 +251,11 @@ class _Evidence:
     bands: tuple[Band, ...]
     band_of: np.ndarray  # (S,)
 
+    @property
+    def tested(self) -> np.ndarray:
+        """The log ratios the tests use: NaN where the device's own value was read off its curve (not measured)."""
+        return np.where(self.grid.interpolated, np.nan, self.log_ratio)
+
 
 def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
     if reference == REST:
@@ -264,7 +269,7 @@ def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
         ref_var = np.broadcast_to(grid.se[base] ** 2, grid.values.shape)
     log_ratio = grid.values - ref
     bands, band_of = flop_bands(grid.flops, per_decade)
-    var, dof = _noise(log_ratio, grid.se**2 + ref_var, band_of)
+    var, dof = _noise(np.where(grid.interpolated, np.nan, log_ratio), grid.se**2 + ref_var, band_of)
     return _Evidence(grid, log_ratio, var, dof, bands, band_of)
 
 
