@@ -47,7 +47,6 @@ from mfu_sweep.text import counted
 KINDS = ("cpu", "cuda", "rocm", "neuron", "xla", "generic", "imported")
 UNHASHED = frozenset({"uuid", "serial", "driver", "runtime", "pci_bus_id", "host"})
 HASHED_BY_KIND: dict[str, frozenset[str]] = {"imported": frozenset({"uuid", "pci_bus_id"})}
-FINGERPRINT_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{12}$")
 # ISA flags that change a CPU's matmul rate (fingerprinted); others are noise for GEMMs.
 CPU_MATMUL_FLAGS = frozenset({
     "sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_bf16", "avx512_fp16",

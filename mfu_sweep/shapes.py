@@ -218,11 +218,6 @@ class ShapeRow:
     passes: int | None = None
 
 
-def read_shape_csv(path: str | Path) -> list[Shape]:
-    """Read shapes from a CSV with columns ``m,n,k`` and optional ``batch`` (see :func:`read_shape_rows`)."""
-    return [row.shape for row in read_shape_rows(path)]
-
-
 def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     """Read a shape file: columns ``m,n,k`` and optional ``batch``, ``family`` and ``passes``.
 

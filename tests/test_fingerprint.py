@@ -10,7 +10,6 @@ import pytest
 from cpuinfo_texts import ZEN3, ZEN4, ZEN5
 
 from mfu_sweep.fingerprint import (
-    FINGERPRINT_RE,
     FingerprintError,
     cpu_fields,
     cpu_fingerprint,
@@ -23,6 +22,9 @@ from mfu_sweep.fingerprint import (
 )
 from mfu_sweep.results import ResultError, parse_document
 from mfu_sweep.specs.cpu import parse_cpuinfo
+
+# the id format the docs promise: kind, words, then 12 hex digits of the hash
+FINGERPRINT_RE = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*-[0-9a-f]{12}$")
 
 
 def test_cpu_fingerprint_is_stable_and_short() -> None:

@@ -18,7 +18,7 @@ from mfu_sweep.analysis.fleet.leaderboard import (
     profile,
     rest_median,
 )
-from mfu_sweep.analysis.fleet.view import fleet_view, heatmap_rows, replicate_fleets
+from mfu_sweep.analysis.fleet.view import fleet_view, replicate_fleets
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.compare import holm
 from mfu_sweep.results import parse_document
@@ -170,13 +170,13 @@ def test_bad_input_is_one_clear_error() -> None:
         leaderboard([*one, *_series([nopeak]).values()], "mfu")
 
 
-def test_json_and_heatmap_rows() -> None:
+def test_json_and_heatmap_matrix() -> None:
     view = _fleet(5, slow={0: (1.2, 1e9, 1e12)})
     data = json.loads(json.dumps(view.to_json()))
     assert data["flagged"] == ["synthetic-gpu.r0"] and data["n_devices"] == 5
     assert data["bands"]["boards"][0]["n_devices"] == 5
-    labels, bands, ratio, verdict = heatmap_rows(view)
-    assert ratio.shape == verdict.shape == (5, len(bands)) and labels[0] == "synthetic-gpu.r0"
+    ratio, verdict = view.board.matrix()
+    assert ratio.shape == verdict.shape == (5, len(view.board.bands)) and view.board.devices[0] == "synthetic-gpu.r0"
     assert (verdict[0] < 0).any() and (verdict[1:] == 0).all()
     full = view.board.to_json(shapes=True)
     assert len(full["evidence"]["synthetic-gpu.r1"]) == len(FLOPS)

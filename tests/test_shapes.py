@@ -15,7 +15,6 @@ from mfu_sweep.shapes import (
     fits_device,
     parse_shape,
     points_for_range,
-    read_shape_csv,
     read_shape_rows,
     size_align,
     square_family,
@@ -100,15 +99,15 @@ def test_check_memory_rejects_absurd() -> None:
 def test_csv(tmp_path) -> None:
     f = tmp_path / "s.csv"
     f.write_text("# my shapes\nm,n,k,batch\n64,128,256,1\n32,32,32,4\n")
-    assert read_shape_csv(f) == [Shape(1, 64, 128, 256), Shape(4, 32, 32, 32)]
+    assert [r.shape for r in read_shape_rows(f)] == [Shape(1, 64, 128, 256), Shape(4, 32, 32, 32)]
     f.write_text("m,n\n1,2\n")
     with pytest.raises(ShapeError, match="column 'k'"):
-        read_shape_csv(f)
+        [r.shape for r in read_shape_rows(f)]
     f.write_text("m,n,k\n1,2,x\n")
     with pytest.raises(ShapeError, match="line 2"):
-        read_shape_csv(f)
+        [r.shape for r in read_shape_rows(f)]
     with pytest.raises(ShapeError, match="no-such"):
-        read_shape_csv(tmp_path / "no-such.csv")
+        [r.shape for r in read_shape_rows(tmp_path / "no-such.csv")]
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -164,7 +163,7 @@ def test_csv_loader_never_tracebacks(tmp_path_factory, data: bytes) -> None:
     f = tmp_path_factory.mktemp("csv") / "x.csv"
     f.write_bytes(data)
     try:
-        read_shape_csv(f)
+        [r.shape for r in read_shape_rows(f)]
     except ShapeError:
         pass
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mfu_sweep.cli import main
 from mfu_sweep.models import find_model, load_models
 from mfu_sweep.results import load_sweeps
-from mfu_sweep.shapes import Shape, ShapeError, read_shape_csv
+from mfu_sweep.shapes import Shape, ShapeError, read_shape_rows
 from mfu_sweep.workloads import (
     DEEPBENCH_SETS,
     deepbench_rows,
@@ -227,10 +227,10 @@ def test_shapes_command_lists_and_csv_round_trips(tmp_path) -> None:
     assert csv_out.exit_code == 0
     path = tmp_path / "s.csv"
     path.write_text(csv_out.output)
-    assert len(read_shape_csv(path)) == 13
+    assert len([r.shape for r in read_shape_rows(path)]) == 13
     two = runner.invoke(main, ["shapes", "grid:8:8:8", "grid:16:16:16", "--csv"]).output
     path.write_text(two)
-    assert [s.m for s in read_shape_csv(path)] == [8, 16]          # one header for both families
+    assert [s.m for s in [r.shape for r in read_shape_rows(path)]] == [8, 16]          # one header for both families
     data = json.loads(runner.invoke(main, ["shapes", "grid:8:8:8,16", "--json"]).output)
     assert [d["shape"]["k"] for d in data] == [8, 16]
     assert "huggingface.co/Qwen/Qwen3-32B" in runner.invoke(main, ["shapes", "--models"]).output

@@ -37,15 +37,13 @@ from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.analysis.verdicts.margin import log_margin
 
-CALLS = ("faster", "slower", "same", "ambiguous")
-
 
 @dataclass(frozen=True)
 class BandCell:
     """One device in one band: the geometric-mean ratio to the reference, its interval and verdict.
 
-    ``call`` is one of :data:`CALLS`; ``verdict`` is +1 (faster), -1 (slower) or 0 (the same or
-    ambiguous: not a lead). ``p_adjusted`` (the lead beyond the margin) and ``p_same`` (within it) are
+    ``call`` is one of "faster", "slower", "same" or "ambiguous"; ``verdict`` is +1 (faster), -1 (slower)
+    or 0 (the same or ambiguous: not a lead). ``p_adjusted`` (the lead beyond the margin) and ``p_same`` (within it) are
     Holm-adjusted over every device and band of the leaderboard.
     """
 

@@ -195,10 +195,3 @@ def replicate_groups(series: Mapping[SeriesKey, Series]) -> dict[tuple[str, str,
         if m:
             groups.setdefault((m["base"], key.dtype, key.mode), []).append(s)
     return {k: g for k, g in sorted(groups.items()) if len(g) >= 2}
-
-
-def heatmap_rows(view: FleetView | Leaderboard) -> tuple[list[str], list[str], Any, Any]:
-    """(device labels, band names, ratio matrix, verdict matrix) for a device x FLOP band heatmap."""
-    board = view.board if isinstance(view, FleetView) else view
-    ratio, verdict = board.matrix()
-    return list(board.devices), [b.name for b in board.bands], ratio, verdict
