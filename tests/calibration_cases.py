@@ -233,9 +233,12 @@ def score_fit(model: NoiseModel, repeats: int, seeds: int, *, shuffle: bool = Tr
 # -- what compare reports: band verdicts, per-shape points, crossovers (mfu_sweep.analysis.verdicts.bands) ---------
 
 
-def compare_arrays(log_flops: np.ndarray, values_a: np.ndarray, values_b: np.ndarray) -> tuple[str, list, list, list]:
+def compare_arrays(log_flops: np.ndarray, values_a: np.ndarray, values_b: np.ndarray,
+                   margin: float = 0.0) -> tuple[str, list, list, list]:
     """The data part of :func:`mfu_sweep.analysis.verdicts.pair.compare_series` on arrays (same calls, same order):
-    method, band verdicts, per-shape points and data crossovers of a over b."""
+    method, band verdicts, per-shape points and data crossovers of a over b. ``margin`` 0 is the pure
+    difference test these calibrations were written for (the default 2% margin only turns leads into "same"
+    or ambiguous, so false leads can only fall)."""
     from mfu_sweep.analysis.verdicts import segments as band_segments
     from mfu_sweep.analysis.verdicts.bands import band_verdicts, run_variance
     from mfu_sweep.analysis.verdicts.evidence import choose_method
@@ -244,7 +247,7 @@ def compare_arrays(log_flops: np.ndarray, values_a: np.ndarray, values_b: np.nda
     raw = [_Raw(float(f), f"s{i}", values_a[:, i], values_b[:, i], 0.0, "matched", None) for i, f in enumerate(flops)]
     method = choose_method(values_a, values_b)
     run_var = run_variance(flops, values_a, values_b, np.zeros(len(flops))) if method == "runs" else None
-    bands = band_verdicts(flops, values_a, values_b, alpha=ALPHA, run_var=run_var)
+    bands = band_verdicts(flops, values_a, values_b, alpha=ALPHA, run_var=run_var, margin=margin)
     points = band_segments.points(raw, bands, "a", "b", method, ALPHA, run_var)
     return method, bands, points, band_segments.crossovers(raw, bands, "a", "b", method)
 

@@ -79,14 +79,16 @@ def draw_pair(model: PairModel, flops: np.ndarray, *, seeds: int, repeats: int =
     return out[0] + lead[:, None, :], out[1], lead
 
 
-def band_calls(model: PairModel, flops: np.ndarray, seeds: int, repeats: int = 1, seed: int = 0) -> np.ndarray:
-    """(seeds, bands) band verdicts of :func:`mfu_sweep.analysis.verdicts.bands.band_verdicts` on SYNTHETIC draws of
-    ``model`` (run-to-run variance from the passes when there are several)."""
+def band_calls(model: PairModel, flops: np.ndarray, seeds: int, repeats: int = 1, seed: int = 0,
+               **kw: object) -> np.ndarray:
+    """(seeds, bands) band states of :func:`mfu_sweep.analysis.verdicts.bands.band_verdicts` on SYNTHETIC draws of
+    ``model`` (run-to-run variance from the passes when there are several): +1/-1 a lead, 2 the same within the
+    margin, 0 ambiguous; ``kw`` goes to ``band_verdicts`` (``margin``, ``merge``)."""
     from mfu_sweep.analysis.verdicts.bands import band_verdicts, run_variance
 
     va, vb, _ = draw_pair(model, flops, seeds=seeds, repeats=repeats, rng=np.random.default_rng(seed))
     out = []
     for s in range(seeds):
         rv = run_variance(flops, va[s], vb[s]) if repeats > 1 else None
-        out.append([b.verdict for b in band_verdicts(flops, va[s], vb[s], run_var=rv)])
+        out.append([b.state for b in band_verdicts(flops, va[s], vb[s], run_var=rv, **kw)])
     return np.array(out)

@@ -21,9 +21,9 @@ from mfu_sweep.results import parse_document
 FLOPS = grid_flops((256, 512, 1024, 2048, 4096))  # 125 mixed shapes, 7 half-decades
 
 
-def _verdicts(model: PairModel, seeds: int, repeats: int = 1, seed: int = 0) -> np.ndarray:
-    """(seeds, bands) verdicts of band_verdicts on SYNTHETIC draws."""
-    return band_calls(model, FLOPS, seeds, repeats, seed)
+def _verdicts(model: PairModel, seeds: int, repeats: int = 1, seed: int = 0, **kw: object) -> np.ndarray:
+    """(seeds, bands) states of band_verdicts on SYNTHETIC draws (+1/-1 leads, 2 the same, 0 ambiguous)."""
+    return band_calls(model, FLOPS, seeds, repeats, seed, **kw)
 
 
 def test_signed_rank_null_is_exact_and_keeps_its_level() -> None:
@@ -52,15 +52,17 @@ def test_false_band_leads_stay_at_alpha(model: PairModel, repeats: int) -> None:
     # Holm over shapes of a per-shape test, or ignoring the pass offsets, gives far more (see
     # benchmarks/band_false_leads.py).
     calls = _verdicts(model, seeds=200, repeats=repeats)
-    assert float((calls != 0).any(axis=1).mean()) <= 0.09
+    assert float(np.isin(calls, (1, -1)).any(axis=1).mean()) <= 0.09
 
 
 def test_small_consistent_leads_are_found() -> None:
     # SYNTHETIC: a leads by 2-5% on 70% of the shapes everywhere, 1% noise per shape and device, 0-20% common
     # offsets. Power per band >= 80% is the goal; measured about 97% (benchmarks/band_power.py); 0.85 leaves
     # MC room (sd ~2% at 200 seeds) and fails for any method without the band's power (per-shape Holm: ~0).
+    # The planted median lead (~2.5%) is about the default 2% margin, which asks for a lead beyond it: this
+    # is the pure difference test's power (margin 0).
     model = PairModel(offset=0.2, common=True, shape_noise=0.01, lead=(0.02, 0.05), lead_share=0.7)
-    calls = _verdicts(model, seeds=150, seed=3)
+    calls = _verdicts(model, seeds=150, seed=3, margin=0.0)
     big = [k for k, (s, e, _, _) in enumerate(band_edges(FLOPS)) if e - s >= 15]
     assert (calls[:, big] == 1).mean() >= 0.85
     assert (calls == -1).sum() == 0
@@ -219,7 +221,7 @@ def test_drift_within_passes_in_flop_order_is_measured_by_the_passes() -> None:
     # against independent shapes was called in 15% of seeds (benchmarks/band_verdicts.py); with the passes'
     # correlation along FLOPs, a few %. 150 seeds: MC sd 1.8% at 5%, so 0.09 fails the uncorrected method.
     calls = _verdicts(PairModel(offset=0.2, drift=0.02), seeds=150, repeats=3, seed=7)
-    assert float((calls != 0).any(axis=1).mean()) <= 0.09
+    assert float(np.isin(calls, (1, -1)).any(axis=1).mean()) <= 0.09
 
 
 def test_fieller_crossing_narrows_the_bracket_with_dense_shapes_and_covers_the_truth() -> None:

@@ -68,7 +68,9 @@ def test_three_crossovers_found_in_order() -> None:
 
     base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS, **PASSES}
     docs = make_sweep_doc("A", seed=3, **base), make_sweep_doc("B", seed=4, time_fn=wobble, **base)
-    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    # margin 0 (pure difference test): the B lead between the first two crossings peaks at 12% in bands of
+    # 2-3 shapes, 5.5% in one of them; with the default 2% margin that band is ambiguous, not a lead
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600, margin=0.0)
     data = [x for x in c.crossovers if x.method == "runs"]
     assert [(x.from_label, x.to_label) for x in data] == [("A", "B"), ("B", "A"), ("A", "B")]
     for x, exponent in zip(data, (9.25, 10.5, 11.75), strict=True):
@@ -106,18 +108,26 @@ def test_same_distribution_never_gives_a_crossover(seed: int, noise: str, repeat
     assert c.method == ("runs" if repeats >= 2 else "shapes")
 
 
-def test_unmatched_shapes_are_interpolated_and_marked() -> None:
+def test_unmatched_shapes_are_paired_by_flops_never_interpolated() -> None:
+    # SYNTHETIC: B measured every shape 3% larger in FLOPs than A's (no shape in common). Every point is two
+    # measured shapes, one of each side (paired by FLOPs), no band uses more shapes than either side measured
+    # in it, and the crossovers are still found; interleaved grids 0.2 decade apart cannot be paired: one error
+    # that says why and what to sweep.
     pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
-    docs = (make_sweep_doc("A", flops=FLOPS[::2], seed=1, **pa, **PASSES),
-            make_sweep_doc("B", flops=FLOPS[1::2], seed=2, **pb, **PASSES))
+    docs = (make_sweep_doc("A", flops=FLOPS, seed=1, **pa, **PASSES),
+            make_sweep_doc("B", flops=[f * 1.03 for f in FLOPS], seed=2, **pb, **PASSES))
     [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
-    assert {p.method for p in c.points} == {"interp"}
-    assert {p.interpolated for p in c.points} == {"A", "B"}
+    assert {p.method for p in c.points} == {"paired"} and {p.interpolated for p in c.points} == {None}
+    assert len(c.points) == len({p.shape.split("~")[0] for p in c.points}) == len({p.shape.split("~")[1]
+                                                                                 for p in c.points})
+    for band in c.bands:
+        assert band.n == band.shapes_a == band.shapes_b <= min(band.measured_a, band.measured_b)
+        assert band.matched == 0
     assert [(x.from_label, x.to_label) for x in c.crossovers] == [("A", "B"), ("B", "A")]
-    # no extrapolation: nothing outside the range both series cover
-    lo = max(min(r["flops"] for r in d["records"]) for d in docs)
-    hi = min(max(r["flops"] for r in d["records"]) for d in docs)
-    assert lo <= min(p.flops for p in c.points) and max(p.flops for p in c.points) <= hi
+    far = (make_sweep_doc("A", flops=FLOPS[::2], seed=1, **pa, **PASSES),
+           make_sweep_doc("B", flops=FLOPS[1::2], seed=2, **pb, **PASSES))
+    with pytest.raises(CompareError, match="no shape was measured by both.*sweep the same shapes"):
+        compare_all(_sweeps(*far), "tflops", use_fit=False)
 
 
 def test_mfu_uses_each_chips_own_peak() -> None:
@@ -201,12 +211,14 @@ def _approx_equal(got: Any, want: Any, where: str = "") -> None:
 # new output changes a verdict, so a changed verdict needs an edit here, seen in review.
 # Verdicts are per FLOP band (mfu_sweep.analysis.verdicts.bands): nine shapes measured once are one band, where a
 # signed-rank test cannot resolve chip-a's 5% lead below 5 GFLOP from chip-b's above it; only the fit
-# finds that crossover. Changed deliberately with the band method, not by regeneration.
+# finds that crossover. Changed deliberately with the band method, not by regeneration. Eight points, not
+# nine: the ninth was a value read off chip-a's curve at a shape only chip-b measured, and interpolated values
+# are no longer points (only shapes measured on both sides, or paired by FLOPs, are evidence).
 GOLDEN_VERDICTS = {
     "method": "shapes",
     "segments": [None],
     "crossovers": [("chip-a", "chip-b", "fit")],
-    "points": [None] * 9,
+    "points": [None] * 8,
 }
 
 
@@ -239,9 +251,12 @@ def test_compare_human_output(tmp_path: Path) -> None:
     paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
     res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
     assert res.exit_code == 0, res.output
-    # nine shapes, one value each: one band (the signed-rank test needs ~10 shapes), and a 5% lead either
-    # side of 5 GFLOP is not enough for it; the per-shape table stays as detail
-    assert "interp (chip-a)" in res.output and "band 32 MFLOP-320 GFLOP: 9 shapes" in res.output
+    # eight shapes both measured, one value each: one band (the signed-rank test needs ~10 shapes), and a 5%
+    # lead either side of 5 GFLOP is not enough for it; the per-shape table stays as detail. chip-b's ninth
+    # shape has no partner measured by chip-a: it is counted as measured, never read off chip-a's curve.
+    assert "interp" not in res.output
+    assert ("band 32 MFLOP-320 GFLOP: 8 measured shapes of each (8 matched, 0 paired by FLOPs; measured in the "
+            "band: 8 of chip-a, 9 of chip-b)") in res.output
     assert "[method shapes; run-to-run variation not measured]." in res.output
     assert res.output.rstrip().splitlines()[-1].startswith(
         "chip-a vs chip-b (bf16, eager, TFLOP/s): no confident leader from 100 MFLOP to 320 GFLOP (neither is "
@@ -341,7 +356,8 @@ def test_summary_of_a_lead_in_the_low_half_and_b_in_the_high_half() -> None:
     assert abs(math.log10(s.longest.end_flops / switch)) < 0.2
     text = c.summary()
     assert text.startswith(f"A leads over {s.share_a:.0%} of the shared FLOP range (log scale, 100 MFLOP to 1 TFLOP), "
-                           f"B over {s.share_b:.0%}, ambiguous over 0%; longest lead: A from 100 MFLOP to ")
+                           f"B over {s.share_b:.0%}, the same within 2% over 0%, ambiguous over 0%; "
+                           f"longest lead: A from 100 MFLOP to ")
     assert "\n" not in text and c.to_json()["summary"]["text"] == text
 
 
@@ -406,14 +422,17 @@ def test_summary_without_lead_or_points() -> None:
     truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3], "noise": 0.05}
     [c] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **truth)),
                       "tflops", use_fit=False, n_boot=300)
-    assert c.summary().endswith("B over 0%, ambiguous over 100%; no lead anywhere "
-                                "[method shapes; run-to-run variation not measured].")
+    assert c.summary().endswith("B over 0%, the same within 2% over 0%, ambiguous over 100%; no lead beyond 2% "
+                                "anywhere [method shapes; run-to-run variation not measured].")
     assert c.to_json()["summary"]["longest_lead"] is None
+    [z] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **truth)),
+                      "tflops", use_fit=False, n_boot=300, margin=0.0)
+    assert z.summary().endswith("B over 0%, ambiguous over 100%; no lead anywhere "
+                                "[method shapes; run-to-run variation not measured].")  # --margin 0: no "same"
     far = {**truth, "flops": [1e14, 2e14, 4e14]}
-    [d] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **far)),
-                      "tflops", use_fit=False, n_boot=300)
-    assert d.summary() == "no shapes in a common FLOP range."
-    assert d.to_json()["summary"]["share_a"] is None
+    with pytest.raises(CompareError, match="FLOP ranges do not meet.*sweep the same shapes"):
+        compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **far)),
+                    "tflops", use_fit=False, n_boot=300)
 
 
 def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ from click.testing import CliRunner  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.present.report import adds_segments, analyse, write_report  # noqa: E402
+from mfu_sweep.present.report import analyse, write_report  # noqa: E402
+from mfu_sweep.present.report_compare import adds_segments  # noqa: E402
 from mfu_sweep.results import (  # noqa: E402
     Sweep,
     parse_document,
@@ -101,7 +102,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
     assert crossing, "the synthetic pair must cross"
     from mfu_sweep.analysis.verdicts.compare import format_flops
-    from mfu_sweep.present.report import crossover_text
+    from mfu_sweep.present.report_compare import crossover_text
 
     for x in crossing:
         assert f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}" in md

@@ -206,9 +206,14 @@ def _print_comparison(c: Any) -> None:
     for band in c.bands:
         j = band.to_json(c.a, c.b)
         ci = f"[{j['ratio_low'] or 0:.3g}, {j['ratio_high'] or math.inf:.3g}]"
-        click.echo(f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} shapes, "
+        via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
+               if band.via else "")
+        measured = (f"; measured in the band: {j['measured_a']} of {c.a}, {j['measured_b']} of {c.b}"
+                    if j["measured_a"] is not None else "")
+        click.echo(f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} measured shapes "
+                   f"of each ({j['matched']} matched, {band.n - j['matched']} paired by FLOPs{measured}), "
                    f"{c.a} ahead on {band.wins_a}, {c.b} on {band.wins_b}; a/b x{j['ratio']:.3g} {ci}, "
-                   f"p(Holm) {band.p_adjusted:.2g}: {j['leader'] or 'ambiguous'}")
+                   f"p(Holm) {band.p_adjusted:.2g}: {band.call(c.a, c.b)}{via}")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
                    "a/b and its CI: the mean over passes of the log ratio, which the verdicts test")
@@ -219,7 +224,7 @@ def _print_comparison(c: Any) -> None:
         ci = f"[{p.ratio_low:.3g}, {p.ratio_high:.3g}]"
         click.echo(f"{format_flops(p.flops):>11}  {p.shape:<20} {_value(c.metric, p.a_value):>{wv}} "
                    f"{_value(c.metric, p.b_value):>{wv}} {p.ratio:>6.3f}  {ci:<17} {p.p_adjusted:>8.2g}  "
-                   f"{p.leader or 'ambiguous':<{wl}} {method}")
+                   f"{p.leader or ('same' if p.same else 'ambiguous'):<{wl}} {method}")
     if c.metric == "mfu" and any(max(p.a_value, p.b_value) > 1 for p in c.points):
         click.echo(ABOVE_PEAK_MARK)
     for x in c.crossovers:
@@ -275,7 +280,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     ("shapes": run-to-run variation not measured; bands widened to 10
     shapes), with --repeats 2 or more a band mean with shape as a random
     effect against run-to-run variation ("runs"); Holm's correction over the
-    bands. Segments, the summary shares and the sentence all come from those
+    bands and their runs of adjacent bands. Each band is one of four verdicts:
+    a faster or b faster (beyond --margin, default 2%), the same within the
+    margin, or ambiguous. Segments, the summary shares and the sentence all come from those
     band verdicts; the per-shape table is detail. Crossovers come from the
     bands and from the fitted rooflines ("fit"), each with an interval. When
     the two sides were timed differently (timer, cache policy, mode) a note
@@ -339,7 +346,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     try:
         comps = [] if ranking and not pairwise else compare_all(
             sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
-            use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
+            margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
             **({"calibration": refs} if refs else {}))
     except CompareError as exc:
         raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
@@ -421,18 +428,20 @@ def _compare_fix(message: str) -> str:
 @FILES
 @click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default="csv", show_default=True,
               help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty.")
-@click.option("--what", type=click.Choice(["records", "fits", "crossovers"]), default="records", show_default=True,
+@click.option("--what", type=click.Choice(["records", "fits", "crossovers", "bands"]), default="records",
+              show_default=True,
               help="records: one row per measured shape and pass; fits: the roofline fit of each series; "
-                   "crossovers: where the leader changes.")
+                   "crossovers: where the leader changes; bands: compare's verdict per FLOP band.")
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
-              help="Metric of the comparison (--what crossovers).")
+              help="Metric of the comparison (--what crossovers or bands).")
+@margin_option
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
               help="Bootstrap resamples of each roofline fit (--what fits or crossovers).")
 @_seed
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File to write [stdout].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @domain_errors
-def export(files: tuple[str, ...], fmt: str, what: str, metric: str, fit_n_boot: int, seed: int,
+def export(files: tuple[str, ...], fmt: str, what: str, metric: str, margin: float, fit_n_boot: int, seed: int,
            output: str | None, force: bool) -> None:
     """Export records, fits or crossovers as tidy CSV, Markdown or a LaTeX (booktabs) table.
 
@@ -446,11 +455,13 @@ def export(files: tuple[str, ...], fmt: str, what: str, metric: str, fit_n_boot:
         mfu-sweep export sweeps/*.json -o records.csv
         mfu-sweep export sweeps/all.json --format latex --what fits -o paper/fits.tex
         mfu-sweep export sweeps/all.json --format markdown --what crossovers
+        mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
     """
     from mfu_sweep.present.export import NO_CROSSOVER, export_table
     from mfu_sweep.results import load_sweeps
 
-    kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot}}[what]
+    kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot, "margin": margin},
+          "bands": {"margin": margin}}[what]
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while
     text = export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw)

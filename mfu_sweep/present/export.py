@@ -23,9 +23,10 @@ from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
+from mfu_sweep.text import format_flops
 
 FORMATS = ("csv", "markdown", "latex")
-WHATS = ("records", "fits", "crossovers")
+WHATS = ("records", "fits", "crossovers", "bands")
 UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
                     "(two digits when that digit is 1)")
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -142,6 +143,39 @@ def crossover_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
             for c in comparisons for x in c.crossovers]
 
 
+def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
+    """One row per FLOP band of every pair: its verdict (a, b, same, ambiguous), the measured shapes of each side
+    it used, ratio and interval, p-values, and the run of bands whose claim it carries (``via``)."""
+    out = []
+    for c in comparisons:
+        for band in c.bands:
+            j = band.to_json(c.a, c.b)
+            via = j.pop("via") or {}
+            out.append({"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **j,
+                        "via_low_flops": via.get("low_flops"), "via_high_flops": via.get("high_flops"),
+                        "via_p_adjusted": via.get("p_adjusted")})
+    return out
+
+
+def bands_table(comparisons: Iterable[Comparison]) -> Table:
+    """One row per band: pair, band, shapes used (matched) of those measured, ratio [interval], verdict."""
+    rows = []
+    for c in comparisons:
+        for band in c.bands:
+            j = band.to_json(c.a, c.b)
+            lo, hi = j["ratio_low"], j["ratio_high"]
+            half = (hi - lo) / 2 if lo is not None and hi is not None else None
+            via = " (over run)" if band.via else ""
+            rows.append(((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None),
+                         (f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}", None),
+                         (f"{band.n} ({j['matched']}) of {j['measured_a']}/{j['measured_b']}", None),
+                         _cell(j["ratio"], half), (band.call(c.a, c.b) + via, None)))
+    header = ("A", "B", "dtype", "mode", "FLOP band", "Shapes used (matched) of measured A/B", "A/B", "Verdict")
+    notes = ("verdicts: faster beyond the margin, the same within it (two one-sided tests), else ambiguous; "
+             "Holm over the bands and runs of adjacent bands; '(over run)': the band carries a run's claim",)
+    return Table(header=header, rows=tuple(rows), align="llllllrl", notes=notes)
+
+
 def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """Rows as CSV with a header (empty cells for None)."""
     buf = io.StringIO()
@@ -253,8 +287,9 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
              (x.method, None))
             for c in comparisons for x in c.crossovers]
     header = ("A", "B", "dtype", "mode", "Metric", "Leader change", "FLOPs [interval]", "Method")
-    notes = ("data: between the last point where the old leader leads and the first where the new one does "
-             "(Holm-corrected, runs of >= 2 FLOP counts); fit: the same on the fitted curves' simultaneous 95% band",)
+    notes = ("data: between the median FLOPs of the last band where the old leader leads beyond the margin and "
+             "the first where the new one does, narrowed by Fieller's interval of the shapes' zero crossing; fit: "
+             "the fitted curves' simultaneous 95% band",)
     return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes if rows else (NO_CROSSOVER,),
                  empty=NO_CROSSOVER)
 
@@ -303,10 +338,10 @@ def to_markdown(table: Table) -> str:
 
 def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv", *, metric: str = "mfu",
                  **kw: Any) -> str:
-    """Render ``what`` (records, fits or crossovers) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
+    """Render ``what`` (records, fits, crossovers or bands) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
     Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
-    :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers).
+    :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers, bands: e.g. ``margin``).
     """
     if what not in WHATS:
         raise ValueError(f"what={what!r} must be one of {', '.join(WHATS)}")
@@ -320,9 +355,12 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
     elif what == "fits":
         fits = fit_all(sweeps, **kw)
         rows, table = (fit_rows(fits), None) if fmt == "csv" else ([], fits_table(fits))
-    else:
+    elif what == "crossovers":
         comps = compare_all(sweeps, metric, **kw)
         rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], crossovers_table(comps))
+    else:
+        comps = compare_all(sweeps, metric, **{"use_fit": False, **kw})
+        rows, table = (band_rows(comps), None) if fmt == "csv" else ([], bands_table(comps))
     if table is None:
         return to_csv(rows)
     return to_latex(table) if fmt == "latex" else to_markdown(table)

@@ -37,10 +37,12 @@ from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
 from mfu_sweep.present.figures import make_figures, save_figure, slug
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.render import to_html, to_markdown
+from mfu_sweep.present.report_compare import comparison_blocks, comparison_facts
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_numbers import (
     bars_text,
     best_cell,
+    fit_facts,
     interval_kinds,
     mfu_range_cell,
     performance_facts,
@@ -159,33 +161,6 @@ def peak_text(peak: Peak, dtype: str) -> str:
     return f"{value}{bw} ({peak_kind(peak)}); source: {peak.source or 'not given'}"
 
 
-def _interval_text(value: float, ci: Sequence[float], unit: str, constrained: bool = True) -> str:
-    text = f"{significant(value)} {unit} [{significant(ci[0])}, {significant(ci[1])}]"
-    return text if constrained else text + " (not constrained by these shapes: a bound, not a measurement)"
-
-
-def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
-    """Fitted roofline parameters with their bootstrap intervals, as (name, text) rows."""
-    c = fit.constrained
-    level = f"{1 - fit.alpha:.0%}"
-    rows = [
-        ("model", f"{fit.model}" + (f" (p = {significant(fit.blend_p, 2)})" if fit.blend_p else "")
-         + f"; {fit.n_shapes} shapes, {fit.n_samples} samples; intervals: {level} bootstrap ({fit.n_boot} resamples, "
-         f"seed {fit.seed})"),
-        ("compute ceiling P" if fit.is_ceiling or not fit.is_constrained else "compute term P (not a ceiling)",
-         _interval_text(fit.p_tflops, fit.p_tflops_ci, "TFLOP/s", c.get("p_tflops", True))
-         + (f"; {fit.compute_fraction:.0%} of peak" if fit.compute_fraction else "")),
-        ("bandwidth W", _interval_text(fit.w_tbs, fit.w_tbs_ci, "TB/s", c.get("w_tbs", True))
-         + (f"; {fit.bandwidth_fraction:.0%} of spec" if fit.bandwidth_fraction else "")),
-        ("overhead t0", _interval_text(fit.t0_s * 1e6, [x * 1e6 for x in fit.t0_s_ci], "µs", c.get("t0_s", True))),
-        ("ridge point P/W", f"{significant(fit.p_tflops / fit.w_tbs)} FLOP/byte"),
-        ("fit quality", f"RMS log residual {fit.rms_log_residual:.3f}, R² (log time) {fit.r2_log:.4f}"
-         + (" - a poor fit (see the note)" if fit.poor else "")),
-    ]
-    rows += [("note", n) for n in fit.notes]
-    return rows
-
-
 def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep, Record]]]:
     """Every (sweep, record) by series key, in one pass (looking each key up in all sweeps is N²)."""
     out: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
@@ -279,63 +254,6 @@ def _summary_p(fit: RooflineFit | None) -> str:
     return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
 
 
-def _comparison_blocks(analysis: Analysis) -> list[Block]:
-    blocks: list[Block] = [Heading(2, "Comparisons")]
-    if not analysis.comparisons:
-        blocks.append(Para("Nothing to compare: no two devices share a dtype and mode."))
-    for c in analysis.comparisons:
-        blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
-        blocks.append(Para(f"In short: {c.summary()}"))
-        if adds_segments(c):
-            blocks.append(Para(f"Segment by segment: {c.sentence()}"))
-        if c.crossovers:
-            blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
-                (x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
-                 f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}") for x in c.crossovers)))
-        else:
-            blocks.append(Para("No crossover found over the shared FLOP range."))
-        if c.notes:
-            blocks.append(Bullets(tuple(c.notes)))
-    if analysis.compare_notes:
-        blocks.append(Para("Pairs not compared:"))
-        blocks.append(Bullets(analysis.compare_notes))
-    return blocks
-
-
-def adds_segments(c: Comparison) -> bool:
-    """Whether the segment-by-segment sentence says more than the summary (which names the longest lead):
-    more than one lead, or a lead between two other stretches."""
-    return sum(s.leader is not None for s in c.segments) > 1 or len(c.segments) > 2
-
-
-def _pct(share: float) -> str:
-    return "<1%" if 0 < share < 0.005 else f"{share:.0%}"
-
-
-def crossover_text(x: Any) -> str:
-    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (shapes)"``."""
-    return (f"{x.from_label} → {x.to_label} at {format_flops(x.flops)} "
-            f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}] ({x.method})")
-
-
-def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[tuple[str, str]]:
-    """The summary, verdict and crossovers of every comparison ``key`` takes part in."""
-    rows = []
-    for c in comparisons:
-        if (c.dtype, c.mode) != (key.dtype, key.mode) or key.label not in (c.a, c.b):
-            continue
-        other = c.b if key.label == c.a else c.a
-        crossings = "; ".join(crossover_text(x) for x in c.crossovers) or "none"
-        s = c.lead_summary()
-        shares = "no shapes in a common FLOP range" if s is None else (
-            f"{key.label} leads over {_pct(s.share_a if key.label == c.a else s.share_b)}, {other} over "
-            f"{_pct(s.share_b if key.label == c.a else s.share_a)}, ambiguous over {_pct(s.share_ambiguous)} of the "
-            f"shared FLOP range")
-        rows.append((f"vs {other}", f"{shares}; crossovers: {crossings} (details under Comparisons: "
-                     f"{c.a} vs {c.b} · {c.dtype} · {c.mode})"))
-    return rows
-
-
 def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis, labels: Collection[str] | None = None
                    ) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Series")]
@@ -395,7 +313,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     blocks += _spread_blocks(sweeps)
     blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures)
     if analysis.comparisons or not analysis.leaderboards:
-        blocks += _comparison_blocks(analysis)
+        blocks += comparison_blocks(analysis.comparisons, analysis.compare_notes)
     elif analysis.compare_notes:
         blocks.append(Bullets(analysis.compare_notes))
     blocks.append(Heading(2, "Figures"))

@@ -7,9 +7,10 @@ cannot disagree (``tests/test_report_numbers.py`` reads them back and checks).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.analysis.summary import SeriesSummary, summarise
 from mfu_sweep.present.export import significant
@@ -78,3 +79,30 @@ def bars_text(kinds: Iterable[str]) -> str:
     """The bars' meaning as the figure legends write it, e.g. ``"95% CI of median / range over passes"``."""
     kinds = sorted(set(kinds))
     return " / ".join(INTERVAL_TEXT[k] for k in kinds) if kinds else INTERVAL_TEXT[None]
+
+
+def _interval_text(value: float, ci: Sequence[float], unit: str, constrained: bool = True) -> str:
+    text = f"{significant(value)} {unit} [{significant(ci[0])}, {significant(ci[1])}]"
+    return text if constrained else text + " (not constrained by these shapes: a bound, not a measurement)"
+
+
+def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
+    """Fitted roofline parameters with their bootstrap intervals, as (name, text) rows."""
+    c = fit.constrained
+    level = f"{1 - fit.alpha:.0%}"
+    rows = [
+        ("model", f"{fit.model}" + (f" (p = {significant(fit.blend_p, 2)})" if fit.blend_p else "")
+         + f"; {fit.n_shapes} shapes, {fit.n_samples} samples; intervals: {level} bootstrap ({fit.n_boot} resamples, "
+         f"seed {fit.seed})"),
+        ("compute ceiling P" if fit.is_ceiling or not fit.is_constrained else "compute term P (not a ceiling)",
+         _interval_text(fit.p_tflops, fit.p_tflops_ci, "TFLOP/s", c.get("p_tflops", True))
+         + (f"; {fit.compute_fraction:.0%} of peak" if fit.compute_fraction else "")),
+        ("bandwidth W", _interval_text(fit.w_tbs, fit.w_tbs_ci, "TB/s", c.get("w_tbs", True))
+         + (f"; {fit.bandwidth_fraction:.0%} of spec" if fit.bandwidth_fraction else "")),
+        ("overhead t0", _interval_text(fit.t0_s * 1e6, [x * 1e6 for x in fit.t0_s_ci], "µs", c.get("t0_s", True))),
+        ("ridge point P/W", f"{significant(fit.p_tflops / fit.w_tbs)} FLOP/byte"),
+        ("fit quality", f"RMS log residual {fit.rms_log_residual:.3f}, R² (log time) {fit.r2_log:.4f}"
+         + (" - a poor fit (see the note)" if fit.poor else "")),
+    ]
+    rows += [("note", n) for n in fit.notes]
+    return rows

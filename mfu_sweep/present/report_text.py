@@ -65,12 +65,14 @@ def method_blocks(settings: Mapping[str, object]) -> list[Block]:
         f"are {st.get('fit_n_boot', '?')}-resample bootstrap percentiles (seed {st.get('seed', '?')}). A fit "
         "whose shapes pin down none of P, W and t0 is not constrained: its numbers are shown with that note, "
         "but the figures draw no curve for it.",
-        f"Comparisons call a leader only where the Holm-corrected test (alpha {st.get('alpha', '?')}) of the "
-        "local trend of the ratio is significant over a run of FLOP counts; elsewhere the verdict is ambiguous. "
-        "The test is against run-to-run variation when both devices were swept in several passes (method runs), "
-        "else against the scatter of shapes around the trend (method shapes: run-to-run variation not measured, "
-        "so a slow drift of the machine during a sweep can pass for a lead); each verdict names its method.",
+        f"Comparisons decide one of four verdicts per FLOP band (Holm over the bands and runs of adjacent bands, "
+        f"alpha {st.get('alpha', '?')}): a device is faster only beyond the margin (default 2%) with confidence, "
+        "the two are the same within it when two one-sided tests say so, else ambiguous. Only measured shapes "
+        "are evidence (shapes both measured, or pairs of shapes within 12% in FLOPs). The test is against "
+        "run-to-run variation when both devices were swept in several passes (method runs), else against the "
+        "scatter of the band's shapes (method shapes: run-to-run variation not measured, so a slow drift of the "
+        "machine during a sweep can pass for a lead); each verdict names its method.",
         "Each comparison's short summary gives the share of the FLOP range both devices cover, on a log scale, "
-        "where each leads or neither does: every shape stands for the stretch halfway to its neighbouring FLOP "
-        "counts, split equally among shapes of equal FLOPs, with the verdicts above; and the longest lead.",
+        "where each leads, where the two are the same within the margin, or neither: every shape stands for the "
+        "stretch halfway to its neighbouring FLOP counts, with the verdicts above; and the longest lead.",
     ))]

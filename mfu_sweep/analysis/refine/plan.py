@@ -44,6 +44,7 @@ from mfu_sweep.analysis.refine.looks import (
 from mfu_sweep.analysis.refine.regions import Region, candidate_regions, crossover_regions
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import Comparison
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import Shape, parse_shape, size_align
 
@@ -356,7 +357,8 @@ def plan_series(series: Sequence[Series], look: Look, target: float = DEFAULT_TA
 
 def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, looks: int | None = None,
                     alpha: float = DEFAULT_ALPHA, metric: str = "mfu", a: str | None = None, b: str | None = None,
-                    bends_only: bool = False, max_shapes: int = MAX_SHAPES) -> RefinePlan:
+                    bends_only: bool = False, max_shapes: int = MAX_SHAPES,
+                    margin: float = DEFAULT_MARGIN) -> RefinePlan:
     """The next refinement round for ``sweeps`` (sweep or merged files of two or more devices).
 
     Parameters
@@ -375,6 +377,8 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
         Place shapes where each series' curve bends instead of comparing (one device alone).
     max_shapes:
         New shapes per round, at most (widest gaps first).
+    margin:
+        Compare's practical-equivalence margin: bands "the same within" it are settled, and leads must clear it.
 
     Raises
     ------
@@ -404,7 +408,7 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
             raise RefineError("the devices share no dtype and mode: " + "; ".join(
                 f"{label} has {', '.join(v)}" for label, v in kinds.items()) + "; nothing to compare")
     try:
-        comps = compare_all(sweeps, metric, a, b, alpha=look.alpha_look, use_fit=False)
+        comps = compare_all(sweeps, metric, a, b, alpha=look.alpha_look, use_fit=False, margin=margin)
     except CompareError as exc:
         raise RefineError(f"nothing to refine: {exc}") from None
     return pair_plan(comps, look, target, max_shapes, repeats, shape_passes(sweeps))

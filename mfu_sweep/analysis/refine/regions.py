@@ -102,7 +102,7 @@ def trend_regions(c: Comparison, covered: Sequence[tuple[float, float]]) -> list
     sign: the shapes on either side of where a line through them crosses zero. The band's scatter hides a
     crossover from the per-shape p-values when the ratio sweeps through 1 within one band (a sparse sweep)."""
     out = []
-    for band in (b for b in c.bands if b.verdict == 0):
+    for band in (b for b in c.bands if b.verdict == 0 and not b.same):  # "the same within the margin" is settled
         pts = [p for p in c.points if band.low_flops <= p.flops <= band.high_flops]
         if len(pts) < 4:
             continue

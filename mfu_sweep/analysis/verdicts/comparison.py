@@ -9,8 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band
+from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band, run_longest
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, margin_words
 from mfu_sweep.text import format_flops
 
 METRICS = ("mfu", "tflops")
@@ -40,7 +41,8 @@ class ComparePoint:
     The verdict is per FLOP band (:mod:`mfu_sweep.analysis.verdicts.bands`): ``band``
     indexes :attr:`Comparison.bands`, ``trend_ratio`` is the band's
     Hodges-Lehmann ratio, ``p_adjusted`` the band's Holm-adjusted p-value and
-    ``leader`` the leader of the segment the shape lies in.
+    ``leader`` the leader of the segment the shape lies in; ``same`` True when
+    that segment is "the same within the margin".
     """
 
     flops: float
@@ -58,6 +60,7 @@ class ComparePoint:
     verdict_method: str = "shapes"
     trend_ratio: float | None = None
     band: int | None = None
+    same: bool = False
 
     def to_json(self) -> dict[str, Any]:
         # an uncalled point's interval is unbounded: null in JSON, which has no infinity
@@ -66,7 +69,8 @@ class ComparePoint:
 
 @dataclass(frozen=True)
 class Segment:
-    """A FLOP range with one verdict; ``leader`` None means ambiguous.
+    """A FLOP range with one verdict; ``leader`` None means the same within the margin (``same`` True) or
+    ambiguous.
 
     ``ratio`` is the Hodges-Lehmann ratio a/b of its bands (the median over
     its lead bands, weighted by shapes), ``diff`` the median of the
@@ -81,9 +85,15 @@ class Segment:
     diff: float
     n_points: int
     method: str = "shapes"
+    same: bool = False
+
+    @property
+    def verdict(self) -> str:
+        """``"lead"``, ``"same"`` or ``"ambiguous"``."""
+        return "lead" if self.leader is not None else "same" if self.same else "ambiguous"
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "verdict": self.verdict}
 
 
 @dataclass(frozen=True)
@@ -116,7 +126,8 @@ class LeadSummary:
     first and last reach only the ends of the range); points with the same
     FLOP count share their interval equally. ``share_a``, ``share_b`` and
     ``share_ambiguous`` are the fractions of ``[low_flops, high_flops]`` (in
-    log10 FLOPs) held by points where ``a`` leads, ``b`` leads, or neither;
+    log10 FLOPs) held by points where ``a`` leads, ``b`` leads, or neither
+    (``share_same``: the same within the margin; ``share_ambiguous``: the rest);
     they add up to 1. When the range is a single FLOP count, each point counts
     equally. ``longest`` is the lead segment widest in log FLOPs (ties: the
     one with more points, then the first), or None when nobody leads.
@@ -128,10 +139,11 @@ class LeadSummary:
     share_b: float
     share_ambiguous: float
     longest: Segment | None
+    share_same: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {"low_flops": self.low_flops, "high_flops": self.high_flops, "share_a": self.share_a,
-                "share_b": self.share_b, "share_ambiguous": self.share_ambiguous,
+                "share_b": self.share_b, "share_same": self.share_same, "share_ambiguous": self.share_ambiguous,
                 "longest_lead": self.longest.to_json() if self.longest else None}
 
 
@@ -171,6 +183,7 @@ class Comparison:
     passes: tuple[int, int] = (1, 1)
     bands: tuple[Band, ...] = ()
     timing: Mapping[str, Any] = field(default_factory=dict)
+    margin: float = DEFAULT_MARGIN
 
     @property
     def runs_measured(self) -> bool:
@@ -187,7 +200,8 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "dtype": self.dtype, "mode": self.mode, "metric": self.metric,
-            "alpha": self.alpha, "n_boot": self.n_boot, "seed": self.seed, "min_run": self.min_run,
+            "alpha": self.alpha, "margin": self.margin, "n_boot": self.n_boot, "seed": self.seed,
+            "min_run": self.min_run,
             "method": self.method, "runs_measured": self.runs_measured,
             "passes": {"a": self.passes[0], "b": self.passes[1]}, "evidence": self.evidence_note(),
             "band_test": self.band_test(),
@@ -202,12 +216,20 @@ class Comparison:
     def band_test(self) -> str:
         """How the verdicts were reached, e.g. "signed-rank over shapes per FLOP band (half-decades, >= 10
         shapes), Holm over 7 bands"."""
-        holm = f"Holm over {len(self.bands)} band"
+        m, longest = len(self.bands), run_longest(self.runs_measured)
+        runs = sum(m - k for k in range(1, min(m, longest)))
+        if m == 1:
+            holm = "1 band"
+        elif longest == 1:
+            holm = f"Holm over {m} bands and the whole range"
+        else:
+            holm = f"Holm over {m} bands and {runs} runs of 2-{min(m, longest)} adjacent bands"
+        same = (f"; margin {margin_words(self.margin)} (a lead must clear it, 'the same' lies within it)"
+                if self.margin > 0 else "; margin 0 (pure difference test)")
         if self.runs_measured:
             return (f"band mean with shape as a random effect against run-to-run variation per FLOP band "
-                    f"(half-decades), {holm}"
-                    f"{'' if len(self.bands) == 1 else 's'}")
-        return f"{BAND_TEST} (half-decades, >= {MIN_BAND_SHAPES} shapes), {holm}{'' if len(self.bands) == 1 else 's'}"
+                    f"(half-decades), {holm}{same}")
+        return f"{BAND_TEST} (half-decades, >= {MIN_BAND_SHAPES} shapes), {holm}{same}"
 
     def sentence(self) -> str:
         """One sentence saying who leads where, e.g. "A leads from 1.1 GFLOP to 96 GFLOP (closer to its own peak:
@@ -216,7 +238,8 @@ class Comparison:
         if not self.segments:
             return head + "no shapes in a common FLOP range."
         n = len(self.segments)
-        parts = [_segment_phrase(s, i, n, self.a, self.b, self.metric) for i, s in enumerate(self.segments)]
+        parts = [_segment_phrase(s, i, n, self.a, self.b, self.metric, self.margin)
+                 for i, s in enumerate(self.segments)]
         return head + ", ".join(parts) + f" [{self.evidence_note()}]."
 
     def lead_summary(self) -> LeadSummary | None:
@@ -225,12 +248,14 @@ class Comparison:
             return None
         weights = point_weights([p.flops for p in self.points])
         # divided by the same sum, a verdict held by every point gets exactly 1
-        share = {name: float(weights[[p.leader == name for p in self.points]].sum() / weights.sum())
-                 for name in (self.a, self.b, None)}
+        state = [p.leader if p.leader is not None else "=" if p.same else None for p in self.points]
+        share = {name: float(weights[[x == name for x in state]].sum() / weights.sum())
+                 for name in (self.a, self.b, "=", None)}
         leads = [s for s in self.segments if s.leader is not None]
         longest = max(leads, key=lambda s: (math.log(s.end_flops / s.start_flops), s.n_points), default=None)
         return LeadSummary(low_flops=self.points[0].flops, high_flops=self.points[-1].flops, share_a=share[self.a],
-                           share_b=share[self.b], share_ambiguous=share[None], longest=longest)
+                           share_b=share[self.b], share_ambiguous=share[None], longest=longest,
+                           share_same=share["="])
 
     def summary(self) -> str:
         """One line, however fragmented the segments, from :meth:`lead_summary`.
@@ -244,11 +269,13 @@ class Comparison:
             return "no shapes in a common FLOP range."
         lo, hi = format_flops(s.low_flops), format_flops(s.high_flops)
         where = f"log scale, {lo} to {hi}" if s.low_flops < s.high_flops else f"all at {lo}, shares by shape"
+        same = f"the same within {margin_words(self.margin)} over {_share(s.share_same)}, " if self.margin > 0 else ""
         text = (f"{self.a} leads over {_share(s.share_a)} of the shared FLOP range ({where}), "
-                f"{self.b} over {_share(s.share_b)}, ambiguous over {_share(s.share_ambiguous)}; ")
+                f"{self.b} over {_share(s.share_b)}, {same}ambiguous over {_share(s.share_ambiguous)}; ")
         tail = f" [{self.evidence_note()}]."
         if s.longest is None:
-            return text + "no lead anywhere" + tail
+            beyond = f" beyond {margin_words(self.margin)}" if self.margin > 0 else ""
+            return text + f"no lead{beyond} anywhere" + tail
         return (text + f"longest lead: {s.longest.leader} {_span(s.longest)} "
                 f"({_effect(s.longest, self.a, self.metric)})" + tail)
 
@@ -293,11 +320,13 @@ def _span(seg: Segment) -> str:
     return f"at {lo}" if lo == hi else f"from {lo} to {hi}"
 
 
-def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str) -> str:
+def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str, margin: float = 0.0) -> str:
     lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
     span = _span(seg)
     if seg.leader is not None:
         return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
+    if seg.same:
+        return f"the same within {margin_words(margin)} {span} ({a}/{b} x{seg.ratio:.3f})"
     if n == 1:
         return f"no confident leader {span} (neither is clearly {metric_words(metric)}; ambiguous throughout)"
     if i == 0:

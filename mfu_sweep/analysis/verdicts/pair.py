@@ -28,9 +28,10 @@ from mfu_sweep.analysis.verdicts.curves import (
     crossing_point,
     lead_runs,
     pass_curve,
-    raw_points,
 )
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
+from mfu_sweep.analysis.verdicts.pairing import PAIR_DECADES, measured_in, measured_points
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
@@ -126,7 +127,7 @@ def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | 
 def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, n_boot: int = 2000,
                    alpha: float = 0.05, min_run: int = 2, fit_a: RooflineFit | None = None,
                    fit_b: RooflineFit | None = None, use_fit: bool = True, fit_n_boot: int = 200,
-                   calibration: Refs | None = None) -> Comparison:
+                   calibration: Refs | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
     """Compare series ``a`` and ``b`` (same dtype and mode) along FLOPs: one verdict per FLOP band.
 
     Parameters
@@ -150,6 +151,9 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         Grouped series of two files of one reference chip, the first timed like
         ``a`` and the second like ``b`` (:func:`mfu_sweep.analysis.verdicts.timing.band_calibration`);
         their ratio is divided out of a/b per band, its uncertainty kept.
+    margin:
+        Practical-equivalence margin (fraction, default 2%): a band is a lead only beyond ``1 +- margin``, "the
+        same" within it (:mod:`mfu_sweep.analysis.verdicts.margin`); 0 is the pure difference test.
 
     Returns
     -------
@@ -157,19 +161,19 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         Bands, segments, crossovers (data, then fit), the per-shape points and notes.
     """
     check_pair(a, b, metric)
+    margin = check_margin(margin)
     if n_boot < 2 or min_run < 1 or not 0 < alpha < 1:
         raise CompareError(f"need n_boot >= 2, min_run >= 1 and 0 < alpha < 1 (got {n_boot}, {min_run}, {alpha})")
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
-    raw = raw_points(ca, cb)
+    raw = measured_points(ca, cb)
     note = timing_note(a, b, calibration is not None)
     notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else [])
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
     timing = timing_json(a, b)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha, n_boot=n_boot,
-                  seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)))
+                  seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)), margin=margin)
     if not raw:
-        return Comparison(points=(), segments=(), crossovers=(), timing=timing,
-                          notes=(*notes, "the two series share no FLOP range"), **common)
+        raise CompareError(_nothing_to_test(a, b, ca, cb))
     flops = [r.flops for r in raw]
     method = choose_method(np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw]))
     edges = method_edges(flops, method == "runs")
@@ -182,7 +186,12 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         timing = {**timing, "calibration": cal.to_json(edges)}
     va, vb = np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw])
     run_var = run_variance(flops, va, vb, np.array([r.extra_var for r in raw])) if method == "runs" else None
-    bands = band_verdicts(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var)
+    bands = [replace(band, shapes_a=band.n, shapes_b=band.n,
+                     matched=int(sum(r.method == "matched" for r in raw[band.start:band.stop])),
+                     measured_a=measured_in(ca, band.low_flops, band.high_flops),
+                     measured_b=measured_in(cb, band.low_flops, band.high_flops))
+             for band in band_verdicts(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var,
+                                       margin=margin)]
     data = band_segments.crossovers(raw, bands, a.label, b.label, method)
     fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
               if fa is not None and fb is not None else [])
@@ -207,6 +216,21 @@ def _calibrated(raw: Sequence[_Raw], edges: Sequence[tuple[int, int, float, floa
     for (s, e, _, _), f in zip(edges, log_factor, strict=True):
         out[s:e] = [replace(r, values_a=r.values_a - f) for r in raw[s:e]]
     return out
+
+
+def _nothing_to_test(a: Series, b: Series, ca: PassCurve, cb: PassCurve) -> str:
+    """Why a pair has no measured point, and what to sweep."""
+    lo_a, hi_a = (math.exp(float(ca.log_f.min())), math.exp(float(ca.log_f.max()))) if len(ca.log_f) else (0, 0)
+    lo_b, hi_b = (math.exp(float(cb.log_f.min())), math.exp(float(cb.log_f.max()))) if len(cb.log_f) else (0, 0)
+    if hi_a < lo_b or hi_b < lo_a:
+        why = (f"their FLOP ranges do not meet ({a.label}: {format_flops(lo_a)}-{format_flops(hi_a)}, "
+               f"{b.label}: {format_flops(lo_b)}-{format_flops(hi_b)})")
+    else:
+        why = (f"no shape was measured by both and no two of their shapes lie within "
+               f"{10 ** PAIR_DECADES - 1:.0%} in FLOPs in one half-decade (values read off the other's curve are "
+               f"not measurements)")
+    return (f"cannot compare {a.label} with {b.label} ({a.dtype} {a.mode}): {why}; sweep the same shapes on "
+            f"both, e.g. write one side's shapes to a CSV (m,n,k) and run mfu-sweep sweep --shape-file on the other")
 
 
 def _pass_notes(ca: PassCurve, cb: PassCurve) -> list[str]:

@@ -20,20 +20,20 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, Band
+from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, SAME, Band
 from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Crossover, Segment
 from mfu_sweep.analysis.verdicts.curves import _Raw, crossing_point
 
 
 def band_runs(bands: Sequence[Band]) -> list[tuple[int, int, int]]:
-    """(first band, last band + 1, verdict) of the runs of equal verdicts, after merging same-leader leads
-    across an ambiguous gap narrower than one nominal band."""
+    """(first band, last band + 1, state) of the runs of equal states (+1, -1, ``SAME``, 0: ambiguous), after
+    merging two runs of one state across an ambiguous gap narrower than one nominal band."""
     runs: list[list[int]] = []
     for k, band in enumerate(bands):
-        if runs and runs[-1][2] == band.verdict:
+        if runs and runs[-1][2] == band.state:
             runs[-1][1] = k + 1
         else:
-            runs.append([k, k + 1, band.verdict])
+            runs.append([k, k + 1, band.state])
     merged: list[list[int]] = []
     for run in runs:
         if (len(merged) >= 2 and run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]
@@ -69,13 +69,13 @@ def segments(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method:
     bounds.append(flops[-1])
     out = []
     for k, (s, e, v) in enumerate(runs):
-        own = [bd for bd in bands[s:e] if bd.verdict == v] or list(bands[s:e])
+        own = [bd for bd in bands[s:e] if bd.state == v] or list(bands[s:e])
         log_ratio = _weighted_median([bd.estimate for bd in own], [bd.n for bd in own])
         ratio = math.exp(log_ratio)
         pts = raw[bands[s].start:bands[e - 1].stop]
-        out.append(Segment(start_flops=bounds[k], end_flops=bounds[k + 1], leader=names[v], ratio=ratio,
+        out.append(Segment(start_flops=bounds[k], end_flops=bounds[k + 1], leader=names.get(v), ratio=ratio,
                            diff=float(np.median([math.exp(p.log_b) * (ratio - 1) for p in pts])),
-                           n_points=len(pts), method=method))
+                           n_points=len(pts), method=method, same=v == SAME))
     return out
 
 
@@ -88,7 +88,7 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
 def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str) -> list[Crossover]:
     """A change of leader between two lead runs: bracketed by the median FLOPs of the last band of the first
     lead and of the first band of the second, placed where the shapes' log ratio crosses zero between them."""
-    leads = [r for r in band_runs(bands) if r[2] != 0]
+    leads = [r for r in band_runs(bands) if r[2] in (1, -1)]
     log_f = np.log([r.flops for r in raw])
     d = np.array([r.log_a - r.log_b for r in raw])
     names = {1: a, -1: b}
@@ -187,7 +187,8 @@ def points(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: s
             out.append(ComparePoint(
                 flops=r.flops, shape=r.shape, a_value=r.shown[0], b_value=r.shown[1],
                 ratio=math.exp(d), ratio_low=math.exp(d - q[i] * sd[i]), ratio_high=math.exp(d + q[i] * sd[i]),
-                p_value=p, p_adjusted=band.p_adjusted, leader=names[int(leader[i])], method=r.method,
+                p_value=p, p_adjusted=band.p_adjusted, leader=names.get(int(leader[i])), method=r.method,
                 interpolated=r.interpolated, verdict_method=method, trend_ratio=math.exp(band.estimate), band=k,
+                same=int(leader[i]) == SAME,
             ))
     return out

@@ -23,7 +23,8 @@ import numpy as np
 
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import CompareError
-from mfu_sweep.analysis.verdicts.curves import pass_curve, raw_points
+from mfu_sweep.analysis.verdicts.curves import pass_curve
+from mfu_sweep.analysis.verdicts.pairing import measured_points
 
 FIELDS = ("timer", "cache", "mode")
 H100_EXAMPLE = "one H100: mamf-finder log vs the OpenXLA table's sm_90, median ratio 0.74"
@@ -96,16 +97,18 @@ def pick_reference(series: Mapping[Any, Series], dtype: str, which: str) -> Seri
 
 
 def band_calibration(ref_a: Series, ref_b: Series, edges: Sequence[tuple[int, int, float, float]]) -> Calibration:
-    """Log TFLOP/s ratio ref_a/ref_b at the reference's shapes, averaged per band of ``edges``.
+    """Log TFLOP/s ratio ref_a/ref_b at the reference's measured shapes (matched, or paired by FLOPs:
+    :func:`mfu_sweep.analysis.verdicts.pairing.measured_points`), averaged per band of ``edges``.
 
     A band without two reference shapes takes those of the nearest bands until
     it has two; the variance is the scatter of the reference's log ratios over
     those shapes divided by their number (the shapes are the unit, as in the
     band test), with ``n - 1`` df.
     """
-    raw = raw_points(pass_curve(ref_a, "tflops"), pass_curve(ref_b, "tflops"))
+    raw = measured_points(pass_curve(ref_a, "tflops"), pass_curve(ref_b, "tflops"))
     if len(raw) < 2:
-        raise CompareError(f"--calibrate: {ref_a.label} and {ref_b.label} share fewer than two shapes' FLOP range")
+        raise CompareError(f"--calibrate: {ref_a.label} and {ref_b.label} share fewer than two measured shapes "
+                           f"(matched, or within 12% in FLOPs); sweep the reference chip on the same shapes both ways")
     lf = np.log10([r.flops for r in raw])
     r = np.array([x.log_a - x.log_b for x in raw])
     factor, var, df, n = [], [], [], []
