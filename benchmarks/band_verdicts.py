@@ -1,8 +1,11 @@
-"""Band verdicts (``compare``): false leads, power, and agreement with win shares on published pairs.
+"""Band verdicts (``compare``): false leads, power, agreement with win shares on published pairs, and the
+measured goals of the four verdicts (margin, measured shapes only, power across bands).
 
-Run:  python benchmarks/band_verdicts.py                 # all three tables (a few minutes on 2 cores)
+Run:  python benchmarks/band_verdicts.py                 # the synthetic and published tables (minutes on 2 cores)
       python benchmarks/band_verdicts.py --only published
       python benchmarks/band_verdicts.py --seeds 1000
+      python benchmarks/band_verdicts.py --only real --mamf DIR --xla sweeps/published/sm_90.json
+          # DIR: real mamf-finder logs imported with `mfu-sweep import mamf-finder` (never committed)
 
 ``false``: SYNTHETIC pairs of identical devices (tests/synthetic_bands.py, a mamf-finder-like grid of
 216 shapes, 256..8192): every shape shifted by a drawn factor up to 20% common to both copies, plus
@@ -18,6 +21,18 @@ are counted here, independently of compare (shapes both sources measured, per ba
 band's sign test (two-sided binomial on wins vs losses, Holm over the pair's bands) is "clear" at
 p < 0.01; the band verdict "matches" when it names the winner of every clear band (and no verdict
 ever names the loser of a clear band).
+
+``disjoint``: SYNTHETIC identical devices that measured DISJOINT halves of one grid (shape effects up to 20%,
+the same population on both sides), tested through compare's pairing by FLOPs: false leads (goal <= 5%).
+
+``seedlike``: the SYNTHETIC seed-like pair at the default accelerator design (one square shape per FLOP count,
+4 per decade from 10 MFLOP to 10 TFLOP, 3 passes, 2% run-to-run noise per pass and shape): 10% leads within a
+quarter decade of 1e9, 1e11 and 1e12 found (an a-lead band within 0.25 decade), and identical devices called
+"the same" over what share of the range, at 4 and 8 shapes per decade.
+
+``real``: imported real logs (``--mamf``): each log against ``--xla`` (mixed sources: no band uses more
+points than the side with fewer measured shapes in it), and pairs of logs of one node (share "the same
+within 2%", crossovers).
 """
 
 from __future__ import annotations
@@ -34,11 +49,11 @@ from scipy.stats import binomtest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from synthetic_bands import PairModel, band_calls, grid_flops  # noqa: E402
+from synthetic_bands import MAMF_SIZES, PairModel, band_calls, disjoint_calls, grid_flops, seed_like  # noqa: E402
 
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.bands import band_edges  # noqa: E402
-from mfu_sweep.analysis.verdicts.compare import compare_series  # noqa: E402
+from mfu_sweep.analysis.verdicts.compare import compare_across, compare_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.evidence import holm  # noqa: E402
 from mfu_sweep.results import load_sweeps  # noqa: E402
 
@@ -115,11 +130,93 @@ def published_table() -> None:
     print(f"\nclear bands: {total}, band verdict names their winner: {agree}")
 
 
+def disjoint_table(seeds: int) -> None:
+    print(f"| null (SYNTHETIC, disjoint halves of {len(FLOPS)} shapes) | seeds | false band leads | bands 'same' |")
+    print("|---|---|---|---|")
+    for name, model in (("offsets <= 20% common, 2% shape noise", PairModel(offset=0.2, shape_noise=0.02)),
+                        ("offsets <= 20% per device, 2% shape noise", PairModel(offset=0.2, common=False))):
+        c = disjoint_calls(model, MAMF_SIZES, seeds, seed=13)
+        rate = float(np.isin(c, (1, -1)).any(axis=1).mean())
+        print(f"| {name} | {seeds} | {rate:.1%} (MC sd {math.sqrt(rate * (1 - rate) / seeds):.1%}) | "
+              f"{float((c == 2).mean()):.0%} |")
+
+
+LEADS = (1e9, 1e11, 1e12)
+
+
+def _near(band: object, centre: float, tol: float) -> bool:
+    x, lo, hi = math.log10(centre), math.log10(band.first_flops), math.log10(band.last_flops)
+    return lo - tol <= x <= hi + tol
+
+
+def seedlike_table(seeds: int) -> None:
+    _, runs = seed_like(LEADS, seeds=seeds, seed=1)
+    found = [float(np.mean([any(b.verdict == 1 and _near(b, c, 0.25) for b in bs) for bs in runs])) for c in LEADS]
+    wrong = float(np.mean([any(b.verdict == -1 or (b.verdict == 1 and not any(_near(b, c, 0.5) for c in LEADS))
+                               for b in bs) for bs in runs]))
+    print("| seed-like pair, 4 shapes/decade, 3 passes, 2% noise | seeds | 10% lead found within 0.25 decade "
+          "(1e9, 1e11, 1e12) | a wrong lead (b, or a far from every lead) |")
+    print("|---|---|---|---|")
+    print(f"| 10% leads at 1e9, 1e11, 1e12 | {seeds} | {', '.join(f'{x:.0%}' for x in found)} | {wrong:.1%} |")
+    print()
+    print("| identical devices, 3 passes, 2% noise | seeds | share of shapes 'the same within 2%' (mean, median) "
+          "| seeds with a lead |")
+    print("|---|---|---|---|")
+    for per_decade in (4, 8):
+        _, runs = seed_like((), per_decade=per_decade, seeds=seeds, seed=2)
+        share = [sum(b.n for b in bs if b.same) / sum(b.n for b in bs) for bs in runs]
+        leads = float(np.mean([any(b.verdict for b in bs) for bs in runs]))
+        print(f"| {per_decade} shapes per decade | {seeds} | {np.mean(share):.0%}, {np.median(share):.0%} | "
+              f"{leads:.1%} |")
+
+
+def real_table(mamf: Path, xla: Path) -> None:
+    logs = sorted(mamf.glob("*.json"))
+    if not logs:
+        print(f"no imported logs in {mamf}")
+        return
+    table = load_sweeps([str(xla)])
+    print("| pair | bands | points per band | measured a / b per band | points > fewer side's shapes |")
+    print("|---|---|---|---|---|")
+    for log in logs:
+        mine = load_sweeps([str(log)])
+        [sa] = group_series(mine).values()
+        sb = next(s for k, s in group_series(table).items() if k.dtype == sa.dtype)
+        c = compare_across([*mine, *table], f"{sa.label}/{sa.dtype}/{sa.mode}", f"{sb.label}/{sb.dtype}/{sb.mode}",
+                           "tflops", use_fit=False)
+        over = sum(b.n > min(b.measured_a, b.measured_b) for b in c.bands)
+        print(f"| {sa.label} vs {sb.label} | {len(c.bands)} | {', '.join(str(b.n) for b in c.bands)} | "
+              f"{', '.join(f'{b.measured_a}/{b.measured_b}' for b in c.bands)} | {over} |")
+    print()
+    print("| pair of one node | share 'the same within 2%' | a / b leads | crossovers | sentence |")
+    print("|---|---|---|---|---|")
+    for la, lb in combinations(logs, 2):
+        [sa], [sb] = (group_series(load_sweeps([str(x)])).values() for x in (la, lb))
+        if sa.dtype != sb.dtype:
+            continue
+        c = compare_series(sa, sb, "tflops", use_fit=False)
+        s = c.lead_summary()
+        cross = [x for x in c.crossovers if x.method != "fit"]
+        print(f"| {sa.label} vs {sb.label} | {s.share_same:.0%} | {s.share_a:.0%} / {s.share_b:.0%} | {len(cross)} "
+              f"| {c.sentence()} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=400)
-    ap.add_argument("--only", choices=("false", "power", "published"), default=None)
+    ap.add_argument("--only", choices=("false", "power", "published", "disjoint", "seedlike", "real"), default=None)
+    ap.add_argument("--mamf", type=Path, default=None, help="folder of imported mamf-finder sweeps (--only real)")
+    ap.add_argument("--xla", type=Path, default=ROOT / "sweeps" / "published" / "sm_90.json")
     args = ap.parse_args()
+    if args.only == "real":
+        real_table(args.mamf, args.xla)
+        return
+    if args.only in (None, "disjoint"):
+        disjoint_table(args.seeds)
+        print()
+    if args.only in (None, "seedlike"):
+        seedlike_table(args.seeds)
+        print()
     if args.only in (None, "false"):
         false_table(args.seeds)
         print()

@@ -92,3 +92,60 @@ def band_calls(model: PairModel, flops: np.ndarray, seeds: int, repeats: int = 1
         rv = run_variance(flops, va[s], vb[s]) if repeats > 1 else None
         out.append([b.state for b in band_verdicts(flops, va[s], vb[s], run_var=rv, **kw)])
     return np.array(out)
+
+
+def grid_names(sizes: Sequence[int] = MAMF_SIZES) -> tuple[list[str], np.ndarray]:
+    """Names ``MxNxK`` and FLOP counts of every (M, N, K) from ``sizes``, sorted by FLOPs (as :func:`grid_flops`)."""
+    names = [(2.0 * m * n * k, f"{m}x{n}x{k}") for m in sizes for n in sizes for k in sizes]
+    names.sort()
+    return [n for _, n in names], np.array([f for f, _ in names])
+
+
+def disjoint_calls(model: PairModel, sizes: Sequence[int], seeds: int, seed: int = 0, **kw: object) -> np.ndarray:
+    """(seeds, bands) band states when a and b measured DISJOINT halves of one SYNTHETIC grid (each shape drawn
+    to a or b at random), tested through compare's pairing of unmatched shapes by FLOPs
+    (:func:`mfu_sweep.analysis.verdicts.pairing.pair_by_flops`). One value per shape (no passes); ``model``'s
+    offsets are the systematic shape effects, the same population on both sides."""
+    from mfu_sweep.analysis.verdicts.bands import band_verdicts
+    from mfu_sweep.analysis.verdicts.pairing import pair_by_flops
+
+    names, flops = grid_names(sizes)
+    rng = np.random.default_rng(seed)
+    va, vb, _ = draw_pair(model, flops, seeds=seeds, rng=rng)
+    index = {n: i for i, n in enumerate(names)}
+    out = []
+    for s in range(seeds):
+        to_a = rng.random(len(names)) < 0.5
+        pairs = pair_by_flops({n: flops[i] for i, n in enumerate(names) if to_a[i]},
+                              {n: flops[i] for i, n in enumerate(names) if not to_a[i]})
+        ia = np.array([index[p] for p, _ in pairs])
+        ib = np.array([index[q] for _, q in pairs])
+        f = np.sqrt(flops[ia] * flops[ib])
+        order = np.argsort(f, kind="stable")
+        bands = band_verdicts(f[order], va[s][:, ia[order]], vb[s][:, ib[order]], **kw)
+        out.append([b.state for b in bands])
+    width = max(len(r) for r in out)
+    return np.array([r + [0] * (width - len(r)) for r in out])
+
+
+def seed_like(leads: Sequence[float], per_decade: float = 4.0, repeats: int = 3, noise: float = 0.02,
+              lead: float = 0.10, span: tuple[float, float] = (1e7, 1e13), seeds: int = 100, seed: int = 0,
+              width: float = 0.25, **kw: object) -> tuple[np.ndarray, list]:
+    """SYNTHETIC seed-like pair: one square shape per FLOP count, ``per_decade`` of them per decade over ``span``,
+    ``repeats`` passes with ``noise`` (log sd) per (pass, shape, device); a leads by ``lead`` within ``width``
+    decades of each FLOP count in ``leads``. Returns the FLOP grid and, per seed, the band verdicts."""
+    from mfu_sweep.analysis.verdicts.bands import band_verdicts, run_variance
+
+    n = int(round(np.log10(span[1] / span[0]) * per_decade)) + 1
+    flops = np.geomspace(*span, n)
+    x = np.log10(flops)
+    truth = np.zeros(n)
+    for c in leads:
+        truth[np.abs(x - np.log10(c)) <= width + 1e-9] = np.log1p(lead)
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(seeds):
+        va = truth + noise * rng.standard_normal((repeats, n))
+        vb = noise * rng.standard_normal((repeats, n))
+        out.append(band_verdicts(flops, va, vb, run_var=run_variance(flops, va, vb), **kw))
+    return flops, out
