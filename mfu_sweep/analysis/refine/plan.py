@@ -158,9 +158,10 @@ def gap_targets(levels: Sequence[float], low: float, high: float, gap: float) ->
 
 
 def _shapes_at(c: Comparison) -> dict[float, list[str]]:
+    """The measured shapes at each point's FLOPs (a point paired by FLOPs, ``"A~B"``, is two shapes)."""
     out: dict[float, list[str]] = {}
     for p in c.points:
-        out.setdefault(p.flops, []).append(p.shape)
+        out.setdefault(p.flops, []).extend(p.shape.split("~"))
     return out
 
 
@@ -263,7 +264,7 @@ def pair_plan(comparisons: Sequence[Comparison], look: Look, target: float = DEF
     if target <= 1:
         raise RefineError(f"crossover-width target={target} must be above 1 (a ratio of FLOPs, e.g. 1.5)")
     have = dict(passes or {})
-    seen = {parse_shape(p.shape) for c in comparisons for p in c.points}
+    seen = {parse_shape(n) for c in comparisons for p in c.points for n in p.shape.split("~")}
     regions: list[Region] = []
     ranked: list[tuple[float, Proposal]] = []
     extra: dict[Shape, Proposal] = {}
