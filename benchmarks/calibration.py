@@ -44,6 +44,7 @@ from calibration_cases import (  # noqa: E402  (SYNTHETIC cases live in tests/)
     score_fleet,
 )
 from scipy.stats import beta  # noqa: E402
+from synthetic import NoiseModel  # noqa: E402
 
 CROSSINGS = (PairCase("1 vs 1", PER_SHAPE_2, (1, 1)), PairCase("3 vs 1", PER_SHAPE_2, (3, 1)),
              PairCase("2 vs 2", PER_SHAPE_2, (2, 2)), PairCase("5 vs 2", PER_SHAPE_5, (5, 2)),
@@ -70,6 +71,7 @@ COMPARE = (
     PairCase("1 vs 3", PER_SHAPE_2, (1, 3)), PairCase("2 vs 2", PER_SHAPE_2, (2, 2)),
     PairCase("5 vs 2", PER_SHAPE_5, (5, 2)), PairCase("2 vs 5", PER_SHAPE_5, (2, 5)),
     PairCase("3 vs 2", PASS_OFFSETS, (3, 2)), PairCase("5 vs 5", PASS_OFFSETS, (5, 5)),
+    PairCase("2 vs 2", NoiseModel("per-pass offsets 3%", shape_shift=0.01, pass_shift=0.03), (2, 2)),
     PairCase("2 vs 2, FLOP order", DRIFT, (2, 2), shuffle=False),
     PairCase("3 vs 3, FLOP order", DRIFT, (3, 3), shuffle=False),
     PairCase("2 vs 2, shuffled", DRIFT, (2, 2)), PairCase("1 vs 1, FLOP order", DRIFT, (1, 1), shuffle=False),

@@ -16,7 +16,13 @@ The ``named`` set are the slips that survived the suite before (issue notes:
 wrong pass count in the Welch variance, no leave-one-out reference, 50% band
 intervals) and the near misses; the ``fresh`` set was chosen by rule, one slip
 per function of the verdict, interval and leaderboard code (a wrong count,
-quantile, comparison, or a dropped correction), before running it.
+quantile, comparison, or a dropped correction), before running it; ``bands``
+are two slips in compare's band verdicts. The per-shape ones moved to the band
+verdicts when the per-shape verdict path was removed. ``audit`` are the slips a
+second audit found surviving or caught only by the golden file (the drift
+factor, the random-effects df, the pass-offset ddof, 90% band intervals, the
+per-pass minimum, the fit bootstrap without shape resampling); ``weak`` are
+slips the weak tests it listed let through. No selection runs the golden test.
 """
 
 from __future__ import annotations
@@ -32,24 +38,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIP = (".git", ".venv", ".venv-xla", "sweeps", "plots", "data", "site", "out", "__pycache__", ".pytest_cache",
+# sweeps/ and data/ are copied: tests read the published imports and the real excerpts in them
+SKIP = (".git", ".venv", ".venv-xla", "plots", "site", "out", "build", "__pycache__", ".pytest_cache",
         ".ruff_cache", ".whl")
 
 # Narrow test selections, each a separate pytest run (a -k applies to one run only), the most likely
 # killer first: pytest -x stops at the first failure, and the next selection runs only if all passed.
-CAL = "tests/test_calibration.py"
-EVIDENCE = (("tests/test_compare.py", "-k", "holm"), ("tests/test_run_side.py",),
+# No selection runs the golden test (test_compare_json_golden): a mutant must fail a statement about the
+# statistics, never only a byte-for-byte file.
+CAL, VAR = "tests/test_calibration.py", "tests/test_variance_model.py"
+COMPARE = ("tests/test_compare.py", "-k", "not golden")
+EVIDENCE = (("tests/test_compare.py", "-k", "holm"), ("tests/test_run_side.py",), (VAR,),
             (CAL, "-k", "compare_band or crossover"), ("tests/test_bands.py",))
 LEADERBOARD = ((CAL, "-k", "fleet or band"), ("tests/test_leaderboard.py",))
-VERDICTS = ((CAL, "-k", "crossover"), ("tests/test_compare.py",))
-BANDS = ((CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py",), ("tests/test_compare.py",))
-PAIR = (("tests/test_compare.py",),)
+BANDS = ((VAR,), (CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py",), COMPARE)
+SEGMENTS = (("tests/test_bands.py",), (CAL, "-k", "crossover or compare_band"), COMPARE)
+PAIR = (COMPARE,)
+FITS = ((VAR, "-k", "fit"), (CAL, "-k", "fit"), ("tests/test_fit.py",))
+
+
+def _first(first: tuple[str, ...], rest: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+    """``rest`` with the selection expected to kill a mutant run first."""
+    return (first, *rest)
 
 
 @dataclass(frozen=True)
 class Mutant:
     id: str
-    group: str  # "named" or "fresh"
+    group: str  # "named", "fresh", "bands", "audit" or "weak"
     path: str
     old: str
     new: str
@@ -58,53 +74,102 @@ class Mutant:
     equivalent: str = ""  # why it changes nothing that matters, when it is argued to
 
 
-E, L, V, P = ("mfu_sweep/analysis/verdicts/evidence.py", "mfu_sweep/analysis/fleet/leaderboard.py",
-              "mfu_sweep/analysis/verdicts/curves.py", "mfu_sweep/analysis/verdicts/pair.py")
+E, V, P = ("mfu_sweep/analysis/verdicts/evidence.py", "mfu_sweep/analysis/verdicts/curves.py",
+           "mfu_sweep/analysis/verdicts/pair.py")
 B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/segments.py"
+FE, FC = "mfu_sweep/analysis/fleet/evidence.py", "mfu_sweep/analysis/fleet/cells.py"
+R = "mfu_sweep/analysis/fits/roofline.py"
+RUNS_HALF = "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
 
 MUTANTS = (
-    # -- named: survived the old suite, or nearly --
-    Mutant("no-leave-one-out", "named", L, "        ref = rest_median(grid.values)\n",
+    # -- named: survived an older suite, or nearly (the per-shape ones retargeted to the band verdicts) --
+    Mutant("welch-pass-count", "named", B, "va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs",
+           "va, vb = sa.var / sa.n_runs, sb.var / sa.n_runs", _first((CAL, "-k", "compare_band and per-shape"), BANDS),
+           "Welch variance of b over a's pass count"),
+    Mutant("no-leave-one-out", "named", FE, "        ref = rest_median(grid.values)\n",
            "        ref = np.broadcast_to(np.nanmedian(grid.values, axis=0), grid.values.shape)\n", LEADERBOARD,
            "reference = median over all devices, the device included"),
-    Mutant("band-50-percent", "named", L, "half = student_t.ppf(1 - alpha / 2, dof) * se",
-           "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "band intervals at 50% instead of 95%"),
+    Mutant("band-50-percent", "named", FC, "half = student_t.ppf(1 - alpha / 2, dof) * se",
+           "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "fleet band intervals at 50% instead of 95%"),
+    Mutant("t-to-normal", "named", B, RUNS_HALF, "half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(var)",
+           _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) with a normal instead of a t quantile"),
+    Mutant("no-pass-offsets", "named", B,
+           "parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]",
+           "parts = [(max(excess, 0.0), max(df, 1.0))]", _first((CAL, "-k", "compare_band"), BANDS),
+           "band variance without the pass-offset terms"),
     Mutant("no-pass-autocorrelation", "named", E, "rho = _pass_autocorrelation(v, mean, pooled, RUN_LAGS)",
-           "rho = np.eye(1, len(mean))[0]", EVIDENCE, "runs: passes' autocorrelation along FLOPs switched off"),
+           "rho = np.eye(1, len(mean))[0]", _first((CAL, "-k", "compare_band and drift"), EVIDENCE),
+           "runs: passes' autocorrelation along FLOPs switched off"),
     # -- fresh: one slip per function, by rule --
     Mutant("holm-off-by-one", "fresh", E, "(m - np.arange(m)) * p[order]", "(m - np.arange(m) - 1) * p[order]",
            EVIDENCE, "Holm multipliers m-1 .. 0"),
     Mutant("min-run-strict", "fresh", E, "if supports[start] and stop - start >= min_run:",
-           "if supports[start] and stop - start > min_run:", EVIDENCE, "run rule needs min_run + 1 FLOP counts"),
+           "if supports[start] and stop - start > min_run:", EVIDENCE + LEADERBOARD,
+           "run rule needs min_run + 1 FLOP counts"),
+    Mutant("decide-2alpha", "fresh", B, "verdict=sign if adj < alpha and", "verdict=sign if adj < 2 * alpha and",
+           _first((CAL, "-k", "compare_band"), BANDS), "band lead at 2 alpha"),
+    Mutant("satterthwaite-df", "fresh", B, "df = var**2 / (va**2 / sa.df + vb**2 / sb.df)",
+           "df = var**2 / (va**2 / sa.df + vb**2 / sa.df)", _first((CAL, "-k", "compare_band"), BANDS),
+           "point df (runs) with a's df twice"),
     Mutant("pool-df-n", "fresh", E, "    df = np.where(np.isfinite(var), n_runs - 1, 0.0)\n    v = ",
            "    df = np.where(np.isfinite(var), n_runs, 0.0)\n    v = ", EVIDENCE,
            "pooled variance df R instead of R - 1"),
     Mutant("var-over-n", "fresh", E, "var = np.nansum((v - mean) ** 2, axis=0) / (n - 1)",
            "var = np.nansum((v - mean) ** 2, axis=0) / n", EVIDENCE, "pass variance divided by R"),
     Mutant("offsets-not-over-passes", "fresh", E, "return float(np.var(offsets, ddof=1)) / len(offsets),",
-           "return float(np.var(offsets, ddof=1)),", EVIDENCE, "pass-offset variance of one pass, not of the mean"),
-    Mutant("mad-unscaled", "fresh", L, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
+           "return float(np.var(offsets, ddof=1)),", _first((VAR, "-k", "pass_offsets"), EVIDENCE),
+           "pass-offset variance of one pass, not of the mean"),
+    Mutant("one-sided-p", "fresh", B, "p = float(2 * student_t.sf(abs(mu) / math.sqrt(var), df))",
+           "p = float(student_t.sf(abs(mu) / math.sqrt(var), df))", _first((CAL, "-k", "compare_band"), BANDS),
+           "band p-value (runs) one-sided"),
+    Mutant("mad-unscaled", "fresh", FE, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
            "MAD without the 1.4826 normal factor"),
-    Mutant("resid-no-dof-correction", "fresh", L, "resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))",
+    Mutant("resid-no-dof-correction", "fresh", FE, "resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))",
            "resid = (x - means[b])[keep]", LEADERBOARD, "band-mean residuals not corrected for the mean's df"),
-    Mutant("band-se-all-shapes", "fresh", L, "math.sqrt(ev.var[d] / len(x))", "math.sqrt(ev.var[d] / len(ev.band_of))",
+    Mutant("band-se-all-shapes", "fresh", FC, "math.sqrt(ev.var[d] / len(x))", "math.sqrt(ev.var[d] / len(ev.band_of))",
            LEADERBOARD, "band standard error over all shapes, not the band's"),
-    Mutant("band-verdict-unadjusted", "fresh", L, "int(np.sign(e)) if pa < alpha else 0",
+    Mutant("band-verdict-unadjusted", "fresh", FC, "int(np.sign(e)) if pa < alpha else 0",
            "int(np.sign(e)) if pv < alpha else 0", LEADERBOARD, "band verdict on the unadjusted p"),
-    Mutant("runs-no-holm", "fresh", L, "adj[valid] = holm(p[valid])", "adj[valid] = p[valid]", LEADERBOARD,
+    Mutant("runs-no-holm", "fresh", FC, "adj[valid] = holm(p[valid])", "adj[valid] = p[valid]", LEADERBOARD,
            "per-shape runs without Holm"),
-    Mutant("ref-se-k", "fresh", L, "/ np.sqrt(np.maximum(k - 1, 1))", "/ np.sqrt(np.maximum(k, 1))", LEADERBOARD,
+    Mutant("ref-se-k", "fresh", FE, "/ np.sqrt(np.maximum(k - 1, 1))", "/ np.sqrt(np.maximum(k, 1))", LEADERBOARD,
            "reference median's se over k devices, not the k - 1 others"),
     Mutant("crossover-interval-collapsed", "fresh", BS, "lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops",
-           "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", BANDS,
+           "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", SEGMENTS,
            "data crossover interval of zero width"),
     Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))", PAIR,
            "fit band's critical value at the alpha quantile"),
     # -- band verdicts (compare's verdict per FLOP band) --
     Mutant("band-no-correlation", "bands", B, "parts = [(se**2, df), *_correlated(sides, run_var, s, e)]",
-           "parts = [(se**2, df)]", BANDS, "band mean tested against independent shapes only (no drift, no offsets)"),
+           "parts = [(se**2, df)]", _first((CAL, "-k", "compare_band"), BANDS),
+           "band mean tested against independent shapes only (no drift, no offsets)"),
     Mutant("band-no-holm", "bands", B, "adjusted = holm([r[10] for r in rows]) if rows else np.array([])",
-           "adjusted = np.array([r[10] for r in rows])", BANDS, "band verdicts without Holm over the bands"),
+           "adjusted = np.array([r[10] for r in rows])", _first((CAL, "-k", "compare_band"), BANDS),
+           "band verdicts without Holm over the bands"),
+    # -- audit: the second audit's survivors and the slips only the golden file caught (held out before) --
+    Mutant("drift-factor-dropped", "audit", B, "p_unit, sign = signed_rank_p(x, drift)",
+           "p_unit, sign = signed_rank_p(x)", BANDS, "one-pass signed-rank null variance without the drift factor"),
+    Mutant("re-df-n", "audit", B, "resid_df = n - 1 - slope_df", "resid_df = n - slope_df", BANDS,
+           "random-effects band mean on n instead of n - 1 df"),
+    Mutant("offsets-ddof-0", "audit", E, "np.var(offsets, ddof=1)", "np.var(offsets, ddof=0)",
+           _first((VAR, "-k", "pass_offsets"), EVIDENCE), "pass-offset variance with ddof 0"),
+    Mutant("band-90-percent", "audit", B, RUNS_HALF, "half = float(student_t.ppf(1 - alpha, df)) * math.sqrt(var)",
+           _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) at 90% instead of 95%"),
+    Mutant("per-pass-minimum", "audit", V, "math.log(float(np.median(runs[p])))",
+           "math.log(float(np.min(runs[p])))", ((VAR, "-k", "jittery"), COMPARE),
+           "a pass's value is the minimum of its samples, not the median"),
+    Mutant("boot-no-shape-resampling", "audit", R, "idx = np.sort(rng.integers(0, n, (n_boot, n)), axis=1)",
+           "idx = np.tile(np.arange(n), (n_boot, 1))", FITS, "fit bootstrap without resampling shapes"),
+    # -- weak: slips the weak tests of the audit let through --
+    Mutant("merge-one-decade", "weak", BS, "< 1 / BANDS_PER_DECADE", "< 1", SEGMENTS,
+           "same-leader leads merge across a one-decade gap, not half a decade"),
+    Mutant("cells-99-percent", "weak", FC, "half = student_t.ppf(1 - alpha / 2, dof) * se",
+           "half = student_t.ppf(0.995, dof) * se", LEADERBOARD, "fleet band intervals at 99% instead of 95%"),
+    Mutant("hl-90-percent", "weak", B, "z = norm.ppf(1 - alpha / 2) * math.sqrt(drift)",
+           "z = norm.ppf(1 - alpha) * math.sqrt(drift)", _first((CAL, "-k", "compare_band"), BANDS),
+           "band interval (one pass, Hodges-Lehmann) at 90%"),
+    Mutant("points-90-percent", "weak", BS, "q = student_t.ppf(1 - alpha / 2, df)", "q = student_t.ppf(1 - alpha, df)",
+           _first((CAL, "-k", "compare_band"), SEGMENTS), "per-shape intervals at 90%"),
 )
 
 
@@ -140,6 +205,9 @@ def _pytest(selection: tuple[str, ...], tree: Path, env: dict[str, str], timeout
         return "killed", "timeout"
     if res.returncode == 0:
         return "survived", ""
+    if res.returncode in (4, 5):  # a usage error or a selection that matches no test: the list needs an update
+        raise SystemExit(f"selection {' '.join(selection)} is broken (pytest exit {res.returncode}): "
+                         f"{res.stdout[-300:]}")
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in res.stdout.splitlines()
               if ln.startswith(("FAILED ", "ERROR "))]
     return "killed", (failed[0] if failed else f"pytest exit {res.returncode}")
@@ -170,7 +238,7 @@ def main() -> None:
     for m, outcome, _took, why in rows:
         note = f" (argued equivalent: {m.equivalent})" if m.equivalent and outcome == "survived" else ""
         print(f"| `{m.id}` | {m.group} | {Path(m.path).name} | {m.what} | {outcome}{note} | {why or '-'} |")
-    for group in ("named", "fresh", "bands"):
+    for group in ("named", "fresh", "bands", "audit", "weak"):
         mine = [r for r in rows if r[0].group == group]
         alive = [r[0].id for r in mine if r[1] == "survived" and not r[0].equivalent]
         print(f"\n{group}: {len(mine)} mutants, {sum(r[1] == 'killed' for r in mine)} killed, "

@@ -41,7 +41,11 @@ from mfu_sweep.results import parse_document
 ALPHA = 0.05
 BUG_RATE = 0.10  # a false-lead rate the tests must catch ...
 CATCH = 0.95  # ... with at least this probability
-COVERAGE = (0.90, 0.98)  # accepted mean coverage of a nominal 95% interval
+# Accepted mean coverage of a nominal 95% interval, as tight as the seeds resolve (docs/statistics-calibration.md,
+# "How the thresholds were chosen"): a true 90% interval is >= 3 standard errors under every lower bound.
+COVERAGE = (0.94, 0.985)  # fleet band intervals (leaderboard cells)
+POINT_COVERAGE = (0.925, 0.975)  # compare's per-shape intervals (points[].ratio_low/high)
+BAND_COVERAGE = (0.94, 0.99)  # compare's band intervals (bands[]; signed-rank and random-effects: conservative)
 
 # SYNTHETIC noise models beyond tests/synthetic.py's (log time; 0.01 is about 1%)
 PASS_OFFSETS = NoiseModel("per-pass offsets 1%", shape_shift=0.01, pass_shift=0.01)

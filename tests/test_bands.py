@@ -130,6 +130,11 @@ def test_same_leader_across_a_narrow_ambiguous_band_merges() -> None:
     wide = [band(1, 1e9, 2e9), band(0, 2.5e9, 3e10), band(1, 3.5e10, 9e10)]  # gap 1.2 decades
     assert band_runs(narrow) == [(0, 3, 1)]
     assert band_runs(wide) == [(0, 1, 1), (1, 2, 0), (2, 3, 1)]
+    # the rule is half a decade (one nominal band), not a decade: gaps of 0.45 and 0.55 decades either side
+    for gap, merged in ((0.45, True), (0.55, False)):
+        first = 2e9 * 10**gap
+        bands = [band(1, 1e9, 2e9), band(0, 2.5e9, first / 1.1), band(1, first, 9e10)]
+        assert band_runs(bands) == ([(0, 3, 1)] if merged else [(0, 1, 1), (1, 2, 0), (2, 3, 1)]), gap
 
 
 def test_timing_difference_is_noted_and_calibration_divides_it_out(tmp_path: Path) -> None:
