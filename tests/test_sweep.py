@@ -340,3 +340,54 @@ def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
             "assert 'torch' not in sys.modules, 'the sweep parent imported torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# ----- start-up work is the worker's, not the shape's ------------------------------------------
+
+def test_128_cubed_after_a_timed_out_shape_is_ok_in_every_pass_at_timeout_2(tmp_path: Path) -> None:
+    """Every 128^3 record runs in a fresh worker (a new pass, or the restart after the hung shape).
+
+    Robust under load by construction: ``--target-ci`` is never reached, so each 128^3 measurement runs
+    its whole 1 s budget, which is wall time whatever the load: the shape's own work is ~1.1 s of the
+    2 s limit. Before the fix the first eager shape of a worker also imported torch._dynamo (1.3 s on an
+    idle 2-core VM, longer under load) against its --timeout, and 1 s + 1.3 s > 2 s in every pass.
+    """
+    out = tmp_path / "r.json"
+    proc = run_cli_subprocess(["sweep", "--device", "cpu", "--quiet", "--repeats", "3", "--budget-s", "1",
+                               "--target-ci", "1e-9", "--max-samples", "100000", "--timeout", "2",
+                               "--shape", "96x96x96", "--shape", "128x128x128", "-o", str(out)],
+                              env={"MFU_SWEEP_TEST_FAULT": "hang:96x96x96"}, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    by = {(r["shape"]["m"], r["pass"]): r for r in records(out)}
+    assert [by[96, p]["status"] for p in range(3)] == ["timeout"] * 3
+    assert [(by[128, p]["status"], by[128, p]["error"]) for p in range(3)] == [("ok", None)] * 3, \
+        [(by[128, p].get("worker_start_s"), by[128, p].get("measure_wall_s")) for p in range(3)]
+    assert all(by[128, p]["stop_reason"] == "budget" and by[128, p]["worker_start_s"] > 0 for p in range(3))
+
+
+def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
+    """Deterministic twin of the test above: after ``hello`` (the worker's start-up, under --start-timeout)
+    an eager shape imports no module, and a compiled one only the code inductor generates for it."""
+    code = (
+        "import sys, json\n"
+        "from mfu_sweep.measure.worker import hello\n"
+        "from mfu_sweep.measure.bench import run_task\n"
+        "from mfu_sweep.measure.task import Task\n"
+        "from mfu_sweep.measure.timing import TimingConfig\n"
+        "from mfu_sweep.shapes import Shape\n"
+        "backend, info = hello('cpu', None, None, modes=['eager', 'compile'])\n"
+        "new = {}\n"
+        "for mode in ('eager', 'compile'):\n"
+        "    before = set(sys.modules)\n"
+        "    rec = run_task(backend, Task(Shape(1, 96, 96, 96), 'fp32', mode, timing=TimingConfig(budget_s=0.02)))\n"
+        "    new[mode] = [rec.status, sorted(set(sys.modules) - before)]\n"
+        "print(json.dumps({'new': new, 'env': info['environment']}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["new"]["eager"] == ["ok", []]
+    status, mods = got["new"]["compile"]
+    assert status == "ok" and not [m for m in mods if m.startswith(("torch._dynamo", "torch._inductor.compile_fx",
+                                                                      "torch.fx", "sympy"))], mods
+    assert got["env"]["compile_init_s"] > 0 and "compile_init_error" not in got["env"]

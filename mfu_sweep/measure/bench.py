@@ -140,7 +140,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         counter[0] = i + 1 if i + 1 < sets else 0
         fn(i)
 
-    compiles_before = _compilation_count()
+    compiles_before = _compilation_count() if task.mode == "compile" else 0
     config = backend.timing_config(task.timing)
     cache_info: dict[str, object] = {"cache": task.cache}
     if flushing:

@@ -213,11 +213,16 @@ def _make_runner(plan: SweepPlan) -> InProcessRunner | SubprocessRunner:
     if plan.isolate == "none":
         if plan.cold_compile:
             raise SweepError("--cold-compile needs a worker per shape; use --isolate shape or sweep")
-        return InProcessRunner(plan.device, plan.spec_file, plan.chip)
+        return InProcessRunner(plan.device, plan.spec_file, plan.chip, modes=_modes(plan))
     cold = _cold_env if plan.cold_compile else None
     return SubprocessRunner(plan.device, plan.spec_file, plan.chip,
                             per_task=plan.isolate == "shape" or plan.cold_compile, env_for_task=cold,
-                            start_timeout_s=plan.start_timeout_s)
+                            start_timeout_s=plan.start_timeout_s, modes=_modes(plan))
+
+
+def _modes(plan: SweepPlan) -> list[str]:
+    """The modes the plan's tasks run in: the worker does their fixed start-up work before any shape."""
+    return sorted({t.mode for t in plan.tasks})
 
 
 _COLD_ROOT: list[str] = []

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -41,25 +41,54 @@ def initialise_device(backend: Any) -> dict[str, Any]:
     for backends not in :data:`WARM_BACKENDS`, or the error (the first shape then meets it as its own)."""
     if getattr(backend, "name", None) not in WARM_BACKENDS:
         return {}
-    from mfu_sweep.dtypes import get_dtype
-    from mfu_sweep.shapes import Shape
-
     t0 = time.perf_counter()
-    shape, dt = Shape(1, 64, 64, 64), get_dtype("fp32")
     try:
-        fn = backend.gemm_fn(shape, dt, "eager", backend.make_inputs(shape, dt, 1, 0), None)
-        fn(0)
-        backend.sync()
+        _tiny_gemm(backend, "eager")
     except (RuntimeError, ValueError, MemoryError) as exc:
         return {"device_init_error": f"{type(exc).__name__}: {exc}"[:300]}
     return {"device_init_s": round(time.perf_counter() - t0, 4)}
 
 
-def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0) -> tuple[Any, dict[str, Any]]:
+def _tiny_gemm(backend: Any, mode: str) -> None:
+    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.shapes import Shape
+
+    shape, dt = Shape(1, 64, 64, 64), get_dtype("fp32")
+    fn = backend.gemm_fn(shape, dt, mode, backend.make_inputs(shape, dt, 1, 0), None)
+    fn(0)
+    backend.sync()
+
+
+def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
+    """Fixed start-up work of ``torch.compile``, done once per worker so no shape's --timeout pays it.
+
+    Always imports torch._dynamo and inductor (seconds on a CPU; the record's compile count reads
+    dynamo's metrics). With ``warm`` on a backend in :data:`WARM_BACKENDS` it also compiles a tiny
+    GEMM: inductor's first compile in a process (compiler and ISA checks, its worker pool) costs
+    ~25 s on a 2-core CPU against ~1.5 s for the next. ``--cold-compile`` sweeps pass ``warm=False``:
+    that first compile would fill the shape's fresh cache. ``{"compile_init_s": seconds}`` or the error.
+    """
+    t0 = time.perf_counter()
+    try:
+        import torch._dynamo  # noqa: F401
+        import torch._inductor.compile_fx  # noqa: F401
+
+        if warm and getattr(backend, "name", None) in WARM_BACKENDS:
+            _tiny_gemm(backend, "compile")
+            torch._dynamo.reset()
+    except Exception as exc:  # noqa: BLE001 - any failure is the first compiled shape's to meet and record
+        return {"compile_init_error": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"compile_init_s": round(time.perf_counter() - t0, 4)}
+
+
+def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0,
+          modes: Sequence[str] = ("eager",), warm_compile: bool = True) -> tuple[Any, dict[str, Any]]:
     """Open the backend and describe it: (backend, {"device", "environment", "peak"}).
 
-    With ``soak_s`` > 0 a large GEMM then runs that long (clocks and
-    temperature settle) and what ran is recorded as ``environment.soak``.
+    All fixed start-up work is done here, under ``--start-timeout``: the device's
+    lazy initialisation and, when ``modes`` holds ``compile``, torch.compile's
+    (:func:`initialise_compile`). With ``soak_s`` > 0 a large GEMM then runs that
+    long (clocks and temperature settle) and what ran is recorded as ``environment.soak``.
     """
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.specs import load_chips
@@ -69,6 +98,8 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     peak = backend.peak(load_chips(spec_file), chip)
     environment = backend.environment()
     environment.update(initialise_device(backend))
+    if "compile" in modes:
+        environment.update(initialise_compile(backend, warm_compile))
     if soak_s > 0:
         environment["soak"] = backend.soak(soak_s)
     return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
@@ -104,9 +135,9 @@ class InProcessRunner:
     """``--isolate none``: run tasks in this process (for debugging; a hang hangs the sweep)."""
 
     def __init__(self, device: str, spec_file: str | None, chip: str | None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, modes: Sequence[str] = ("eager",)) -> None:
         os.environ.update(env or {})
-        self.backend, self.hello = hello(device, spec_file, chip, soak_seconds())
+        self.backend, self.hello = hello(device, spec_file, chip, soak_seconds(), modes)
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
         from mfu_sweep.measure.bench import run_task
@@ -226,19 +257,24 @@ class SubprocessRunner:
     """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task)."""
 
     def __init__(self, device: str, spec_file: str | None, chip: str | None, per_task: bool = False,
-                 env_for_task: Any = None, start_timeout_s: float = 300.0) -> None:
-        self.args = {"op": "hello", "device": device, "spec_file": spec_file, "chip": chip}
+                 env_for_task: Any = None, start_timeout_s: float = 300.0, modes: Sequence[str] = ("eager",)) -> None:
+        # a worker with fresh compile caches per task (env_for_task) must not fill them before its shape
+        self.args = {"op": "hello", "device": device, "spec_file": spec_file, "chip": chip, "modes": list(modes),
+                     "warm_compile": env_for_task is None}
         self.per_task = per_task
         self.env_for_task = env_for_task
         self.start_timeout_s = start_timeout_s
         self.worker: Worker | None = None
         self.restarts = 0
-        self.hello = self._start().get("hello")
+        # with a worker per task, the first one only describes the device: no compile start-up work, which
+        # would also touch the user's compile cache under --cold-compile
+        self.hello = self._start(runs_tasks=not per_task).get("hello")
 
-    def _start(self, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    def _start(self, env: Mapping[str, str] | None = None, runs_tasks: bool = True) -> dict[str, Any]:
         self.worker = Worker(env=env)
+        args = self.args if runs_tasks else {**self.args, "modes": ["eager"]}
         try:
-            answer = self.worker.request(self.args, self.start_timeout_s)
+            answer = self.worker.request(args, self.start_timeout_s)
         except WorkerDied as exc:
             self.worker.close()
             self.worker = None
@@ -300,7 +336,8 @@ def _serve() -> None:
         request = json.loads(line)
         try:
             if request["op"] == "hello":
-                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds())
+                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds(),
+                                      request.get("modes", ("eager",)), request.get("warm_compile", True))
                 answer: dict[str, Any] = {"hello": info}
             else:
                 answer = {"record": with_worker_pid(run_task(backend, Task.from_json(request["task"]))).to_json()}
