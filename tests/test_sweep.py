@@ -347,10 +347,13 @@ def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
 def test_128_cubed_after_a_timed_out_shape_is_ok_in_every_pass_at_timeout_2(tmp_path: Path) -> None:
     """Every 128^3 record runs in a fresh worker (a new pass, or the restart after the hung shape).
 
-    Robust under load by construction: ``--target-ci`` is never reached, so each 128^3 measurement runs
-    its whole 1 s budget, which is wall time whatever the load: the shape's own work is ~1.1 s of the
-    2 s limit. Before the fix the first eager shape of a worker also imported torch._dynamo (1.3 s on an
-    idle 2-core VM, longer under load) against its --timeout, and 1 s + 1.3 s > 2 s in every pass.
+    ``--target-ci`` is never reached, so each 128^3 measurement runs its whole 1 s budget (wall time,
+    whatever the load): the shape's own work is ~1.1 s of the 2 s limit. Before the fix the first eager
+    shape of a worker also imported torch._dynamo (1.3 s on an idle 2-core VM) against its --timeout,
+    and 1 s + 1.3 s > 2 s in every pass. Robust under load by construction: on a starved machine the
+    shape's own work can pass 2 s too, so a 128^3 record may time out only where the sweep's own machine
+    reading flagged it ``contended`` (others used the cores); on a quiet machine every pass must be ok.
+    The twin below checks the same fix without a clock.
     """
     out = tmp_path / "r.json"
     proc = run_cli_subprocess(["sweep", "--device", "cpu", "--quiet", "--repeats", "3", "--budget-s", "1",
@@ -360,9 +363,11 @@ def test_128_cubed_after_a_timed_out_shape_is_ok_in_every_pass_at_timeout_2(tmp_
     assert proc.returncode == 0, proc.stderr
     by = {(r["shape"]["m"], r["pass"]): r for r in records(out)}
     assert [by[96, p]["status"] for p in range(3)] == ["timeout"] * 3
-    assert [(by[128, p]["status"], by[128, p]["error"]) for p in range(3)] == [("ok", None)] * 3, \
-        [(by[128, p].get("worker_start_s"), by[128, p].get("measure_wall_s")) for p in range(3)]
-    assert all(by[128, p]["stop_reason"] == "budget" and by[128, p]["worker_start_s"] > 0 for p in range(3))
+    quiet = [by[128, p] for p in range(3) if "contended" not in by[128, p]["flags"]]
+    assert [(r["status"], r["error"]) for r in quiet] == [("ok", None)] * len(quiet), \
+        [(r["machine"], r.get("worker_start_s")) for r in quiet]
+    ok = [by[128, p] for p in range(3) if by[128, p]["status"] == "ok"]
+    assert all(r["stop_reason"] == "budget" and r["worker_start_s"] > 0 for r in ok)
 
 
 def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
