@@ -77,13 +77,14 @@ class Mutant:
 E, V, P = ("mfu_sweep/analysis/verdicts/evidence.py", "mfu_sweep/analysis/verdicts/curves.py",
            "mfu_sweep/analysis/verdicts/pair.py")
 B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/segments.py"
+BT = "mfu_sweep/analysis/verdicts/band_tests.py"
 FE, FC = "mfu_sweep/analysis/fleet/evidence.py", "mfu_sweep/analysis/fleet/cells.py"
 R = "mfu_sweep/analysis/fits/roofline.py"
 RUNS_HALF = "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
 
 MUTANTS = (
     # -- named: survived an older suite, or nearly (the per-shape ones retargeted to the band verdicts) --
-    Mutant("welch-pass-count", "named", B, "va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs",
+    Mutant("welch-pass-count", "named", BT, "va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs",
            "va, vb = sa.var / sa.n_runs, sb.var / sa.n_runs", _first((CAL, "-k", "compare_band and per-shape"), BANDS),
            "Welch variance of b over a's pass count"),
     Mutant("no-leave-one-out", "named", FE, "        ref = rest_median(grid.values)\n",
@@ -93,7 +94,7 @@ MUTANTS = (
            "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "fleet band intervals at 50% instead of 95%"),
     Mutant("t-to-normal", "named", B, RUNS_HALF, "half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(var)",
            _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) with a normal instead of a t quantile"),
-    Mutant("no-pass-offsets", "named", B,
+    Mutant("no-pass-offsets", "named", BT,
            "parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]",
            "parts = [(max(excess, 0.0), max(df, 1.0))]", _first((CAL, "-k", "compare_band"), BANDS),
            "band variance without the pass-offset terms"),
@@ -106,9 +107,9 @@ MUTANTS = (
     Mutant("min-run-strict", "fresh", E, "if supports[start] and stop - start >= min_run:",
            "if supports[start] and stop - start > min_run:", EVIDENCE + LEADERBOARD,
            "run rule needs min_run + 1 FLOP counts"),
-    Mutant("decide-2alpha", "fresh", B, "verdict=sign if adj < alpha and", "verdict=sign if adj < 2 * alpha and",
-           _first((CAL, "-k", "compare_band"), BANDS), "band lead at 2 alpha"),
-    Mutant("satterthwaite-df", "fresh", B, "df = var**2 / (va**2 / sa.df + vb**2 / sb.df)",
+    Mutant("decide-2alpha", "fresh", FC, "verdict = np.where(p_lead < alpha, np.sign(est), 0)",
+           "verdict = np.where(p_lead < 2 * alpha, np.sign(est), 0)", LEADERBOARD, "fleet lead at 2 alpha"),
+    Mutant("satterthwaite-df", "fresh", BT, "df = var**2 / (va**2 / sa.df + vb**2 / sb.df)",
            "df = var**2 / (va**2 / sa.df + vb**2 / sa.df)", _first((CAL, "-k", "compare_band"), BANDS),
            "point df (runs) with a's df twice"),
     Mutant("pool-df-n", "fresh", E, "    df = np.where(np.isfinite(var), n_runs - 1, 0.0)\n    v = ",
@@ -119,8 +120,8 @@ MUTANTS = (
     Mutant("offsets-not-over-passes", "fresh", E, "return float(np.var(offsets, ddof=1)) / len(offsets),",
            "return float(np.var(offsets, ddof=1)),", _first((VAR, "-k", "pass_offsets"), EVIDENCE),
            "pass-offset variance of one pass, not of the mean"),
-    Mutant("one-sided-p", "fresh", B, "p = float(2 * student_t.sf(abs(mu) / math.sqrt(var), df))",
-           "p = float(student_t.sf(abs(mu) / math.sqrt(var), df))", _first((CAL, "-k", "compare_band"), BANDS),
+    Mutant("one-sided-p", "fresh", B, "(float(2 * student_t.sf(abs(z) / math.sqrt(var), df))",
+           "(float(student_t.sf(abs(z) / math.sqrt(var), df))", _first((CAL, "-k", "compare_band"), BANDS),
            "band p-value (runs) one-sided"),
     Mutant("mad-unscaled", "fresh", FE, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
            "MAD without the 1.4826 normal factor"),
@@ -128,8 +129,6 @@ MUTANTS = (
            "resid = (x - means[b])[keep]", LEADERBOARD, "band-mean residuals not corrected for the mean's df"),
     Mutant("band-se-all-shapes", "fresh", FC, "math.sqrt(ev.var[d] / len(x))", "math.sqrt(ev.var[d] / len(ev.band_of))",
            LEADERBOARD, "band standard error over all shapes, not the band's"),
-    Mutant("band-verdict-unadjusted", "fresh", FC, "int(np.sign(e)) if pa < alpha else 0",
-           "int(np.sign(e)) if pv < alpha else 0", LEADERBOARD, "band verdict on the unadjusted p"),
     Mutant("runs-no-holm", "fresh", FC, "adj[valid] = holm(p[valid])", "adj[valid] = p[valid]", LEADERBOARD,
            "per-shape runs without Holm"),
     Mutant("ref-se-k", "fresh", FE, "/ np.sqrt(np.maximum(k - 1, 1))", "/ np.sqrt(np.maximum(k, 1))", LEADERBOARD,
@@ -143,13 +142,13 @@ MUTANTS = (
     Mutant("band-no-correlation", "bands", B, "parts = [(se**2, df), *_correlated(sides, run_var, s, e)]",
            "parts = [(se**2, df)]", _first((CAL, "-k", "compare_band"), BANDS),
            "band mean tested against independent shapes only (no drift, no offsets)"),
-    Mutant("band-no-holm", "bands", B, "adjusted = holm([r[10] for r in rows]) if rows else np.array([])",
-           "adjusted = np.array([r[10] for r in rows])", _first((CAL, "-k", "compare_band"), BANDS),
+    Mutant("band-no-holm", "bands", B, "holm([min(rows[k][0], rows[k][2]) for k in keys])",
+           "np.array([min(rows[k][0], rows[k][2]) for k in keys])", _first((CAL, "-k", "compare_band"), BANDS),
            "band verdicts without Holm over the bands"),
     # -- audit: the second audit's survivors and the slips only the golden file caught (held out before) --
-    Mutant("drift-factor-dropped", "audit", B, "p_unit, sign = signed_rank_p(x, drift)",
-           "p_unit, sign = signed_rank_p(x)", BANDS, "one-pass signed-rank null variance without the drift factor"),
-    Mutant("re-df-n", "audit", B, "resid_df = n - 1 - slope_df", "resid_df = n - slope_df", BANDS,
+    Mutant("drift-factor-dropped", "audit", B, "p, sign = signed_rank_p(x - s, drift)",
+           "p, sign = signed_rank_p(x - s)", BANDS, "one-pass signed-rank null variance without the drift factor"),
+    Mutant("re-df-n", "audit", BT, "resid_df = n - 1 - slope_df", "resid_df = n - slope_df", BANDS,
            "random-effects band mean on n instead of n - 1 df"),
     Mutant("offsets-ddof-0", "audit", E, "np.var(offsets, ddof=1)", "np.var(offsets, ddof=0)",
            _first((VAR, "-k", "pass_offsets"), EVIDENCE), "pass-offset variance with ddof 0"),
@@ -165,7 +164,7 @@ MUTANTS = (
            "same-leader leads merge across a one-decade gap, not half a decade"),
     Mutant("cells-99-percent", "weak", FC, "half = student_t.ppf(1 - alpha / 2, dof) * se",
            "half = student_t.ppf(0.995, dof) * se", LEADERBOARD, "fleet band intervals at 99% instead of 95%"),
-    Mutant("hl-90-percent", "weak", B, "z = norm.ppf(1 - alpha / 2) * math.sqrt(drift)",
+    Mutant("hl-90-percent", "weak", BT, "z = norm.ppf(1 - alpha / 2) * math.sqrt(drift)",
            "z = norm.ppf(1 - alpha) * math.sqrt(drift)", _first((CAL, "-k", "compare_band"), BANDS),
            "band interval (one pass, Hodges-Lehmann) at 90%"),
     Mutant("points-90-percent", "weak", BS, "q = student_t.ppf(1 - alpha / 2, df)", "q = student_t.ppf(1 - alpha, df)",
