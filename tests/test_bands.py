@@ -335,3 +335,16 @@ def test_margin_on_the_command_line(tmp_path: Path) -> None:
     zero = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops", "--json", "--margin", "0"])
     [z] = json.loads(zero.output)["comparisons"]
     assert z["margin"] == 0 and not any(b["same"] for b in z["bands"]) and z["summary"]["share_same"] == 0
+
+
+def test_crossing_interval_is_at_the_comparisons_alpha() -> None:
+    # SYNTHETIC: the dense line of the test above; refine's looks compare at alpha / looks, and their crossover
+    # interval must widen with them (it was always 95%, whatever the comparison's level).
+    from mfu_sweep.analysis.verdicts.segments import local_crossing
+
+    lo, hi, x0 = math.log(1e9), math.log(1e10), math.log(3e9)
+    x = np.linspace(lo, hi, 25)
+    d = 0.3 * (x - x0) + np.random.default_rng(3).normal(0, 0.02, x.size)
+    a95, b95 = local_crossing(x, d, lo, hi, 0.05)
+    a_look, b_look = local_crossing(x, d, lo, hi, 0.05 / 8)
+    assert a_look < a95 < b95 < b_look and (lo, hi) != (a_look, b_look)

@@ -308,3 +308,23 @@ def test_candidate_regions_on_published_tables_are_never_empty_or_repeated() -> 
     spans = [(r.where, r.low_flops, r.high_flops) for r in plan.regions]
     assert spans and all(lo < hi for _, lo, hi in spans)
     assert len(spans) == len(set(spans))
+
+
+def test_a_stricter_look_never_narrows_a_crossover_interval_elsewhere() -> None:
+    """refine's looks test at alpha / looks: B200 vs gfx950 bf16 once got [1.05, 1.48] GFLOP at a look beside
+    compare's [1.3, 2.4] (a 95% Fieller interval in a different bracket); now each look's interval holds
+    compare's, for every dtype of the published pair."""
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    sweeps = load_sweeps([published / "sm_100_B200.json", published / "gfx950.json"])
+    loose = {c.dtype: c.crossovers for c in compare_all(sweeps, "tflops", alpha=0.05, use_fit=False)}
+    strict = {c.dtype: c.crossovers for c in compare_all(sweeps, "tflops", alpha=0.05 / 8, use_fit=False)}
+    checked = 0
+    for dtype, xs in loose.items():
+        for x in xs:
+            near = [y for y in strict.get(dtype, []) if y.low_flops <= x.flops <= y.high_flops]
+            if near:
+                checked += 1
+                assert near[0].low_flops <= x.low_flops * 1.0001 and near[0].high_flops >= x.high_flops * 0.9999
+    assert checked >= 2

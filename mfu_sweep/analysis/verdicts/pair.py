@@ -192,7 +192,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
                      measured_b=measured_in(cb, band.low_flops, band.high_flops))
              for band in band_verdicts(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var,
                                        margin=margin)]
-    data = band_segments.crossovers(raw, bands, a.label, b.label, method)
+    data = band_segments.crossovers(raw, bands, a.label, b.label, method, alpha)
     fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
               if fa is not None and fb is not None else [])
     if fa is not None and fb is not None:

@@ -85,9 +85,14 @@ def _weighted_median(values: Sequence[float], weights: Sequence[float]) -> float
     return float(v[np.searchsorted(np.cumsum(w), w.sum() / 2)])
 
 
-def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str) -> list[Crossover]:
+def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str,
+               alpha: float = 0.05) -> list[Crossover]:
     """A change of leader between two lead runs: bracketed by the median FLOPs of the last band of the first
-    lead and of the first band of the second, placed where the shapes' log ratio crosses zero between them."""
+    lead and of the first band of the second, placed where the shapes' log ratio crosses zero between them.
+
+    The interval is the line's ``1 - alpha`` Fieller interval (the comparison's own level, so a stricter
+    look never gets a narrower interval) when the shapes' own crossing lies inside it; a crossing outside
+    means the line does not describe the shapes there, and the interval is the whole bracket."""
     leads = [r for r in band_runs(bands) if r[2] in (1, -1)]
     log_f = np.log([r.flops for r in raw])
     d = np.array([r.log_a - r.log_b for r in raw])
@@ -99,23 +104,25 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
         lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops
         inside = (log_f >= math.log(lo)) & (log_f <= math.log(hi))
         x = crossing_point(log_f[inside], d[inside]) if inside.sum() >= 2 else math.log(math.sqrt(lo * hi))
-        x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi))
-        x = min(max(x, x_lo), x_hi)
+        x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), alpha)
+        if not x_lo <= x <= x_hi:
+            x_lo, x_hi = math.log(lo), math.log(hi)
+            x = min(max(x, x_lo), x_hi)
         out.append(Crossover(math.exp(x), math.exp(x_lo), math.exp(x_hi), names[v0], names[v1], method))
     return out
 
 
-def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float) -> tuple[float, float]:
+def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float, alpha: float = 0.05) -> tuple[float, float]:
     """:func:`fieller_crossing` over the bracket, then once more over the shapes within three interval widths
     of the first interval (where a line describes the log ratio better than over the whole bracket)."""
-    x_lo, x_hi = fieller_crossing(x, d, lo, hi)
+    x_lo, x_hi = fieller_crossing(x, d, lo, hi, alpha)
     if (x_lo, x_hi) == (lo, hi):
         return lo, hi
     width = x_hi - x_lo
     near = (x >= x_lo - width) & (x <= x_hi + width)
     if near.sum() < FIELLER_MIN_POINTS or near.all():
         return x_lo, x_hi
-    n_lo, n_hi = fieller_crossing(x[near], d[near], lo, hi)
+    n_lo, n_hi = fieller_crossing(x[near], d[near], lo, hi, alpha)
     return (n_lo, n_hi) if (n_lo, n_hi) != (lo, hi) else (x_lo, x_hi)
 
 
