@@ -27,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
 def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
-    # The script's plumbing, not the timers' agreement (test_selftest.py checks the ratio check itself): beside
-    # two busy loops the tool/torch Timer ratio of a tiny CPU GEMM reached 12.5, so the tolerance here is 100.
+    # SELFTEST_TOL is at selftest's --rel-tol maximum (10); beside two busy loops the tool/torch Timer ratio of a
+    # tiny CPU GEMM reached 12.5, so this test can still fail under load (not fixed yet).
     env = {**os.environ, "DEVICE": "cpu", "DTYPES_MORE": "--dtype fp16", "MAX_FLOP": "5e6", "REPEATS": "1",
-           "CACHE_SIZES": "64", "SOAK": "1", "DEADLINE": "400", "SELFTEST_TOL": "100", "OUT": str(tmp_path),
+           "CACHE_SIZES": "64", "SOAK": "1", "DEADLINE": "400", "SELFTEST_TOL": "10", "OUT": str(tmp_path),
            "PYTHON": sys.executable}
     done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=500)
