@@ -23,7 +23,7 @@ from mfu_sweep.results import parse_document
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
 FLOPS = [float(f) for f in np.geomspace(1e8, 1e13, 24)]
-FAST = {"n_boot": 600, "fit_n_boot": 30}
+FAST = {"fit_n_boot": 30}
 # SYNTHETIC run-to-run noise: 2% per-shape shifts per pass, 3 shuffled passes (tests/synthetic.py)
 PASSES = {"noise_model": NOISE_MODELS["per-shape 2%"], "repeats": 3}
 
@@ -70,7 +70,7 @@ def test_three_crossovers_found_in_order() -> None:
     docs = make_sweep_doc("A", seed=3, **base), make_sweep_doc("B", seed=4, time_fn=wobble, **base)
     # margin 0 (pure difference test): the B lead between the first two crossings peaks at 12% in bands of
     # 2-3 shapes, 5.5% in one of them; with the default 2% margin that band is ambiguous, not a lead
-    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600, margin=0.0)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, margin=0.0)
     data = [x for x in c.crossovers if x.method == "runs"]
     assert [(x.from_label, x.to_label) for x in data] == [("A", "B"), ("B", "A"), ("A", "B")]
     for x, exponent in zip(data, (9.25, 10.5, 11.75), strict=True):
@@ -86,7 +86,7 @@ def test_too_noisy_to_tell_is_ambiguous_not_a_crossover() -> None:
     for seed in (0, 1):
         docs = (make_sweep_doc("A", flops=FLOPS, seed=2 * seed, noise=0.5, n_samples=5, **a),
                 make_sweep_doc("B", flops=FLOPS, seed=2 * seed + 1, noise=0.5, n_samples=5, **b))
-        [c] = compare_all(_sweeps(*docs), "tflops", n_boot=600, fit_n_boot=20)
+        [c] = compare_all(_sweeps(*docs), "tflops", fit_n_boot=20)
         assert c.crossovers == ()
         assert [s.leader for s in c.segments] == [None]
         assert "ambiguous throughout" in c.sentence()
@@ -119,7 +119,7 @@ def test_unmatched_shapes_are_paired_by_flops_never_interpolated() -> None:
     pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
     docs = (make_sweep_doc("A", flops=FLOPS, seed=1, **pa, **PASSES),
             make_sweep_doc("B", flops=[f * 1.03 for f in FLOPS], seed=2, **pb, **PASSES))
-    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False)
     assert {p.method for p in c.points} == {"paired"} and {p.interpolated for p in c.points} == {None}
     assert len(c.points) == len({p.shape.split("~")[0] for p in c.points}) == len({p.shape.split("~")[1]
                                                                                  for p in c.points})
@@ -136,11 +136,11 @@ def test_unmatched_shapes_are_paired_by_flops_never_interpolated() -> None:
 def test_mfu_uses_each_chips_own_peak() -> None:
     same = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3], "noise": 0.01}
     docs = make_sweep_doc("A", seed=1, peak_tflops=700, **same), make_sweep_doc("B", seed=2, peak_tflops=1400, **same)
-    [c] = compare_all(_sweeps(*docs), "mfu", use_fit=False, n_boot=600)
+    [c] = compare_all(_sweeps(*docs), "mfu", use_fit=False)
     assert [s.leader for s in c.segments] == ["A"]  # same speed, half the peak: twice the MFU
     assert c.segments[0].ratio == pytest.approx(2.0, rel=0.02)
     assert "MFU +" in c.sentence() and "x2.00" in c.sentence()
-    [t] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=600)
+    [t] = compare_all(_sweeps(*docs), "tflops", use_fit=False)
     assert [s.leader for s in t.segments] == [None]
 
 
@@ -149,7 +149,7 @@ def test_missing_peak_requires_tflops() -> None:
     docs = make_sweep_doc("A", peak_tflops=0, **base), make_sweep_doc("B", seed=1, **base)
     with pytest.raises(CompareError, match="has no peak for bf16.*--metric tflops"):
         compare_all(_sweeps(*docs), "mfu", use_fit=False)
-    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False, n_boot=100)
+    [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False)
     assert (c.a, c.b, c.metric, c.method) == ("A", "B", "tflops", "shapes")
     assert [s.leader for s in c.segments] == [None]  # the same chip twice: TFLOP/s needs no peak, and ties
     assert len(c.points) == len(base["flops"])
@@ -161,7 +161,7 @@ def test_pair_selection_and_errors() -> None:
     base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::4], "n_samples": 5}
     sweeps = _sweeps(make_sweep_doc("x", **base), make_sweep_doc("y", seed=1, **base),
                      make_sweep_doc("z", seed=2, **base), make_sweep_doc("w", seed=3, dtype="fp32", **base))
-    kw = {"use_fit": False, "n_boot": 50}
+    kw = {"use_fit": False}
     assert [(c.a, c.b) for c in compare_all(sweeps, **kw)] == [("x", "y"), ("x", "z"), ("y", "z")]
     assert [(c.a, c.b) for c in compare_all(sweeps, a="z", **kw)] == [("z", "x"), ("z", "y")]
     assert [(c.a, c.b) for c in compare_all(sweeps, a="y", b="x", **kw)] == [("y", "x")]
@@ -234,7 +234,7 @@ def _verdicts(doc: dict) -> dict:
 
 def test_compare_json_golden(tmp_path: Path) -> None:
     paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
-    res = CliRunner().invoke(main, ["compare", *paths, "--json", "--n-boot", "500", "--fit-n-boot", "20"])
+    res = CliRunner().invoke(main, ["compare", *paths, "--json", "--fit-n-boot", "20"])
     assert res.exit_code == 0, res.output
     got = json.loads(res.output)
     assert _verdicts(got) == GOLDEN_VERDICTS  # before any regeneration: a regenerated file cannot move a verdict
@@ -252,7 +252,7 @@ def test_compare_json_golden(tmp_path: Path) -> None:
 
 def test_compare_human_output(tmp_path: Path) -> None:
     paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
-    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops"])
     assert res.exit_code == 0, res.output
     # eight shapes both measured, one value each: one band (the signed-rank test needs ~10 shapes), and a 5%
     # lead either side of 5 GFLOP is not enough for it; the per-shape table stays as detail. chip-b's ninth
@@ -306,7 +306,7 @@ def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
     comp = make_sweep_doc("box", P_tflops=1.6, W_tbs=1.0, t0_s=1e-4, flops=flops, mode="compile", seed=2,
                           peak_tflops=2.0, run_id="c", **PASSES)
     sweeps = load_sweeps([write_sweep(tmp_path, eager, "e.json"), write_sweep(tmp_path, comp, "c.json")])
-    (c,) = compare_all(sweeps, "tflops", "box/bf16/eager", "box/bf16/compile", n_boot=400, fit_n_boot=20)
+    (c,) = compare_all(sweeps, "tflops", "box/bf16/eager", "box/bf16/compile", fit_n_boot=20)
     assert (c.a, c.b, c.mode) == ("box eager", "box compile", "eager|compile")
     data = [x for x in c.crossovers if x.method == "runs"]
     assert len(data) == 1 and data[0].from_label == "box eager" and data[0].to_label == "box compile"
@@ -326,7 +326,7 @@ def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     a = make_sweep_doc("small", P_tflops=100, W_tbs=50, t0_s=1e-6, flops=flops, peak_tflops=200, seed=3, **PASSES)
     b = make_sweep_doc("big", P_tflops=400, W_tbs=50, t0_s=1e-4, flops=flops, peak_tflops=500, seed=4, **PASSES)
     sweeps = load_sweeps([write_sweep(tmp_path, a), write_sweep(tmp_path, b)])
-    (c,) = compare_all(sweeps, "mfu", n_boot=400, fit_n_boot=50)
+    (c,) = compare_all(sweeps, "mfu", fit_n_boot=50)
     by = {x.method: x for x in c.crossovers}
     assert set(by) == {"runs", "fit"}
     # MFU_small = F/(1e-6 + F/1e14)/2e14, MFU_big = F/(1e-4 + F/4e14)/5e14: equal at F = 6.6e10
@@ -349,7 +349,7 @@ def _step_pair(switch: float) -> tuple[dict, dict]:
 
 def test_summary_of_a_lead_in_the_low_half_and_b_in_the_high_half() -> None:
     switch = 10**10.2  # 55% of the 8..12 decades below the switch
-    [c] = compare_all(_sweeps(*_step_pair(switch)), "tflops", use_fit=False, n_boot=600)
+    [c] = compare_all(_sweeps(*_step_pair(switch)), "tflops", use_fit=False)
     s = c.lead_summary()
     assert s is not None and (s.low_flops, s.high_flops) == (c.points[0].flops, c.points[-1].flops)
     assert s.share_a == pytest.approx(0.55, abs=0.05) and s.share_b == pytest.approx(0.45, abs=0.05)
@@ -390,7 +390,7 @@ def test_summary_reads_a_fragmented_grid_comparison() -> None:
     a = make_sweep_doc("A", P_tflops=100, W_tbs=1.0, t0_s=5e-6, flops=[2.0 * s**3 for s in range(192, 1100, 64)],
                        seed=3, **passes)
     b = make_sweep_doc("B", P_tflops=100, W_tbs=1.0, t0_s=5e-6, shapes=grid, seed=4, time_fn=b_time, **passes)
-    [c] = compare_all(_sweeps(a, b), "tflops", use_fit=False, n_boot=600)
+    [c] = compare_all(_sweeps(a, b), "tflops", use_fit=False)
     # B is slow in two bands of FLOPs: two A leads with an ambiguous band between them
     assert len(c.segments) >= 3 and c.sentence().count("A leads") >= 2
     s = c.lead_summary()
@@ -424,23 +424,23 @@ def test_share_text_never_rounds_a_lead_away() -> None:
 def test_summary_without_lead_or_points() -> None:
     truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS[::3], "noise": 0.05}
     [c] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **truth)),
-                      "tflops", use_fit=False, n_boot=300)
+                      "tflops", use_fit=False)
     assert c.summary().endswith("B over 0%, the same within 2% over 0%, ambiguous over 100%; no lead beyond 2% "
                                 "anywhere [method shapes; run-to-run variation not measured].")
     assert c.to_json()["summary"]["longest_lead"] is None
     [z] = compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **truth)),
-                      "tflops", use_fit=False, n_boot=300, margin=0.0)
+                      "tflops", use_fit=False, margin=0.0)
     assert z.summary().endswith("B over 0%, ambiguous over 100%; no lead anywhere "
                                 "[method shapes; run-to-run variation not measured].")  # --margin 0: no "same"
     far = {**truth, "flops": [1e14, 2e14, 4e14]}
     with pytest.raises(CompareError, match="FLOP ranges do not meet.*sweep the same shapes"):
         compare_all(_sweeps(make_sweep_doc("A", seed=5, **truth), make_sweep_doc("B", seed=6, **far)),
-                    "tflops", use_fit=False, n_boot=300)
+                    "tflops", use_fit=False)
 
 
 def test_cli_prints_the_summary_before_the_points(tmp_path: Path) -> None:
     paths = [str(write_sweep(tmp_path, d)) for d in _step_pair(10**10.2)]
-    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--n-boot", "300", "--metric", "tflops"])
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
     # it opens with one sentence per pair, then the pair's details: summary, bands, the per-shape table
@@ -493,9 +493,9 @@ def test_on_error_skips_pairs_that_cannot_be_compared() -> None:
     sweeps = _sweeps(make_sweep_doc("x", **base), make_sweep_doc("y", seed=1, **base),
                      make_sweep_doc("np", seed=2, peak_tflops=0, **base))
     with pytest.raises(CompareError, match="series np bf16 eager has no peak"):
-        compare_all(sweeps, "mfu", use_fit=False, n_boot=50)
+        compare_all(sweeps, "mfu", use_fit=False)
     errors: list[str] = []
-    comps = compare_all(sweeps, "mfu", use_fit=False, n_boot=50, on_error=lambda e: errors.append(str(e)))
+    comps = compare_all(sweeps, "mfu", use_fit=False, on_error=lambda e: errors.append(str(e)))
     assert [(c.a, c.b) for c in comps] == [("x", "y")]
     assert len(errors) == 2 and all("series np bf16 eager has no peak" in e for e in errors)
     alone = _sweeps(make_sweep_doc("x", **base))
@@ -565,3 +565,12 @@ def test_equal_flop_shapes_are_one_place_in_the_segments() -> None:
     assert all(s.start_flops < s.end_flops for s in c.segments)
     leaders = [s.leader for s in c.segments if s.leader]
     assert leaders == ["gfx950", "sm_100_B200"]  # the hand count: gfx950 below ~1 GFLOP, B200 above
+
+
+def test_compare_help_offers_no_option_it_ignores() -> None:
+    """Options kept only to be ignored are removed (CHANGELOG), not described as ignored."""
+    res = CliRunner().invoke(main, ["compare", "--help"])
+    assert res.exit_code == 0
+    assert "ignored" not in res.output.lower() and "--n-boot " not in res.output.replace("--fit-n-boot", "")
+    gone = CliRunner().invoke(main, ["compare", "x.json", "--n-boot", "50"])
+    assert gone.exit_code == 2 and "No such option '--n-boot'" in gone.output

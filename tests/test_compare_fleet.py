@@ -27,8 +27,7 @@ def test_many_devices_get_a_leaderboard_and_the_fleet_view_not_pairs(tmp_path: P
     assert res.output.startswith("fleet: synthetic-gpu (bf16, eager) over 6 devices: flagged synthetic-gpu.r2")
     assert "leaderboard bf16 eager (TFLOP/s), 6 devices vs the median of the other devices" in res.output
     assert " vs synthetic-gpu.r" not in res.output and "summary:" not in res.output  # no pairs
-    pairs = CliRunner().invoke(main, ["compare", *files, "--metric", "tflops", "--pairwise", "--no-fit",
-                                      "--n-boot", "50"])
+    pairs = CliRunner().invoke(main, ["compare", *files, "--metric", "tflops", "--pairwise", "--no-fit"])
     assert pairs.exit_code == 0, pairs.output
     assert pairs.output.count("summary:") == 15 and "fleet:" in pairs.output
 
@@ -40,8 +39,7 @@ def test_baseline_is_one_vs_rest(tmp_path: Path) -> None:
     assert "5 devices vs baseline synthetic-gpu.r0" in res.output
     [row] = [line for line in res.output.splitlines() if line.startswith("synthetic-gpu.r2 ")]
     assert "x0.8" in row and "/ 100 MFLOP - 1 GFLOP" in row
-    detail = CliRunner().invoke(main, ["compare", *files, "--baseline", "synthetic-gpu.r0", "--pairwise", "--no-fit",
-                                       "--n-boot", "50"])
+    detail = CliRunner().invoke(main, ["compare", *files, "--baseline", "synthetic-gpu.r0", "--pairwise", "--no-fit"])
     assert detail.output.count("summary:") == 5  # the baseline against each other device, no other pairs
     assert all(line.startswith("synthetic-gpu.r0 vs ") for line in detail.output.splitlines()
                if " vs synthetic-gpu.r" in line and line.endswith("FLOP counts"))

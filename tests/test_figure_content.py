@@ -131,7 +131,7 @@ def test_every_roofline_line_is_explained_by_the_legend() -> None:
 def test_published_crossovers_are_labelled_with_their_pair() -> None:
     files = [SWEEPS / "published" / "gfx950.json", SWEEPS / "published" / "sm_100_B200.json"]
     sweeps = filter_sweeps(load_sweeps(files), ["bf16"], ["compile"])
-    analysis = analyse(sweeps, "tflops", fit_n_boot=20, compare_n_boot=20)
+    analysis = analyse(sweeps, "tflops", fit_n_boot=20)
     ax = plot_mfu(sweeps, dtype="bf16", mode="compile", metric="tflops", fits=analysis.fits,
                   comparisons=analysis.comparisons, ax=_ax())
     crossings = [x for c in analysis.comparisons if (c.dtype, c.mode) == ("bf16", "compile") for x in c.crossovers]

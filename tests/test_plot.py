@@ -63,7 +63,7 @@ def pair() -> list[Sweep]:
 def pair_analysis(pair: list[Sweep]) -> Any:
     from mfu_sweep.present.report import analyse
 
-    return analyse(pair, fit_n_boot=20, compare_n_boot=300)
+    return analyse(pair, fit_n_boot=20)
 
 
 @pytest.fixture(scope="module")

@@ -61,7 +61,7 @@ def sweeps(tmp_path_factory: pytest.TempPathFactory) -> list[Sweep]:
 
 @pytest.fixture(scope="module")
 def report(sweeps: list[Sweep], tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, list[Path]]:
-    analysis = analyse(sweeps, fit_n_boot=20, compare_n_boot=300)
+    analysis = analyse(sweeps, fit_n_boot=20)
     out = tmp_path_factory.mktemp("report")
     return out, analysis, write_report(sweeps, out, analysis=analysis)
 
@@ -175,7 +175,7 @@ def test_report_shows_replicate_spread(tmp_path: Path) -> None:
     r0 = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r0")
     r1 = make_sweep_doc("gpu.r1", P_tflops=80, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r1")
     sweeps = [s for d in (r0, r1) for s in parse_document(d)]
-    write_report(sweeps, tmp_path / "rep", analysis=analyse(sweeps, fit_n_boot=10, compare_n_boot=200))
+    write_report(sweeps, tmp_path / "rep", analysis=analyse(sweeps, fit_n_boot=10))
     md = (tmp_path / "rep" / "index.md").read_text()
     assert "## Spread across devices (replicate runs)" in md
     assert "gpu (bf16, eager) over 2 devices" in md and "slowest: gpu.r1" in md
@@ -212,13 +212,13 @@ def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytes
         raise AssertionError("the report refitted a series it had already fitted")
 
     monkeypatch.setattr(compare_module, "fit_series", refit)
-    analysis = analyse(sweeps, fit_n_boot=5, compare_n_boot=100)
+    analysis = analyse(sweeps, fit_n_boot=5)
     assert [(c.a, c.b, c.dtype) for c in analysis.comparisons] == [
         ("p", "q", "bf16"), ("p", "r", "bf16"), ("q", "r", "bf16"), ("p", "r", "fp32")]
     assert list(analysis.compare_notes) == list(analysis.skipped) == [
         "left q fp32 eager out: no fp32 peak, so its MFU is undefined; --metric tflops includes it"]
     # the same comparisons compare_all gives with these fits (it sorts pairs across dtypes)
-    direct = compare_all(sweeps, fits=analysis.fits, seed=0, n_boot=100, alpha=0.05, on_error=lambda e: None)
+    direct = compare_all(sweeps, fits=analysis.fits, seed=0, alpha=0.05, on_error=lambda e: None)
     assert [(c.a, c.b, c.dtype) for c in direct] == [
         ("p", "q", "bf16"), ("p", "r", "bf16"), ("p", "r", "fp32"), ("q", "r", "bf16")]
     by_pair = {(c.a, c.b, c.dtype): c.to_json() for c in direct}

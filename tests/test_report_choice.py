@@ -58,7 +58,7 @@ def test_detail_links_the_figures_beyond_the_choice(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(figure_choice, "MAX_HEATMAPS", 2)
     monkeypatch.setattr(figure_choice, "MAX_K", 2)
     sweeps = grid_sweeps(["a", "b"], [64, 256, 1024])
-    analysis = analyse(sweeps, compare_n_boot=200, fit_n_boot=20)
+    analysis = analyse(sweeps, fit_n_boot=20)
     write_report(sweeps, tmp_path / "chosen", analysis=analysis)
     page = (tmp_path / "chosen" / "index.html").read_text()
     assert len(re.findall(r'<img alt="heatmap-', page)) == 2 and "--detail" in page

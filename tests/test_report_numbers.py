@@ -80,7 +80,7 @@ def _close(a: float, b: float, digits: int = 3) -> bool:
 @pytest.mark.parametrize("name", sorted(INPUTS))
 def test_report_tables_and_json_agree(name: str) -> None:
     sweeps = INPUTS[name]()
-    analysis = analyse(sweeps, fit_n_boot=10, compare_n_boot=10)
+    analysis = analyse(sweeps, fit_n_boot=10)
     tables = _tables(to_markdown(build_report(sweeps, analysis, [])))
     data = analysis_json(analysis)
     expected = _expected(sweeps)
@@ -120,7 +120,7 @@ def test_report_tables_and_json_agree(name: str) -> None:
 
 def test_a_fit_that_constrains_nothing_gives_no_ceiling_in_the_summary_table() -> None:
     sweeps = INPUTS["short"]()
-    analysis = analyse(sweeps, fit_n_boot=50, compare_n_boot=10)
+    analysis = analyse(sweeps, fit_n_boot=50)
     header, row = _tables(to_markdown(build_report(sweeps, analysis, [])))["Summary"]
     assert row[header.index("fitted P, TFLOP/s [95%]")] == "fit not constrained (see notes)"
     (fit,) = analysis_json(analysis)["fits"]

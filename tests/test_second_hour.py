@@ -387,7 +387,8 @@ def test_report_says_each_comparison_once_and_keeps_words_whole(tmp_path: Path) 
     assert md.count(summary) == 1, md
     assert md.count("In short:") == 1 and "Segment by segment" not in md
     row = next(ln for ln in md.splitlines() if ln.startswith("| vs d1 |"))
-    assert row.startswith("| vs d1 | d0 leads over 100%, d1 over 0%, ambiguous over 0% of the shared FLOP range; "
+    assert row.startswith("| vs d1 | d0 leads over 100%, d1 over 0%, the same within 2% over 0%, ambiguous over 0% "
+                          "of the shared FLOP range; "
                           "crossovers: none (details under Comparisons: d0 vs d1 · bf16 · eager) |"), row
     page = (out / "index.html").read_text()
     assert "overflow-wrap: anywhere" not in page  # it let "estimated" break into "estimate / d"

@@ -248,11 +248,9 @@ def _print_comparison(c: Any) -> None:
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
               show_default=True, help="Family-wise error rate per pair; intervals are 1-alpha.")
 @margin_option
-@click.option("--n-boot", type=click.IntRange(2, 1_000_000), default=2000, show_default=True,
-              help="Accepted and ignored (verdicts do not bootstrap samples); kept so scripts that pass it still "
-                   "run.")
 @click.option("--min-run", type=click.IntRange(1, 1000), default=2, show_default=True,
-              help="Ignored since verdicts are per FLOP band (leaderboards still use it); kept for scripts.")
+              help="Leaderboards and the fleet view: a run of shapes where a device is faster or slower counts "
+                   "only over at least this many consecutive FLOP counts (the band verdicts do not use it).")
 @click.option("--calibrate", nargs=2, type=click.Path(dir_okay=False), default=None, metavar="REF_A REF_B",
               help="Two files of ONE reference chip, REF_A timed the way --a was (timer, cache, mode), REF_B the "
                    "way --b was: their per-FLOP-band ratio is divided out of a/b, its uncertainty kept.")
@@ -269,7 +267,7 @@ def _print_comparison(c: Any) -> None:
 @contended.exclude_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
-            margin: float, n_boot: int, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
+            margin: float, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
             fit_n_boot: int, baseline: str | None, pairwise: bool, seed: int, as_json: bool, fail_on: str | None,
             exclude_contended: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
@@ -345,7 +343,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     verdict = ranked.gate_of(fleets, boards, fail_on)
     try:
         comps = [] if ranking and not pairwise else compare_all(
-            sweeps, metric, baseline or label_a, label_b, seed=seed, n_boot=n_boot, alpha=alpha, min_run=min_run,
+            sweeps, metric, baseline or label_a, label_b, seed=seed, alpha=alpha, min_run=min_run,
             margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
             **({"calibration": refs} if refs else {}))
     except CompareError as exc:

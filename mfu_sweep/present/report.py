@@ -105,7 +105,7 @@ class Analysis:
 
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
-            compare_n_boot: int = 2000, alpha: float = 0.05, pairwise: bool | None = None,
+            alpha: float = 0.05, pairwise: bool | None = None,
             progress: Callable[[int, int], None] | None = None) -> Analysis:
     """Group, fit and compare ``sweeps``.
 
@@ -115,8 +115,8 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
         From ``mfu_sweep.results.load_sweeps``.
     metric:
         ``"mfu"`` or ``"tflops"`` for the comparisons.
-    seed, fit_n_boot, compare_n_boot, alpha:
-        Bootstrap seed and sizes for fits and comparisons, and the interval level ``1 - alpha``.
+    seed, fit_n_boot, alpha:
+        Bootstrap seed and size of the fits, and the interval level ``1 - alpha`` of fits and comparisons.
     pairwise:
         Compare every pair (True) or rank the devices per FLOP band (False); None (default): pairs
         unless some dtype and mode has more than ``HANDFUL`` devices.
@@ -133,9 +133,9 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     boards: list[Leaderboard] = []
     board_notes: list[str] = []
     if pairwise:
-        comparisons, notes = compare_pairs(ranked, fits, metric, seed=seed, n_boot=compare_n_boot, alpha=alpha,
+        comparisons, notes = compare_pairs(ranked, fits, metric, seed=seed, alpha=alpha,
                                            use_fit=True)
-        compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, n_boot=compare_n_boot, alpha=alpha)
+        compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, alpha=alpha)
     else:
         boards, board_notes = leaderboards(ranked, metric, alpha=alpha)
         comparisons, notes, compiled = [], [], {}
@@ -145,8 +145,7 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
                     compare_notes=tuple(skipped + notes + compile_notes), skipped=tuple(skipped),
                     compile_comparisons=compiled, metric=metric,
-                    settings={"seed": seed, "fit_n_boot": fit_n_boot, "compare_n_boot": compare_n_boot,
-                              "alpha": alpha, "pairwise": pairwise},
+                    settings={"seed": seed, "fit_n_boot": fit_n_boot, "alpha": alpha, "pairwise": pairwise},
                     fleets=tuple(fleets), leaderboards=tuple(boards), leaderboard_notes=tuple(board_notes))
 
 

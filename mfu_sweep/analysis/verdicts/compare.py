@@ -240,7 +240,7 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         other errors still go to ``on_error`` or are raised. The ``compare``
         command passes it, so one series without a peak skips only its pairs.
     **kw:
-        Passed to :func:`compare_series` (``seed``, ``n_boot``, ``alpha``, ``min_run``,
+        Passed to :func:`compare_series` (``seed``, ``alpha``, ``min_run``,
         ``use_fit``, ``fit_n_boot``).
 
     Raises

@@ -176,7 +176,6 @@ class Comparison:
     crossovers: tuple[Crossover, ...]
     notes: tuple[str, ...] = ()
     alpha: float = 0.05
-    n_boot: int = 2000
     seed: int = 0
     min_run: int = 2
     method: str = "shapes"
@@ -200,7 +199,7 @@ class Comparison:
     def to_json(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "dtype": self.dtype, "mode": self.mode, "metric": self.metric,
-            "alpha": self.alpha, "margin": self.margin, "n_boot": self.n_boot, "seed": self.seed,
+            "alpha": self.alpha, "margin": self.margin, "seed": self.seed,
             "min_run": self.min_run,
             "method": self.method, "runs_measured": self.runs_measured,
             "passes": {"a": self.passes[0], "b": self.passes[1]}, "evidence": self.evidence_note(),

@@ -124,7 +124,7 @@ def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | 
     return fit_a, fit_b, notes
 
 
-def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, n_boot: int = 2000,
+def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
                    alpha: float = 0.05, min_run: int = 2, fit_a: RooflineFit | None = None,
                    fit_b: RooflineFit | None = None, use_fit: bool = True, fit_n_boot: int = 200,
                    calibration: Refs | None = None, margin: float = DEFAULT_MARGIN) -> Comparison:
@@ -138,10 +138,9 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
         ``"mfu"`` (needs a peak for both) or ``"tflops"``.
     seed:
         Seed of the fits' bootstrap.
-    n_boot, min_run:
-        Kept so existing callers, ``--n-boot`` and ``--min-run`` keep working; the
-        verdicts are per FLOP band (:mod:`mfu_sweep.analysis.verdicts.bands`), which needs
-        neither (``n_boot`` must be >= 2 and ``min_run`` >= 1).
+    min_run:
+        Kept on the comparison for ``refine``'s leanings (a leaning holds over this many FLOP counts);
+        the band verdicts (:mod:`mfu_sweep.analysis.verdicts.bands`) do not use it. At least 1.
     alpha:
         Family-wise error rate of the band verdicts (Holm over bands), and interval level ``1 - alpha``.
     fit_a, fit_b, use_fit, fit_n_boot:
@@ -162,15 +161,15 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0, 
     """
     check_pair(a, b, metric)
     margin = check_margin(margin)
-    if n_boot < 2 or min_run < 1 or not 0 < alpha < 1:
-        raise CompareError(f"need n_boot >= 2, min_run >= 1 and 0 < alpha < 1 (got {n_boot}, {min_run}, {alpha})")
+    if min_run < 1 or not 0 < alpha < 1:
+        raise CompareError(f"need min_run >= 1 and 0 < alpha < 1 (got {min_run}, {alpha})")
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
     raw = measured_points(ca, cb)
     note = timing_note(a, b, calibration is not None)
     notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else [])
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
     timing = timing_json(a, b)
-    common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha, n_boot=n_boot,
+    common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha,
                   seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)), margin=margin)
     if not raw:
         raise CompareError(_nothing_to_test(a, b, ca, cb))
