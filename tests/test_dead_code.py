@@ -23,8 +23,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("measure/backends/cuda.py", "CudaBackend"): "looked up by device name in backends/__init__.py",
     ("measure/backends/generic.py", "AcceleratorBackend"): "looked up by device name in backends/__init__.py",
     ("measure/backends/neuron.py", "NeuronBackend"): "looked up by device name in backends/__init__.py",
-    ("analysis/fits/lsq.py", "iterations"): "field of the solver's result, kept for diagnostics in notebooks",
-    ("analysis/fits/lsq.py", "converged"): "field of the solver's result, kept for diagnostics in notebooks",
     ("analysis/verdicts/comparison.py", "verdict_method"): "field written to --json through dataclasses.asdict",
     ("analysis/verdicts/comparison.py", "trend_ratio"): "field written to --json through dataclasses.asdict",
     ("measure/estimate.py", "measurements"): "field of the --dry-run estimate, printed through asdict",

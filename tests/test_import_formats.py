@@ -26,8 +26,9 @@ from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
 from mfu_sweep.importers.mamf_summary import parse_summary
-from mfu_sweep.results import load_sweeps, timing_of, validate_file
+from mfu_sweep.results import load_sweeps, validate_file
 from mfu_sweep.shapes import Shape
+from mfu_sweep.summaries import timing_of
 
 DATA = Path(__file__).parent / "data" / "import"
 GPU0 = DATA / "mamf_finder_shisa_gpu0_bf16_excerpt.txt"

@@ -148,7 +148,8 @@ def test_disk_filling_during_a_sweep_keeps_the_file(tmp_path: Path) -> None:
         one_line_error(code, text, "no space left", str(out))
         if out.exists():  # the header fitted: what was measured stays, and says it is incomplete
             assert "--resume" in text
-            from mfu_sweep.results import incomplete_reason, load_sweeps
+            from mfu_sweep.results import load_sweeps
+            from mfu_sweep.summaries import incomplete_reason
 
             (sweep,) = load_sweeps([out])
             assert incomplete_reason(sweep) is not None and len(sweep.records) < 8

@@ -24,11 +24,8 @@ from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.present.report import analyse, write_report  # noqa: E402
 from mfu_sweep.present.report_compare import adds_segments  # noqa: E402
-from mfu_sweep.results import (  # noqa: E402
-    Sweep,
-    parse_document,
-    summary_line,  # noqa: E402
-)
+from mfu_sweep.results import Sweep, parse_document
+from mfu_sweep.summaries import summary_line
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 ODD_LABEL = 'chip-c<b>&"$x'

@@ -89,7 +89,7 @@ spec_file_option = click.option("--spec-file", type=str, default=None, metavar="
 
 def echo_incomplete(sweeps: Any) -> None:
     """A ``note:`` on stderr for every incomplete (interrupted) sweep among ``sweeps``."""
-    from mfu_sweep.results import incomplete_reason
+    from mfu_sweep.summaries import incomplete_reason
 
     for reason in filter(None, map(incomplete_reason, sweeps)):
         click.echo(f"note: {reason}", err=True)

@@ -20,8 +20,9 @@ from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
 from mfu_sweep.outputs import check_output_dir
-from mfu_sweep.results import ResultError, read_json, save_sweep, summary_line
+from mfu_sweep.results import ResultError, read_json, save_sweep
 from mfu_sweep.specs import load_chips
+from mfu_sweep.summaries import summary_line
 
 
 def _source_of(path: Path) -> tuple[str | None, str]:

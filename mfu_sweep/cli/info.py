@@ -65,7 +65,8 @@ def validate(files: tuple[str, ...]) -> None:
     Example:
         mfu-sweep validate sweeps/*.json
     """
-    from mfu_sweep.results import incomplete_reason, load_sweeps, validate_file
+    from mfu_sweep.results import load_sweeps, validate_file
+    from mfu_sweep.summaries import incomplete_reason
 
     bad = 0
     for f in files:

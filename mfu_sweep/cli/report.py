@@ -67,7 +67,7 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.cli.contended import apply
-    from mfu_sweep.results import filter_sweeps
+    from mfu_sweep.summaries import filter_sweeps
 
     loaded = load_files(files)
     sweeps = apply(filter_sweeps(loaded, dtypes, modes), exclude_contended)

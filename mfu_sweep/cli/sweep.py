@@ -241,7 +241,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     finally:
         bar.close()
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.results import compile_summary, summary_line
+    from mfu_sweep.summaries import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))

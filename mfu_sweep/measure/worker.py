@@ -265,7 +265,6 @@ class SubprocessRunner:
         self.env_for_task = env_for_task
         self.start_timeout_s = start_timeout_s
         self.worker: Worker | None = None
-        self.restarts = 0
         # with a worker per task, the first one only describes the device: no compile start-up work, which
         # would also touch the user's compile cache under --cold-compile
         self.hello = self._start(runs_tasks=not per_task).get("hello")
@@ -300,8 +299,6 @@ class SubprocessRunner:
                 return blank_record(task, "error", f"worker start-up (limit --start-timeout "
                                     f"{self.start_timeout_s:g} s): {exc}", timeout_phase="start-up")
             started_s = round(time.monotonic() - t0, 3)
-            if self.per_task:
-                self.restarts += 1
         assert self.worker is not None
         try:
             answer = self.worker.request({"op": "run", "task": task.to_json()}, timeout_s)

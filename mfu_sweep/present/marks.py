@@ -6,7 +6,8 @@ from collections.abc import Iterable, Mapping
 
 from matplotlib.figure import Figure
 
-from mfu_sweep.results import Sweep, incomplete_reason
+from mfu_sweep.results import Sweep
+from mfu_sweep.summaries import incomplete_reason
 
 INCOMPLETE_COLOR = "#b2182b"
 

@@ -42,7 +42,7 @@ from mfu_sweep.present.theme import (
     theme,
     theme_rc,
 )
-from mfu_sweep.results import filter_sweeps
+from mfu_sweep.summaries import filter_sweeps
 
 __all__ = [
     "DOUBLE_IN", "FORMATS", "PALETTE", "DecadeLocator", "RatioLocator", "filter_sweeps", "format_si", "grid_ks",

@@ -50,8 +50,9 @@ from mfu_sweep.present.report_numbers import (
 )
 from mfu_sweep.present.report_text import caption, method_blocks
 from mfu_sweep.present.theme import peak_kind
-from mfu_sweep.results import Record, Sweep, summary_line, write_json_atomic
+from mfu_sweep.results import Record, Sweep, write_json_atomic
 from mfu_sweep.specs import Peak
+from mfu_sweep.summaries import summary_line
 
 # Figures in the report are for screens; ``mfu-sweep plot`` writes 300 dpi for print.
 REPORT_DPI = 200

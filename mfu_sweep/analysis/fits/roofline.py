@@ -22,7 +22,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mfu_sweep.analysis.fits import lsq
-from mfu_sweep.analysis.fits.batch import Problem, Steps, run
+from mfu_sweep.analysis.fits.batch import Problem, Steps
 from mfu_sweep.analysis.series import Series
 
 # A parameter is "constrained" when, at some measured shape, a 1% change of it
@@ -225,11 +225,6 @@ def best_fit_steps(y: np.ndarray, data: ShapeData, n_params: int, opts: Options
     return sol.x[i], float(sol.cost[i])
 
 
-def best_fit(y: np.ndarray, data: ShapeData, n_params: int, opts: Options) -> tuple[np.ndarray, float]:
-    """Best of the starting points: parameters and robust cost."""
-    return run(best_fit_steps(y, data, n_params, opts))
-
-
 def bic(x: np.ndarray, y: np.ndarray, data: ShapeData) -> float:
     resid = y - log_time(x, np.log(data.flops), np.log(data.bytes))
     n = len(y)
@@ -333,7 +328,7 @@ def boot_params_steps(best: np.ndarray, data: ShapeData, n_boot: int, seed: int,
                       opts: Options) -> Steps[np.ndarray]:
     """Refit on ``n_boot`` resamples (:func:`resamples`), warm-started at ``best``, plus :func:`pass_shifts`.
 
-    A fit step (see :mod:`mfu_sweep.analysis.fits.batch`); :func:`boot_params` runs it alone.
+    A fit step (see :mod:`mfu_sweep.analysis.fits.batch`), which runs it alone or in lockstep with others.
     """
     y, idx = resamples(data, n_boot, seed)
     if opts.solver == "scipy":
@@ -347,12 +342,6 @@ def boot_params_steps(best: np.ndarray, data: ShapeData, n_boot: int, seed: int,
         boot = (yield _problem(data, x0, y, counts, opts, _IntervalSettled(alpha))).x
     shift = pass_shifts(data, n_boot, seed)
     return shifted(boot, shift, opts) if shift.any() else boot
-
-
-def boot_params(best: np.ndarray, data: ShapeData, n_boot: int, seed: int, alpha: float,
-                opts: Options) -> np.ndarray:
-    """:func:`boot_params_steps` run alone."""
-    return run(boot_params_steps(best, data, n_boot, seed, alpha, opts))
 
 
 class _IntervalSettled:

@@ -1,4 +1,4 @@
-"""The points of a comparison: per-pass values of each series at every shape (measured or interpolated),
+"""The points of a comparison: per-pass values of each series at every measured shape,
 the zero crossings of a log-ratio curve, and bytes along FLOPs for the fit crossovers."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.interpolate import PchipInterpolator
 
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import LN_TERA
@@ -72,37 +71,6 @@ def pass_curve(series: Series, metric: str) -> PassCurve:
                      log_f=np.log(fs), log_t=log_t)
 
 
-def _interp_row(log_f: np.ndarray, row: np.ndarray, x: float) -> tuple[float, float]:
-    """PCHIP value of one pass's curve at ``x`` and its gap to straight-line interpolation; NaN outside."""
-    ok = np.isfinite(row)
-    xs, ys = log_f[ok], row[ok]
-    if len(xs) == 0 or not xs[0] <= x <= xs[-1]:
-        return math.nan, 0.0
-    if len(xs) == 1:
-        return float(ys[0]), 0.0
-    value = float(PchipInterpolator(xs, ys)(x))
-    return value, abs(value - float(np.interp(x, xs, ys)))
-
-
-def _at(curve: PassCurve, shape: str, flops: float) -> tuple[np.ndarray, float, str] | None:
-    """Log time per pass of ``curve`` at a shape (measured or interpolated), the squared interpolation gap,
-    and ``"matched"``/``"interp"``; None outside the FLOP range the curve measured.
-
-    Interpolation is a monotone cubic (PCHIP) in (log FLOPs, log time), pass by
-    pass; its largest difference from straight-line interpolation is returned
-    as a variance, so a point read off a sparse curve is not over-trusted.
-    """
-    if shape in curve.shapes:
-        return curve.shapes[shape][1], 0.0, "matched"
-    x = math.log(flops)
-    if not curve.log_f[0] <= x <= curve.log_f[-1]:
-        return None
-    values, gaps = zip(*(_interp_row(curve.log_f, row, x) for row in curve.log_t), strict=True)
-    if not np.isfinite(values).any():
-        return None
-    return np.array(values), max(gaps) ** 2, "interp"
-
-
 def _log_metric(log_f: float, log_t: Any, curve: PassCurve) -> Any:
     """Log of TFLOP/s, or of MFU when the curve carries a peak."""
     return log_f - log_t - LN_TERA - curve.log_peak
@@ -142,20 +110,6 @@ def _median_over_passes(log_values: np.ndarray) -> float:
     of ``1 / metric`` (``statistics.median``, as ``shape_seconds``: the mean of the middle two when even)."""
     inverse = [math.exp(-v) for v in log_values if math.isfinite(v)]
     return 1.0 / statistics.median(inverse) if inverse else math.nan
-
-
-def raw_points(ca: PassCurve, cb: PassCurve) -> list[_Raw]:
-    names = {**{n: v[0] for n, v in ca.shapes.items()}, **{n: v[0] for n, v in cb.shapes.items()}}
-    out = []
-    for name, flops in sorted(names.items(), key=lambda kv: (kv[1], kv[0])):
-        at_a, at_b = _at(ca, name, flops), _at(cb, name, flops)
-        if at_a is None or at_b is None:
-            continue
-        lf = math.log(flops)
-        interp = ca.label if at_a[2] == "interp" else cb.label if at_b[2] == "interp" else None
-        out.append(_Raw(flops, name, _log_metric(lf, at_a[0], ca), _log_metric(lf, at_b[0], cb),
-                        at_a[1] + at_b[1], "interp" if interp else "matched", interp))
-    return out
 
 
 # -- crossings along log FLOPs -------------------------------------------------
