@@ -47,6 +47,7 @@ import numpy as np
 
 from mfu_sweep.analysis.fits import lsq
 from mfu_sweep.analysis.fits.batch import Steps, drive, run
+from mfu_sweep.analysis.fits.parallel import Progress, map_chunks
 from mfu_sweep.analysis.fits.physical import (
     BandwidthRange,
     bytes_tied_to_flops,
@@ -71,7 +72,6 @@ from mfu_sweep.analysis.fits.roofline import (
     log_time_jac,
     shape_data,
 )
-from mfu_sweep.analysis.parallel import Progress, map_chunks
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.results import Sweep
@@ -380,7 +380,7 @@ def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[st
     :func:`fit_series`. The series are fitted in lockstep, ``chunk`` at a time (default: as many as
     make ``CHUNK_SHAPES`` shapes)
     (:func:`mfu_sweep.analysis.fits.batch.drive`), the chunks spread over ``workers`` processes
-    (default: the cores; :func:`mfu_sweep.analysis.parallel.map_chunks`), which calls
+    (default: the cores; :func:`mfu_sweep.analysis.fits.parallel.map_chunks`), which calls
     ``progress(done, total)`` after every chunk: the same fits as one by one, up to rounding.
     """
     keys = list(series)
