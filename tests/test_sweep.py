@@ -285,8 +285,11 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     args = ["sweep", "--device", "cpu", "--budget-s", "0.1", "--quiet", "--repeats", "1", "-o", str(out),
             "--timeout", "600", *[a for s in sizes for a in ("--shape", f"{s}x{s}x{s}")]]
     env = {**os.environ, "MFU_SWEEP_TEST_FAULT": f"hang:{last}x{last}x{last}"}
+    # A shell that starts the suite in the background (`make test &`) ignores SIGINT for its children, and a
+    # Python started with SIGINT ignored never turns it into KeyboardInterrupt: give the sweep the default.
     proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+                            stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 300  # generous: two busy loops beside the suite slow the worker's start
     while time.time() < deadline:
         try:
