@@ -18,11 +18,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from import_cli import one_line_error, run
 
-from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
 from mfu_sweep.importers.mamf_summary import parse_summary
@@ -41,18 +40,6 @@ NVB_MD = DATA / "nvbench_r100001_matmat_3060_excerpt.md"
 XLA = DATA / "xla_main_excerpt.txtpb"
 H100 = "NVIDIA H100 80GB HBM3"
 AXES = {"M": "Num Rows 1", "K": "Num Cols 1 / Rows 2", "N": "Num Cols 2"}
-
-
-def run(*args: str):
-    return CliRunner().invoke(main, ["import", *args])
-
-
-def one_line_error(res, *fragments: str) -> str:
-    """The single `Error: ...` line of a failed command, checked for each fragment and no traceback."""
-    lines = res.output.strip().splitlines()
-    assert res.exit_code == 1 and len(lines) == 1 and lines[0].startswith("Error: "), res.output
-    assert "Traceback" not in res.output and all(f in lines[0] for f in fragments), lines[0]
-    return lines[0]
 
 
 def only(sweeps):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from import_cli import one_line_error, run
 
 from mfu_sweep.cli import main
 from mfu_sweep.fingerprint import fingerprint_from_fields
@@ -34,17 +35,6 @@ NVB_MD = DATA / "nvbench_r100001_matmat_3060_excerpt.md"
 H100 = "NVIDIA H100 80GB HBM3"
 UUID0 = "57a10f45-cee3-7a37-0b89-5823c7db7942"
 UUID1 = "becb720b-a538-82e0-fabc-159c4c2350a2"
-
-
-def run(*args: str):
-    return CliRunner().invoke(main, ["import", *args])
-
-
-def one_line_error(res, *fragments: str) -> str:
-    lines = res.output.strip().splitlines()
-    assert res.exit_code == 1 and len(lines) == 1 and lines[0].startswith("Error: "), res.output
-    assert "Traceback" not in res.output and all(f in lines[0] for f in fragments), lines[0]
-    return lines[0]
 
 
 def edited(tmp_path: Path, src: Path, old: str, new: str, name: str) -> Path:
