@@ -242,6 +242,11 @@ TOP_LEVEL = ("schema_version", "kind", "tool", "run", "environment", "device", "
 IMPORTED_BACKEND = "imported"
 
 
+def is_published(device: Mapping[str, Any]) -> bool:
+    """Whether a series was imported from a published source (``device.backend == "imported"``)."""
+    return device.get("backend") == IMPORTED_BACKEND
+
+
 def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
     records = []
     settings = data.get("settings") or {}

@@ -87,9 +87,9 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
 
 def imported_labels(sweeps: Sequence[Any]) -> list[str]:
     """Labels of imported sweeps (published tables, other tools' logs): they cannot be measured again."""
-    from mfu_sweep.results import IMPORTED_BACKEND
+    from mfu_sweep.results import is_published
 
-    return list(dict.fromkeys(s.label for s in sweeps if s.device.get("backend") == IMPORTED_BACKEND))
+    return list(dict.fromkeys(s.label for s in sweeps if is_published(s.device)))
 
 
 def imported_note(labels: Sequence[str], shape_file: str) -> str:
@@ -106,10 +106,10 @@ def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
     its label, since a merged file cannot be resumed: its own sweep file must be.
     Imported sweeps get no command: a published table cannot be measured again.
     """
-    from mfu_sweep.results import IMPORTED_BACKEND
+    from mfu_sweep.results import is_published
 
     out = []
-    measured = [s for s in sweeps if s.device.get("backend") != IMPORTED_BACKEND]
+    measured = [s for s in sweeps if not is_published(s.device)]
     for source in dict.fromkeys(s.source for s in measured):
         mine = [s for s in measured if s.source == source]
         for label in dict.fromkeys(s.label for s in mine):

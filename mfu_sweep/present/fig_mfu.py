@@ -26,7 +26,6 @@ from mfu_sweep.present.theme import (
     check_metric,
     check_y_scale,
     flop_axis,
-    is_published,
     log_value_axis,
     metric_label,
     mode_style,
@@ -39,7 +38,7 @@ from mfu_sweep.present.theme import (
     series_name,
     spans_decades,
 )
-from mfu_sweep.results import Sweep
+from mfu_sweep.results import Sweep, is_published
 
 
 def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None, metric: str = "mfu",

@@ -18,7 +18,6 @@ from mfu_sweep.present.theme import (
     SHARED_ROOF_COLOR,
     UNCONSTRAINED_FIT,
     add_legend,
-    is_published,
     mode_style,
     new_ax,
     no_data_panel,
@@ -28,7 +27,7 @@ from mfu_sweep.present.theme import (
     safe_text,
     series_name,
 )
-from mfu_sweep.results import Sweep
+from mfu_sweep.results import Sweep, is_published
 
 
 def _roof(x: np.ndarray, p_tflops: float | None, w_tbs: float | None) -> np.ndarray:

@@ -13,7 +13,7 @@ import matplotlib.ticker as mticker
 import seaborn as sns
 from matplotlib.axes import Axes
 
-from mfu_sweep.results import IMPORTED_BACKEND
+from mfu_sweep.results import is_published
 from mfu_sweep.specs import Peak
 
 METRICS = ("mfu", "tflops")
@@ -130,11 +130,6 @@ def series_name(label: str, peak: Peak | None = None, mode: str | None = None, p
     if kind != "vendor spec":
         text += " (no peak)" if kind == "none" else f" ({kind} peak)"
     return text + (" (published)" if published else "")
-
-
-def is_published(device: Mapping[str, Any]) -> bool:
-    """Whether a series was imported from a published source (``device.backend == "imported"``)."""
-    return device.get("backend") == IMPORTED_BACKEND
 
 
 def point_style(device: Mapping[str, Any]) -> dict[str, Any]:
