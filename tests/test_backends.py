@@ -402,6 +402,11 @@ def test_hello_records_soak_and_requested_device() -> None:
     _, info = hello("auto", None, None, soak_s=0.05)
     assert info["device"]["requested"] == "auto" and info["device"]["backend"] == "cpu"
     assert info["environment"]["soak"]["seconds"] >= 0.05
+    # glibc's mmap threshold is held fixed, so operand placement does not follow the order of the shapes
+    import platform
+
+    if platform.libc_ver()[0] == "glibc":
+        assert info["environment"]["malloc_mmap_threshold"] == 128 * 1024
 
 
 def test_device_options_env_is_restored() -> None:
@@ -446,6 +451,16 @@ def test_cache_flush_on_cpu_times_the_gemm_not_the_flush() -> None:
     assert rec.status == "ok" and rec.timer == "host+flush" and rec.rel_error < 1e-5
     assert rec.extra["cache"] == "flush" and rec.extra["input_sets"] == 1
     assert max(rec.samples_s) < 0.01, rec.samples_s  # a 4 MFLOP GEMM, never the 20 ms sleep
+
+
+def test_cache_none_times_one_hot_operand_set_as_timer_does() -> None:
+    """--cache none: one operand set (what torch's Timer times), against rotate's many sets for the same shape."""
+    timing = TimingConfig(budget_s=0.2, max_samples=5)
+    hot = run_task(CpuBackend(), Task(shape=Shape(1, 256, 256, 256), dtype="fp32", cache="none", timing=timing))
+    cold = run_task(CpuBackend(), Task(shape=Shape(1, 256, 256, 256), dtype="fp32", timing=timing))
+    assert hot.status == "ok" and hot.timer == "host" and hot.rel_error < 1e-5
+    assert hot.extra["cache"] == "none" and hot.extra["input_sets"] == 1
+    assert cold.extra["cache"] == "rotate" and cold.extra["input_sets"] > 1
 
 
 def test_cache_policy_is_validated_and_travels_to_the_worker() -> None:

@@ -309,6 +309,16 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     assert json.loads(out.read_text())["run"]["finished_at"] is None
 
 
+def test_cache_none_sweep_labels_itself_hot(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", "none", "--threads", "1")
+    assert res.exit_code == 0, res.output
+    (path,) = Path("sweeps").glob("*.json")
+    assert path.stem.endswith("-cpu-hot")
+    (sweep,) = load_sweeps([path])
+    assert sweep.settings["cache"] == "none" and sweep.records[0].extra["input_sets"] == 1
+
+
 def test_cache_flush_sweep_labels_itself_and_records_the_policy(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", "flush", "--threads", "1")

@@ -109,10 +109,12 @@ def _range_default(end: int) -> str:
               help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us).")
 @click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
               help="Run a large GEMM for S seconds after opening the device, before the first shape.")
-@click.option("--cache", type=click.Choice(["rotate", "flush"]), default="rotate", show_default=True,
+@click.option("--cache", type=click.Choice(["rotate", "flush", "none"]), default="rotate", show_default=True,
               help="Keep operands out of cache by rotating operand sets larger than the cache, calls back to "
                    "back (rotate), or by overwriting a cache-sized buffer before each call and timing every call "
-                   "alone (flush, as nvbench and triton's do_bench do). The default label gets a -flush suffix.")
+                   "alone (flush, as nvbench and triton's do_bench do); or none: one operand set, hot in cache, "
+                   "what torch's Timer times (to check the tool against it). The default label gets a -flush "
+                   "or -hot suffix.")
 @click.option("--threads", type=click.IntRange(1, 4096), default=None,
               help="CPU only: torch intra-op threads (default: torch's choice). The CPU peak estimate "
                    "follows the thread count.")
@@ -196,7 +198,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     tasks = place.select(limit_passes(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
                                                  compile_mode=compile_mode, check=not no_check, cache=cache),
                                       row_passes))
-    suffix = "-flush" if cache == "flush" and label is None else ""
+    suffix = cache_suffix(cache) if label is None else ""
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
         label=label, isolate=isolate, timeout_s=timeout_s, cold_compile=cold_compile, spec_file=spec_file,
@@ -334,13 +336,18 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
     return replace(plan, output=_default_output(plan.device, label, suffix=suffix), label=plan.label)
 
 
+def cache_suffix(cache: str) -> str:
+    """The default label's suffix for a cache policy: none for rotate, ``-flush``, ``-hot`` for none."""
+    return {"flush": "-flush", "none": "-hot"}.get(cache, "")
+
+
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:
-    """``sweeps/<label>.json`` for ``--device`` and ``--label`` (``-flush`` added for ``--cache flush``)."""
+    """``sweeps/<label>.json`` for ``--device`` and ``--label`` (plus :func:`cache_suffix` of ``--cache``)."""
     from mfu_sweep.measure.backends import auto_backend
     from mfu_sweep.specs.cpu import default_cpu_label
 
     if suffix is None:
-        suffix = "-flush" if cache == "flush" and label is None else ""
+        suffix = cache_suffix(cache) if label is None else ""
     if label is None:
         picked = auto_backend() if device == "auto" else device
         label = default_cpu_label() if picked.startswith("cpu") else picked.replace(":", "-")

@@ -130,7 +130,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         torch._dynamo.reset()
     _maybe_inject_fault(task)
     flushing = task.cache == "flush"
-    sets = 1 if flushing else input_sets(task.shape, dt, backend.rotation_bytes())
+    sets = 1 if flushing or task.cache == "none" else input_sets(task.shape, dt, backend.rotation_bytes())
     inputs = backend.make_inputs(task.shape, dt, sets, task.seed)
     fn = backend.gemm_fn(task.shape, dt, task.mode, inputs, task.compile_mode)
     counter = [0]

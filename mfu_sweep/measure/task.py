@@ -15,7 +15,7 @@ from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.results import Record
 from mfu_sweep.shapes import Shape
 
-CACHE_POLICIES = ("rotate", "flush")
+CACHE_POLICIES = ("rotate", "flush", "none")  # none: one operand set, hot in cache (what Timer times)
 
 # Device options a sweep hands to its workers through their environment
 # (set by ``sweep``, read where the worker opens its device).

@@ -81,6 +81,31 @@ def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
     return {"compile_init_s": round(time.perf_counter() - t0, 4)}
 
 
+MMAP_THRESHOLD = 128 * 1024  # glibc's initial M_MMAP_THRESHOLD, held fixed
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+
+
+def fixed_allocation() -> dict[str, Any]:
+    """Hold glibc's mmap threshold fixed, so every operand of 128 KiB or more gets fresh pages of its own.
+
+    glibc raises the threshold each time a large block is freed (up to 32 MiB). Then a shape's operands come
+    from the reused heap or from new mappings depending on which larger shapes ran before it in the same
+    worker: on the 2-core Zen 4 VM a 1024^3 fp32 GEMM ran ~9% slower after 2048^3 operands had been freed
+    (docs/fidelity.md). Fixed, the placement no longer depends on the order of the shapes. Returns
+    ``{"malloc_mmap_threshold": bytes}`` for the environment block, or ``{}`` where there is no glibc.
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        ok = bool(libc and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
+    except (OSError, AttributeError):
+        ok = False
+    return {"malloc_mmap_threshold": MMAP_THRESHOLD} if ok else {}
+
+
 def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0,
           modes: Sequence[str] = ("eager",), warm_compile: bool = True) -> tuple[Any, dict[str, Any]]:
     """Open the backend and describe it: (backend, {"device", "environment", "peak"}).
@@ -94,9 +119,10 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     from mfu_sweep.specs import load_chips
 
     backend = resolve_device(device)
+    allocator = fixed_allocation()
     info = backend.describe()
     peak = backend.peak(load_chips(spec_file), chip)
-    environment = backend.environment()
+    environment = {**backend.environment(), **allocator}
     environment.update(initialise_device(backend))
     if "compile" in modes:
         environment.update(initialise_compile(backend, warm_compile))
