@@ -2,16 +2,20 @@
 
 It is what a session with a GPU runs once, with minutes of device time and no
 chance to debug: every step must work before it gets there. On the CPU the
-same steps run on a tiny range. The selftest's timer agreement is not what this
-test is about (on a shared 2-core VM two timers of a 256^3 GEMM can differ 5x):
-``SELFTEST_TOL=10`` keeps its rows and loosens its verdict; ``benchmarks/fidelity.py``
-measures the agreement.
+same steps run on a tiny range. What the dry run proves is that every step runs
+and writes what it should; the selftest's timer agreement is not what it is about
+(``benchmarks/fidelity.py`` measures that). On a shared 2-core VM two timers of a tiny
+CPU GEMM can differ 5x, and 12.5x beside two busy loops, past selftest's largest
+``--rel-tol`` (10): a ``vs torch Timer`` FAIL is therefore accepted, and then only as
+the selftest step's exit 1 and the script's status 1, with every other check and step
+passing.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,13 +26,14 @@ import pytest
 from mfu_sweep.results import load_sweeps, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
+STEPS = ("environment", "selftest", "sweep-bf16", "ceilings", "sweep-more-dtypes", "cache-policy",
+         "sweep-bf16-compile")
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None, reason="needs bash and timeout")
 def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
-    # SELFTEST_TOL is at selftest's --rel-tol maximum (10); beside two busy loops the tool/torch Timer ratio of a
-    # tiny CPU GEMM reached 12.5, so this test can still fail under load (not fixed yet).
+    # SELFTEST_TOL=10 (selftest's maximum) passes the timer checks on a quiet machine; under load see the docstring
     env = {**os.environ, "DEVICE": "cpu", "DTYPES_MORE": "--dtype fp16", "MAX_FLOP": "5e6", "REPEATS": "1",
            "CACHE_SIZES": "64", "SOAK": "1", "DEADLINE": "400", "SELFTEST_TOL": "10", "OUT": str(tmp_path),
            "PYTHON": sys.executable}
@@ -36,9 +41,15 @@ def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
                           timeout=500)
     log = done.stdout + done.stderr
     steps = "\n".join(line for line in log.splitlines() if line.startswith("===") or "FAIL" in line)
-    assert done.returncode == 0, steps + "\n" + log[-2000:]
-    assert "=== done after" in log and "skipped" not in log
-    assert "vs torch Timer" in (tmp_path / "selftest.txt").read_text()
+    why = steps + "\n" + log[-2000:]
+    table = (tmp_path / "selftest.txt").read_text()
+    assert "vs torch Timer" in table and "numerics fp32" in table, why
+    failed = [line.split("  ")[0] for line in table.splitlines() if " FAIL " in line]
+    assert all(name.startswith("vs torch Timer") for name in failed), why  # load slows a timer, nothing else
+    exits = {name: int(rc) for name, rc in re.findall(r"^=== (\S+): exit (\d+) after", log, re.M)}
+    assert exits == {name: int(name == "selftest" and bool(failed)) for name in STEPS}, why
+    assert done.returncode == int(bool(failed)) and f"status {int(bool(failed))} ===" in log, why
+    assert "skipped" not in log, why
     for name in ("sweep.json", "selftest.txt", "cache_policy.txt", "log.txt"):
         assert (tmp_path / name).stat().st_size > 0, name
     sweep_file = tmp_path / "sweep.json"
