@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from mfu_sweep.results import Record, Sweep
+from mfu_sweep.text import counted
 
 FLAG = "contended"
 MACHINE_FIELD = "machine"
@@ -138,8 +139,8 @@ def contention_note(sweeps: Sequence[Sweep], excluded: bool = False) -> str | No
             passes = flagged_passes(s)
             share = max((contention_share(r.extra[MACHINE_FIELD]) or 0.0 for r in s.records
                          if is_flagged(r) and isinstance(r.extra.get(MACHINE_FIELD), Mapping)), default=0.0)
-            parts.append(f"{s.label}: {n} of {len(s.records)} records in {len(passes)} pass(es) "
-                         f"(others took up to {share:.0%} of the device)")
+            parts.append(f"{s.label}: {n} of {counted(len(s.records), 'record')} in "
+                         f"{counted(len(passes), 'pass', 'passes')} (others took up to {share:.0%} of the device)")
     if not parts:
         return None
     how = "left out (--exclude-contended)" if excluded else "kept; --exclude-contended leaves them out"
@@ -176,10 +177,11 @@ def contention_reason(sweeps: Sequence[Sweep], a: str, b: str) -> str | None:
     if not (fa or fb):
         return None
     if fa and fb:
-        return (f"both were measured partly under contention ({a}: {fa} of {na} records, others up to {wa:.0%}; "
+        return (f"both were measured partly under contention ({a}: {fa} of {counted(na, 'record')}, "
+                f"others up to {wa:.0%}; "
                 f"{b}: {fb} of {nb}, up to {wb:.0%}): differences and ambiguity here may come from the machines' "
                 "load, not the devices; compare again with --exclude-contended or on quiet machines")
     busy, n, total, worst, quiet = (a, fa, na, wa, b) if fa else (b, fb, nb, wb, a)
-    return (f"{busy} was measured under contention in {n} of {total} records (other processes took up to "
+    return (f"{busy} was measured under contention in {n} of {counted(total, 'record')} (other processes took up to "
             f"{worst:.0%} of the device) and {quiet} in none: contention is a likely reason for what this "
             f"comparison sees; compare again with --exclude-contended or rerun {busy} on a quiet machine")

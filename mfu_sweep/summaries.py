@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from mfu_sweep.results import Record, Sweep
+from mfu_sweep.text import counted
 
 
 def status_counts(records: Sequence[Record]) -> Counter:
@@ -36,7 +37,8 @@ def incomplete_reason(sweep: Sweep) -> str | None:
     planned, have = run.get("planned"), len(sweep.records)
     if run.get("finished_at") and (planned is None or have >= planned):
         return None
-    held = f"{have} of {planned} planned measurements" if planned is not None else f"{have} measurements"
+    held = (f"{have} of {counted(planned, 'planned measurement')}" if planned is not None
+            else counted(have, "measurement"))
     where = sweep.source or sweep.label
     return (f"{where}: incomplete sweep ({held}, no finish time): interrupted or still running; "
             f"continue it with `mfu-sweep sweep --resume -o {where}`")

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 
-def counted(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1: ``counted(1, "core")`` is ``"1 core"``, 2 gives ``"2 cores"``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1: ``counted(1, "core")`` is ``"1 core"``, 2 gives ``"2 cores"``;
+    ``plural`` where adding an s is wrong (``counted(2, "pass", "passes")``)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {plural or noun + 's'}"
 
 
 SI = ((1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))

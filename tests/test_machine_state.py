@@ -372,13 +372,15 @@ def _sweep(label, records):
 def test_counting_excluding_and_naming_contention():
     busy = _sweep("busy", [_rec(0, 0.01), _rec(1, 0.8)])
     quiet = _sweep("quiet", [_rec(0, 0.0), _rec(1, 0.02)])
-    assert contention_note([busy, quiet]) == ("measured under contention: busy: 1 of 2 records in 1 pass(es) "
+    assert contention_note([busy, quiet]) == ("measured under contention: busy: 1 of 2 records in 1 pass "
                                              "(others took up to 80% of the device); kept; "
                                              "--exclude-contended leaves them out")
     assert [p["contended"] for p in pass_summaries(busy.records)] == [False, True]
     kept, dropped = exclude_contended([busy, quiet])
     assert dropped == 1 and len(kept[0].records) == 1 and kept[1] is quiet
-    assert "busy: 1 of 2 records in 1 pass(es)" in contention_note([busy, quiet])
+    assert "busy: 1 of 2 records in 1 pass " in contention_note([busy, quiet])
+    both = _sweep("busy", [_rec(0, 0.8), _rec(1, 0.8)])
+    assert "busy: 2 of 2 records in 2 passes " in contention_note([both])  # never "1 passes" or "pass(es)"
     assert contention_note([quiet]) is None
     reason = contention_reason([busy, quiet], "busy", "quiet")
     assert "busy was measured under contention" in reason and "80%" in reason
@@ -453,9 +455,10 @@ def test_report_rows_legend_lines_and_analysis_json_say_why_and_how_many():
     recs = [_rec(0, 0.01), _rec(1, 0.8), _rec(1, 0.5)]
     rows = dict(machine_facts(peak, recs))
     assert rows["peak basis"] == peak.basis
-    assert rows["contention"].startswith("2 of 3 records flagged contended in 1 pass(es)")
+    assert rows["contention"].startswith("2 of 3 records flagged contended in 1 pass (")
     assert "80%" in rows["contention"]
-    assert dict(machine_facts(_cpu_peak(), recs[:1]))["contention"].startswith("none of 1")
+    assert dict(machine_facts(_cpu_peak(), recs[:1]))["contention"].startswith("none of 1 observed record (")
+    assert legend_notes("cpu", _cpu_peak(), recs[1:2]) == ["cpu: 1 of 1 point measured under contention"]
     assert legend_notes("cpu", peak, recs) == [f"cpu: {peak.basis}", "cpu: 2 of 3 points measured under contention"]
     (row,) = machine_json([replace(_sweep("cpu", recs), peak=peak)])
     assert (row["contended_records"], row["contended_passes"], row["peak_basis"]) == (2, [1], peak.basis)

@@ -315,6 +315,26 @@ def test_dry_run_prints_plan_and_estimate_and_writes_nothing(tmp_path: Path) -> 
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
+def test_dry_run_counts_in_words_that_agree_with_one() -> None:
+    """One shape, one pass: "1 measurement", no shuffled order of one, no "5.24e+05 to 5.24e+05" range."""
+    code, text = invoke("sweep", "--device", "cpu", "--shape", "64x64x64", "--repeats", "1", "--dry-run")
+    assert code == 0, text
+    assert "shapes: 1 (5.24e+05 FLOP): 64x64x64" in text
+    assert "passes: 1 over the shape: 1 measurement\n" in text and "the one measurement stops" in text
+    code, text = invoke("sweep", "--device", "cpu", "--shape", "64x64x64", "--shape", "96x96x96", "--repeats", "1",
+                        "--dry-run")
+    assert code == 0, text
+    assert "passes: 1 over the shapes, in a shuffled order: 2 measurements\n" in text
+    assert "each of 2 measurements stops" in text
+
+
+def test_counted_words() -> None:
+    from mfu_sweep.text import counted
+
+    assert [counted(n, "measurement") for n in (0, 1, 2)] == ["0 measurements", "1 measurement", "2 measurements"]
+    assert [counted(n, "pass", "passes") for n in (1, 3)] == ["1 pass", "3 passes"]
+
+
 def test_resume_takes_settings_from_the_file_and_refuses_other_flags(tmp_path: Path) -> None:
     out = tmp_path / "s.json"
     code, text = invoke("sweep", *FAST, "--shape", "64x64x64", "--shape", "96x96x96", "--repeats", "2", "-o", str(out))
@@ -380,6 +400,13 @@ def test_figures_say_a_sweep_is_incomplete(tmp_path: Path) -> None:
     (sweep,) = load_sweeps([path])
     assert incomplete_note([sweep]) == f"incomplete sweep: {LABEL} ({len(sweep.records)} measurements)"
     assert incomplete_note(load_sweeps([GOLDEN])) is None
+    data["records"], data["run"]["planned"] = data["records"][:1], 1
+    path.write_text(json.dumps(data))
+    (one,) = load_sweeps([path])
+    assert incomplete_note([one]) == f"incomplete sweep: {LABEL} (1 of 1 measurement)"  # never "1 measurements"
+    from mfu_sweep.summaries import incomplete_reason
+
+    assert "(1 of 1 planned measurement, no finish time)" in incomplete_reason(one)
     code, text = invoke("plot", str(path), "-o", str(tmp_path / "p"), "--figure", "status")
     assert code == 0 and "incomplete sweep" in text
 

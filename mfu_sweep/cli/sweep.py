@@ -24,6 +24,7 @@ from mfu_sweep.measure.sweep import (
     CPU_REPEATS,
     POINTS_PER_DECADE,
 )
+from mfu_sweep.text import counted
 
 
 def _range_default(end: int) -> str:
@@ -249,8 +250,10 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
     cap = result.settings.get("memory_cap")
     if cap:
-        click.echo(f"capped by device memory: {len(cap['dropped'])} square shape(s) need more than "
-                   f"{cap['fraction']:.0%} of {cap['memory_bytes'] / 2**30:.0f} GiB and were left out; the largest "
+        one = len(cap["dropped"]) == 1
+        click.echo(f"capped by device memory: {counted(len(cap['dropped']), 'square shape')} "
+                   f"{'needs' if one else 'need'} more than {cap['fraction']:.0%} of "
+                   f"{cap['memory_bytes'] / 2**30:.0f} GiB and {'was' if one else 'were'} left out; the largest "
                    f"kept is {cap['max_flops_kept'] or 0:.3g} FLOP", err=True)
     from mfu_sweep.contention import contention_note
 

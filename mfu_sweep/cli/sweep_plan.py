@@ -122,16 +122,19 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
                   done: int, device: str) -> None:
     """The ``--dry-run`` report: device, shapes, passes, output and the estimated time."""
     from mfu_sweep.measure.estimate import estimate_sweep, format_duration
+    from mfu_sweep.text import counted
 
     est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done)
     shapes = list(dict.fromkeys(str(t.shape) for t in tasks))
     shown = ", ".join(shapes[:12]) + (f", ... and {len(shapes) - 12} more" if len(shapes) > 12 else "")
     click.echo("dry run: nothing is measured or written")
     click.echo(f"device: {device}")
-    click.echo(f"shapes: {est.shapes} ({est.min_flops:.3g} to {est.max_flops:.3g} FLOP): {shown}")
+    flops = f"{est.min_flops:.3g}" if est.min_flops == est.max_flops else f"{est.min_flops:.3g} to {est.max_flops:.3g}"
+    click.echo(f"shapes: {est.shapes} ({flops} FLOP): {shown}")
     click.echo(f"dtypes: {', '.join(est.dtypes)}; modes: {', '.join(est.modes)}")
-    click.echo(f"passes: {repeats} over the shapes, each in its own shuffled order: "
-               f"{len(tasks) * repeats} measurements" + (f", {done} already in the file" if done else ""))
+    order = ("" if len(tasks) < 2 else ", each in its own shuffled order" if repeats > 1 else ", in a shuffled order")
+    click.echo(f"passes: {repeats} over the {'shapes' if est.shapes > 1 else 'shape'}{order}: "
+               f"{counted(len(tasks) * repeats, 'measurement')}" + (f", {done} already in the file" if done else ""))
     click.echo(f"output: {output}")
     low, high = format_duration(est.low_s), format_duration(est.high_s)
     click.echo(f"estimated time: {low if low == high else f'{low} to {high}'} ({est.basis})")

@@ -66,7 +66,8 @@ def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, pe
     high = share * repeats * sum(hi for _, hi in per) + workers * WORKER_START_S
     flops = [t.shape.flops for t in tasks] or [0.0]
     known = [d for d in dict.fromkeys(t.dtype for t in tasks) if peaks.get(d)]
-    basis = (f"cost model, not a measurement: each of {todo} measurements stops at its {timing.target_rel_ci:.0%} "
+    each = "the one measurement stops" if todo == 1 else f"each of {todo} measurements stops"
+    basis = (f"cost model, not a measurement: {each} at its {timing.target_rel_ci:.0%} "
              f"CI target (low) or its {timing.budget_s:g} s budget (high), plus first call, check and "
              f"{WORKER_START_S:g} s per worker start")
     if any(t.mode == "compile" for t in tasks):

@@ -8,6 +8,7 @@ from typing import Any
 from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, flagged_passes, is_flagged
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
+from mfu_sweep.text import counted
 
 
 def peak_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:
@@ -16,8 +17,9 @@ def peak_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:
     above = [r for r in records if "above_peak" in r.flags]
     if above:
         reasons = dict.fromkeys(str(r.extra.get("above_peak_reason") or "no reason recorded") for r in above)
-        rows.append(("above peak", f"{len(above)} of {len(records)} records have MFU above 1 (flag above_peak, "
-                     f"kept): {'; '.join(reasons)}"))
+        have = "has" if len(above) == 1 else "have"
+        rows.append(("above peak", f"{len(above)} of {counted(len(records), 'record')} {have} MFU above 1 "
+                     f"(flag above_peak, kept): {'; '.join(reasons)}"))
     return rows
 
 
@@ -35,11 +37,12 @@ def machine_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]
     if flagged:
         worst = max(contention_share(r.extra[MACHINE_FIELD]) or 0.0 for r in flagged)
         passes = sorted({r.run_pass for r in flagged})
-        rows.append(("contention", f"{len(flagged)} of {len(records)} records flagged contended in "
-                     f"{len(passes)} pass(es) (others took up to {worst:.0%} of the device; threshold "
-                     f"{CONTENDED_SHARE:.0%}); kept, unless --exclude-contended"))
+        rows.append(("contention", f"{len(flagged)} of {counted(len(records), 'record')} flagged contended in "
+                     f"{counted(len(passes), 'pass', 'passes')} (others took up to {worst:.0%} of the device; "
+                     f"threshold {CONTENDED_SHARE:.0%}); kept, unless --exclude-contended"))
     else:
-        rows.append(("contention", f"none of {len(observed)} observed records (threshold {CONTENDED_SHARE:.0%})"))
+        rows.append(("contention", f"none of {counted(len(observed), 'observed record')} "
+                     f"(threshold {CONTENDED_SHARE:.0%})"))
     return rows
 
 
@@ -50,7 +53,7 @@ def legend_notes(label: str, peak: Peak, records: Sequence[Record]) -> list[str]
         out.append(f"{label}: {peak.basis}")
     flagged = sum(is_flagged(r) for r in records)
     if flagged:
-        out.append(f"{label}: {flagged} of {len(records)} points measured under contention")
+        out.append(f"{label}: {flagged} of {counted(len(records), 'point')} measured under contention")
     return out
 
 

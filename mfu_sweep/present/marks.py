@@ -8,6 +8,7 @@ from matplotlib.figure import Figure
 
 from mfu_sweep.results import Sweep
 from mfu_sweep.summaries import incomplete_reason
+from mfu_sweep.text import counted
 
 INCOMPLETE_COLOR = "#b2182b"
 
@@ -19,8 +20,9 @@ def incomplete_note(sweeps: Iterable[Sweep]) -> str | None:
         if incomplete_reason(s) is None:
             continue
         planned = s.run.get("planned")
-        held = f"{len(s.records)} of {planned}" if planned is not None else f"{len(s.records)}"
-        parts.append(f"{s.label} ({held} measurements)")
+        held = (f"{len(s.records)} of {counted(planned, 'measurement')}" if planned is not None
+                else counted(len(s.records), "measurement"))
+        parts.append(f"{s.label} ({held})")
     return "incomplete sweep: " + ", ".join(dict.fromkeys(parts)) if parts else None
 
 
