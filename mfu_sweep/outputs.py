@@ -22,6 +22,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 PROBE_BYTES = 4096  # a write this small still fails on a full file system; an empty file may not
+# Suffixes of files the tool writes or reads: an output directory named with one (plot -o fig.png) is a slip.
+FILE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg", ".html", ".htm", ".md", ".json", ".csv", ".tex", ".txt",
+                 ".xlsx")
 
 
 class OutputError(ValueError):
@@ -162,11 +165,17 @@ def check_output_dir(path: str | Path, force: bool = False, products: Iterable[s
     Raises
     ------
     OutputError
-        As :func:`check_output_file`; also when ``path`` is a file.
+        As :func:`check_output_file`; also when ``path`` is a file, or is no directory yet and ends in a file's
+        suffix (``fig.png``, ``report.html``; ``fig.png/`` is taken as the directory it says).
     """
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise OutputError(f"{str(out)!r} exists and is not a directory; pick a directory with {flag}")
+    suffix = out.suffix.lower()
+    if suffix in FILE_SUFFIXES and not out.is_dir() and not str(path).endswith(("/", os.sep)):
+        raise OutputError(f"{str(out)!r} ends in {out.suffix}, a file's suffix, but {flag} names the directory the "
+                          f"files are written into; pick a directory ({flag} {out.with_suffix('')}), or end the "
+                          f"name with / if you mean a directory called {out.name}")
     _make_dir(out, out, flag)
     _probe(out, out, flag)
     existing = [name for name in products if (out / name).exists()]
@@ -175,3 +184,39 @@ def check_output_dir(path: str | Path, force: bool = False, products: Iterable[s
         raise OutputError(f"{str(out)!r} already holds {existing[0]}{more}; pass --force to overwrite, "
                           f"or {flag} a new directory")
     return out
+
+
+# The table formats of `export` and the suffixes that name them (the first is the one a fix suggests).
+TABLE_SUFFIXES = {"csv": (".csv",), "markdown": (".md", ".markdown"), "latex": (".tex",)}
+NOT_A_TABLE = {".json": "JSON", ".html": "HTML", ".htm": "HTML", ".png": "PNG", ".pdf": "PDF", ".svg": "SVG",
+               ".xlsx": "an Excel workbook"}
+
+
+def table_format(path: str | Path | None, fmt: str | None, flag: str = "-o") -> str:
+    """The format of an ``export`` table: ``fmt`` (``--format``) when given, else the one ``path``'s suffix
+    names (``.csv``, ``.md``/``.markdown``, ``.tex``), else csv.
+
+    Raises
+    ------
+    OutputError
+        When ``fmt`` and ``path``'s suffix name different formats (``table.csv`` with latex), or the suffix
+        names a file that is no table (``.json``, ``.html``, an image). Another suffix (``.txt``) claims no
+        format and passes.
+    """
+    if path is None:
+        return fmt or "csv"
+    target = Path(path)
+    suffix = target.suffix.lower()
+    named = next((f for f, suffixes in TABLE_SUFFIXES.items() if suffix in suffixes), None)
+    if suffix in NOT_A_TABLE:
+        want = fmt or "csv"
+        fixed = target.with_suffix(TABLE_SUFFIXES[want][0])
+        raise OutputError(f"{str(target)!r} ends in {target.suffix}, but export writes a {want} table, not "
+                          f"{NOT_A_TABLE[suffix]}; name it {fixed.name} ({flag} {fixed})")
+    if fmt is None:
+        return named or "csv"
+    if named is not None and named != fmt:
+        fixed = target.with_suffix(TABLE_SUFFIXES[fmt][0])
+        raise OutputError(f"--format {fmt} contradicts {flag} {target} (its suffix {target.suffix} names {named}): "
+                          f"name it {fixed.name} ({flag} {fixed}), or drop --format to write {named}")
+    return fmt

@@ -120,6 +120,61 @@ def test_cli_export_writes_file(tmp_path: Path) -> None:
     assert md.exit_code == 0 and md.output.startswith("| Device | dtype |")
 
 
+def _refused(res, *fragments: str) -> str:
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 1 and len(lines) == 1 and lines[0].startswith("Error: "), res.output
+    assert "Traceback" not in res.output and all(f in lines[0] for f in fragments), lines[0]
+    return lines[0]
+
+
+def test_cli_export_format_follows_the_suffix_and_a_contradiction_is_refused(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in example_pair()]
+    tex = tmp_path / "t.tex"
+    res = CliRunner().invoke(main, ["export", *paths, "-o", str(tex)])  # no --format: the suffix says latex
+    assert res.exit_code == 0, res.output
+    assert tex.read_text() == (GOLDEN / "export_records.tex").read_text()
+    md = tmp_path / "T.MD"
+    assert CliRunner().invoke(main, ["export", *paths, "-o", str(md)]).exit_code == 0
+    assert md.read_text().startswith("| Device | dtype |")
+    csv_path = tmp_path / "table.csv"
+    line = _refused(CliRunner().invoke(main, ["export", *paths, "-o", str(csv_path), "--format", "latex"]),
+                    "--format latex", str(csv_path), ".csv names csv", "-o " + str(tmp_path / "table.tex"))
+    assert "drop --format" in line and not csv_path.exists()
+    _refused(CliRunner().invoke(main, ["export", *paths, "-o", str(tmp_path / "x.json")]),
+             "x.json", "ends in .json", "not JSON", "x.csv")
+    assert not (tmp_path / "x.json").exists()
+    txt = tmp_path / "t.txt"  # a suffix that names no table format takes --format, or csv
+    assert CliRunner().invoke(main, ["export", *paths, "-o", str(txt), "--format", "markdown"]).exit_code == 0
+    assert txt.read_text().startswith("| Device | dtype |")
+    assert CliRunner().invoke(main, ["export", *paths, "-o", str(tmp_path / "u.txt")]).exit_code == 0
+    assert (tmp_path / "u.txt").read_text().startswith("label,")
+
+
+def test_table_format_rules() -> None:
+    from mfu_sweep.outputs import OutputError, table_format
+
+    assert [table_format(None, None), table_format(None, "latex")] == ["csv", "latex"]
+    assert [table_format(f"t{s}", None) for s in (".csv", ".md", ".markdown", ".tex", ".TEX", ".txt", "")] == \
+        ["csv", "markdown", "markdown", "latex", "latex", "csv", "csv"]
+    assert table_format("t.md", "markdown") == "markdown" and table_format("t.txt", "latex") == "latex"
+    for path, fmt in (("t.csv", "latex"), ("t.tex", "markdown"), ("t.md", "csv"), ("t.png", None)):
+        with pytest.raises(OutputError, match=r"t\."):
+            table_format(path, fmt)
+
+
+def test_plot_and_report_refuse_a_file_name_for_their_directory(tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in example_pair()[:1]]
+    for cmd, name in (("plot", "fig.png"), ("report", "report.html")):
+        target = tmp_path / name
+        line = _refused(CliRunner().invoke(main, [cmd, *paths, "-o", str(target)]),
+                        f"ends in {target.suffix}", "-o " + str(target.with_suffix("")))
+        assert "end the name with /" in line and not target.exists()
+    from mfu_sweep.outputs import check_output_dir
+
+    assert check_output_dir(str(tmp_path / "fig.png") + "/").is_dir()  # a trailing / says: a directory
+    assert check_output_dir(tmp_path / "fig.png") == tmp_path / "fig.png"  # it exists as one now
+
+
 def test_every_analysis_command_has_help_with_an_example() -> None:
     for cmd in ("merge", "fit", "compare", "export"):
         res = CliRunner().invoke(main, [cmd, "--help"])

@@ -20,7 +20,7 @@ from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
 from mfu_sweep.cli.progress import load_files, step
-from mfu_sweep.outputs import check_output_file
+from mfu_sweep.outputs import check_output_file, table_format
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 
@@ -424,8 +424,10 @@ def _compare_fix(message: str) -> str:
 
 @click.command()
 @FILES
-@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default="csv", show_default=True,
-              help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default=None,
+              help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty. Default: "
+                   "the format -o's suffix names (.csv, .md, .tex), else csv; a --format that contradicts "
+                   "-o's suffix is refused.")
 @click.option("--what", type=click.Choice(["records", "fits", "crossovers", "bands"]), default="records",
               show_default=True,
               help="records: one row per measured shape and pass; fits: the roofline fit of each series; "
@@ -439,7 +441,7 @@ def _compare_fix(message: str) -> str:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File to write [stdout].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @domain_errors
-def export(files: tuple[str, ...], fmt: str, what: str, metric: str, margin: float, fit_n_boot: int, seed: int,
+def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, margin: float, fit_n_boot: int, seed: int,
            output: str | None, force: bool) -> None:
     """Export records, fits or crossovers as tidy CSV, Markdown or a LaTeX (booktabs) table.
 
@@ -448,10 +450,13 @@ def export(files: tuple[str, ...], fmt: str, what: str, metric: str, margin: flo
     the 95% interval's half-width, two if that digit is 1). The LaTeX output is
     a tabular for \\input inside your own table environment.
 
+    The format follows -o's suffix (.csv, .md, .tex) unless --format says it;
+    -o table.csv --format latex is refused, as is -o x.json (not a table).
+
     \b
     Example:
         mfu-sweep export sweeps/*.json -o records.csv
-        mfu-sweep export sweeps/all.json --format latex --what fits -o paper/fits.tex
+        mfu-sweep export sweeps/all.json --what fits -o paper/fits.tex
         mfu-sweep export sweeps/all.json --format markdown --what crossovers
         mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
     """
@@ -460,6 +465,7 @@ def export(files: tuple[str, ...], fmt: str, what: str, metric: str, margin: flo
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot, "margin": margin},
           "bands": {"margin": margin}}[what]
+    fmt = table_format(output, fmt)
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while
     text = export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw)
