@@ -20,7 +20,7 @@
 # needs into .whl/, which this script installs into /tmp/site when jsonschema is missing. With the device tool:
 #   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=560)
 #
-# A dry run on a CPU (small range, same steps, ~3 min):
+# A dry run on a CPU (small range, same steps, ~2 min; on a loaded CPU the selftest's timer rows may FAIL, status 1):
 #   DEVICE=cpu DTYPES_MORE="--dtype fp16" MAX_FLOP=3e7 REPEATS=1 CACHE_SIZES=128,256 PYTHON=.venv/bin/python \
 #     bash benchmarks/gpu_check.sh
 set -uo pipefail

@@ -292,7 +292,7 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
     _one_line_error(["compare", x, nopeak, "--no-fit"], "has no peak for bf16")
     _one_line_error(["compare", x, str(tmp_path / "missing.json")], "no such file")
     tiny = str(write_sweep(tmp_path, make_sweep_doc("tiny", **{**base, "flops": [1e9, 1e10]})))
-    _one_line_error(["fit", tiny], "nothing to fit: series tiny bf16 eager: only 2 distinct shape(s)")
+    _one_line_error(["fit", tiny], "nothing to fit: series tiny bf16 eager: only 2 distinct shapes")
 
 
 def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:

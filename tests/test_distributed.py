@@ -167,7 +167,7 @@ def test_shard_pieces_from_several_hosts_merge_as_one_device(tmp_path: Path) -> 
     out = tmp_path / "merged.json"
     res = CliRunner().invoke(main, ["merge", *map(str, pieces), "-o", str(out)])
     assert res.exit_code == 0, res.output
-    assert "merged 3 sweep(s)" in res.output and "node-3" in res.output
+    assert "merged 3 sweeps" in res.output and "node-3" in res.output
     assert sorted(sw["run"]["host"] for sw in json.loads(out.read_text())["sweeps"]) == list(merged.hosts[label])
     assert merge_files([out]).to_json() == merged.to_json()  # merging the output again gives the same file
 

@@ -69,7 +69,7 @@ def test_a_real_sweep_ends_with_the_headline(tmp_path: Path) -> None:
         assert lines[-2] == f"peak: {basis}"
     best = summarise(s).best
     assert tail[0].startswith(f"best fp32 eager: {significant(best.tflops)} TFLOP/s") and best.shape in tail[0]
-    assert "no roofline fit (only 3 distinct shape(s)" in tail[0]
+    assert "no roofline fit (only 3 distinct shapes" in tail[0]
     assert tail[1].startswith(f"next: mfu-sweep report {out}")
 
 

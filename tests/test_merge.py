@@ -166,7 +166,7 @@ def test_cli_merge_writes_and_refuses_to_overwrite(tmp_path: Path, two: tuple[Pa
     runner = CliRunner()
     ok = runner.invoke(main, ["merge", *map(str, two), "-o", str(out)])
     assert ok.exit_code == 0, ok.output
-    assert "merged 2 sweep(s) from 2 file(s) (labels: a, b)" in ok.output
+    assert "merged 2 sweeps from 2 files (labels: a, b)" in ok.output
     again = runner.invoke(main, ["merge", *map(str, two), "-o", str(out)])
     assert again.exit_code == 1 and "exists; use --force" in again.output
     assert runner.invoke(main, ["merge", *map(str, two), "-o", str(out), "--force"]).exit_code == 0

@@ -21,6 +21,7 @@ from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file, table_format
+from mfu_sweep.text import counted
 
 FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 
@@ -82,7 +83,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
         write_json_atomic(output, result.to_json())
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
-    click.echo(f"merged {len(result.sweeps)} sweep(s) from {len(files)} file(s) "
+    click.echo(f"merged {counted(len(result.sweeps), 'sweep')} from {counted(len(files), 'file')} "
                f"(labels: {', '.join(result.labels)}) into {output}")
 
 
@@ -349,7 +350,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     except CompareError as exc:
         raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
     if skipped and not (comps or fleets or boards):
-        raise click.ClickException(f"nothing to compare: {len(skipped)} pair(s) skipped, a series has no peak "
+        raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
     for hint in hints:
         click.echo(f"note: {hint}", err=True)

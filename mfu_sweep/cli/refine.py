@@ -11,6 +11,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors
+from mfu_sweep.text import counted
 
 EXIT_NOTHING_PROPOSED = 3  # settled or looks spent: scripts loop `while mfu-sweep refine ...; do ...; done`
 
@@ -78,7 +79,7 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
     commands, fixed = sweep_commands(sweeps, output), imported_labels(sweeps)
     header = [f"run on every device: {cmd}" for cmd in commands] + [imported_note(fixed, output)] * bool(fixed)
     write_shape_file(output, plan, header)
-    click.echo(f"wrote {output} ({len(plan.proposals)} row(s))" + ("; on every device:" if commands else ""))
+    click.echo(f"wrote {output} ({counted(len(plan.proposals), 'row')})" + ("; on every device:" if commands else ""))
     for cmd in commands:
         click.echo(f"  {cmd}")
     if fixed:

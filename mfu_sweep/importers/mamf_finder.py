@@ -44,6 +44,7 @@ from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, rea
 from mfu_sweep.importers.identity import Identity, IdentityError, cuda_properties, from_torch_properties, one_device
 from mfu_sweep.importers.mamf_summary import Outcome, Summary, parse_summary
 from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.text import counted
 
 FORMAT = "mamf-finder"
 TORCH_DTYPES = {
@@ -374,7 +375,7 @@ def _notes(rows: list[SourceRow], skipped: Counter, summary: Summary | None, lay
         notes.append(f"no final summary: the run was interrupted or the file cut; {len(rows)} shapes imported, "
                      "each flagged truncated")
     for why, n in sorted(skipped.items()):
-        notes.append(f"{n} line(s) skipped: {why}")
+        notes.append(f"{counted(n, 'line')} skipped: {why}")
     if summary and summary.tried is not None and not summary_only and summary.tried != len(rows) + sum(
             n for w, n in skipped.items() if w.startswith("a shape")):
         notes.append(f"the summary says {summary.tried} shapes were tried; the log holds {len(rows)} readable ones")

@@ -36,6 +36,7 @@ from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, rea
 from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.text import counted
 
 FORMAT = "nvbench"
 TYPE_NAMES = {
@@ -225,7 +226,7 @@ def _device(name: str, path: Path, dname: str, states: list[State], info: Mappin
             continue
         got[(row.shape, row.dtype)] = row
     notes = [f"{repeats} states repeat a shape and dtype (other axes differ); the first kept"] if repeats else []
-    notes += [f"{n} line(s) skipped: {why}" for why, n in sorted(skipped.items())]
+    notes += [f"{counted(n, 'line')} skipped: {why}" for why, n in sorted(skipped.items())]
     truncated = any(why.startswith("cut") for why in skipped)
     rows = [replace(r, flags=(*r.flags, "truncated")) if truncated else r for r in got.values()]
     if kind == "md":

@@ -53,6 +53,7 @@ from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, write_json_atomic
 from mfu_sweep.specs import Peak
 from mfu_sweep.summaries import summary_line
+from mfu_sweep.text import counted
 
 # Figures in the report are for screens; ``mfu-sweep plot`` writes 300 dpi for print.
 REPORT_DPI = 200
@@ -302,7 +303,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     files = sorted({sw.source for sw in sweeps if sw.source})
     blocks: list[Block] = [
         Heading(1, "mfu-sweep report"),
-        Para(f"{len(sweeps)} sweep(s) of {len(labels)} device(s) ({', '.join(labels)}) from "
+        Para(f"{counted(len(sweeps), 'sweep')} of {counted(len(labels), 'device')} ({', '.join(labels)}) from "
              f"{', '.join(files) or 'data given in code'}; comparisons by "
              f"{'MFU' if analysis.metric == 'mfu' else 'TFLOP/s'}. Written by mfu-sweep {__version__}."),
     ]

@@ -13,6 +13,7 @@ from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, Run
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.fig_fleet import figure_stem
+from mfu_sweep.text import counted
 
 SLOWEST_ROWS = 5
 MOST_FLAGGED = 20
@@ -57,7 +58,7 @@ def _runs_cell(runs: Sequence[Run]) -> str:
         return "-"
     counts = sum(r.n_points for r in runs)
     ratios = [r.ratio for r in runs]
-    return f"{len(runs)} run(s) over {counts} FLOP counts, x{min(ratios):.3f} to x{max(ratios):.3f}"
+    return f"{counted(len(runs), 'run')} over {counted(counts, 'FLOP count')}, x{min(ratios):.3f} to x{max(ratios):.3f}"
 
 
 def _named(items: Sequence[tuple[str, float]]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from mfu_sweep.analysis.refine.plan import RefinePlan, plan_refinement, write_shape_file
 from mfu_sweep.results import Record, Sweep, load_sweeps
 from mfu_sweep.shapes import Shape
+from mfu_sweep.text import counted
 
 UNTIL_KINDS = ("crossover-width", "bend-width")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")
@@ -86,7 +87,8 @@ class LoopResult:
                "stalled": "nothing left to propose: the open regions have no room for another shape at the "
                           "target's spacing and no passes to add"}[self.reason]
         tail = f"; {self.plan.sentence()}" if self.plan else ""
-        return f"refine loop stopped after {self.rounds} round(s), {self.seconds:.0f} s of device time: {why}{tail}"
+        return (f"refine loop stopped after {counted(self.rounds, 'round')}, {self.seconds:.0f} s of device time: "
+                f"{why}{tail}")
 
 
 Rows = Sequence[tuple[Shape, str, int]]  # (shape, family, passes)
@@ -97,7 +99,7 @@ def check_budget(budget_s: float, n_tasks: int, per_task_s: float) -> None:
     """Refuse a budget below one pass over the sweep's tasks at the timing budget per task."""
     need = n_tasks * per_task_s
     if budget_s < need:
-        raise LoopError(f"refine budget {budget_s:.0f} s is below one pass over the {n_tasks} task(s) "
+        raise LoopError(f"refine budget {budget_s:.0f} s is below one pass over the {counted(n_tasks, 'task')} "
                         f"(at least {need:.0f} s at {per_task_s:g} s per task); give more or fewer shapes")
 
 

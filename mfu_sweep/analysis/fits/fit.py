@@ -75,6 +75,7 @@ from mfu_sweep.analysis.fits.roofline import (
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.results import Sweep
+from mfu_sweep.text import counted
 
 __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
            "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]
@@ -104,7 +105,7 @@ def why_unfittable(series: Series, min_shapes: int = MIN_SHAPES) -> str | None:
     """Why ``series`` cannot be fitted, or None when it can."""
     n = series.n_shapes
     if n < min_shapes:
-        return (f"series {series.key}: only {n} distinct shape(s) with timings; "
+        return (f"series {series.key}: only {counted(n, 'distinct shape')} with timings; "
                 f"a roofline fit needs at least {min_shapes}")
     return None
 

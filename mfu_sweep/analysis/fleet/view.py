@@ -27,7 +27,7 @@ from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, l
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.text import format_flops
+from mfu_sweep.text import counted, format_flops
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def _bands_text(bands: Sequence[tuple[Band, float]]) -> str:
     if not bands:
         return ""
     lo, hi = format_flops(bands[0][0].low_flops), format_flops(bands[-1][0].high_flops)
-    return f"in {len(bands)} FLOP band(s) from {lo} to {hi}, {_ratios([r for _, r in bands])}"
+    return f"in {counted(len(bands), 'FLOP band')} from {lo} to {hi}, {_ratios([r for _, r in bands])}"
 
 
 def _runs_text(runs: Sequence[Run]) -> str:

@@ -47,6 +47,7 @@ from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import Shape, parse_shape, size_align
+from mfu_sweep.text import counted
 
 DEFAULT_TARGET = 1.5  # crossover interval: high/low FLOPs at most this
 
@@ -113,10 +114,12 @@ class RefinePlan:
         if self.status == "settled":
             return f"settled at {look}: every crossover is narrower than x{self.target:g} and nothing leans open"
         if self.status == "looks-spent":
-            return f"{look}: the planned looks are used up; {len(self.regions)} region(s) stay open"
+            stay = "stays" if len(self.regions) == 1 else "stay"
+            return f"{look}: the planned looks are used up; {counted(len(self.regions), 'region')} {stay} open"
         n_pass = sum(p.extra_pass for p in self.proposals)
-        return (f"{look}: {len(self.regions)} open region(s); proposing {len(self.proposals) - n_pass} new "
-                f"shape(s) and more passes over {n_pass} measured one(s)")
+        return (f"{look}: {counted(len(self.regions), 'open region')}; proposing "
+                f"{counted(len(self.proposals) - n_pass, 'new shape')} and more passes over "
+                f"{counted(n_pass, 'measured one')}")
 
 
 

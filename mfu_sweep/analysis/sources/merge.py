@@ -32,6 +32,7 @@ from typing import Any
 from mfu_sweep.analysis.series import check_labels, host_of, sweep_order
 from mfu_sweep.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json
 from mfu_sweep.shards import check_shards
+from mfu_sweep.text import counted
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def _relabel(sweeps: Sequence[Sweep], rules: Sequence[Relabel]) -> tuple[list[Sw
             sw = out[i]
             device = {**sw.device, "label": rule.new, "relabeled_from": sw.device.get("relabeled_from", sw.label)}
             out[i] = replace(sw, device=device)
-        notes.append(f"relabelled {len(hits)} sweep(s) {rule.old!r} -> {rule.new!r}")
+        notes.append(f"relabelled {counted(len(hits), 'sweep')} {rule.old!r} -> {rule.new!r}")
     return out, notes
 
 
