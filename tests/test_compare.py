@@ -111,6 +111,22 @@ def test_same_distribution_never_gives_a_crossover(seed: int, noise: str, repeat
         assert c.method == ("runs" if repeats >= 2 else "shapes")
 
 
+def test_identical_chips_rarely_get_a_fit_crossover() -> None:
+    """SYNTHETIC identical chips (2% per-shape noise, 3 shuffled passes, 24 FLOP counts), 12 seeds: the fit
+    crossovers (``method == "fit"``: where the two fitted rooflines' simultaneous 1 - alpha band changes
+    leader). A crossover needs the fitted difference to leave the band on both sides, so identical chips get
+    one in 1 of 142 seeds when written (0 of these 12; 30 bootstrap refits each). With the band's critical
+    value at the alpha quantile of the bootstrap's max |t| (a band that holds 5% of the curves), 105 of 190
+    seeds (9 of these 12). At most 1 of 12: the slip passes with probability 0.001."""
+    truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": FLOPS, **PASSES}
+    with_fit = 0
+    for k in range(12):
+        docs = make_sweep_doc("A", seed=6000 + 2 * k, **truth), make_sweep_doc("B", seed=6001 + 2 * k, **truth)
+        [c] = compare_all(_sweeps(*docs), **FAST)
+        with_fit += any(x.method == "fit" for x in c.crossovers)
+    assert with_fit <= 1, with_fit
+
+
 def test_unmatched_shapes_are_paired_by_flops_never_interpolated() -> None:
     # SYNTHETIC: B measured every shape 3% larger in FLOPs than A's (no shape in common). Every point is two
     # measured shapes, one of each side (paired by FLOPs), no band uses more shapes than either side measured
