@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.series import group_series, with_peak
 from mfu_sweep.analysis.sources.merge import merge_files, merge_sweeps
 from mfu_sweep.cli import main
 from mfu_sweep.measure.distributed import placement
@@ -170,6 +170,34 @@ def test_shard_pieces_from_several_hosts_merge_as_one_device(tmp_path: Path) -> 
     assert "merged 3 sweeps" in res.output and "node-3" in res.output
     assert sorted(sw["run"]["host"] for sw in json.loads(out.read_text())["sweeps"]) == list(merged.hosts[label])
     assert merge_files([out]).to_json() == merged.to_json()  # merging the output again gives the same file
+
+
+def test_shard_pieces_with_measured_peaks_apart_merge_with_a_note(tmp_path: Path) -> None:
+    """Real --shard pieces; SYNTHETIC peaks: each piece's clock probe re-estimated the fp32 peak, piece 1's 8%
+    above the others' (the probe reads low on a busy machine: two real pieces once differed by 5.8%). The
+    pieces are still one device: MFU uses the first piece's peak and a note names both values. Peaks that are
+    not measured (no ``peak.basis``), or measured for another chip, must agree: those are refused."""
+    pieces = _shard_pieces(tmp_path, count=2)
+
+    def measured(tflops: float, chip: str = "cpu") -> Callable[[dict], None]:
+        def edit(doc: dict) -> None:
+            doc["peak"].update(chip=chip, basis="cores ran at ~3.00 GHz under load (measured) [SYNTHETIC]")
+            doc["peak"]["tflops"]["fp32"] = tflops
+        return edit
+
+    _edit(pieces[0], measured(1.0))
+    _edit(pieces[1], measured(1.08))
+    (series,) = group_series(load_sweeps(pieces)).values()
+    assert series.n_shapes == 3 and series.peak_tflops == 1.0
+    (note,) = series.notes
+    assert "differ by 7.4%" in note and "1.08" in note and "MFU uses 1, the first" in note, note
+    assert with_peak({series.key: series}, "mfu")[1] == [note]  # what report and leaderboards print
+    assert merge_files(pieces).labels  # merge keeps both pieces' peaks as written
+
+    for edit in (lambda doc: doc["peak"].update(basis=""), measured(1.08, chip="another-cpu")):
+        _edit(pieces[1], edit)
+        with pytest.raises(ResultError, match="disagree on peak"):
+            group_series(load_sweeps(pieces))
 
 
 def test_other_devices_under_one_label_are_still_refused(tmp_path: Path) -> None:

@@ -184,14 +184,16 @@ def test_cli_merge_label_clash_is_one_line(tmp_path: Path) -> None:
     assert fixed.exit_code == 0, fixed.output
 
 
-@pytest.mark.parametrize(("basis", "peaks", "ok"), [
-    ("measured clock", (600.0, 606.0), True),     # two runs' clock probes of one machine, 1% apart
-    ("measured clock", (600.0, 660.0), False),    # 10% apart: not the same machine state, refuse
-    ("", (600.0, 606.0), False),                   # table or vendor peaks never differ within one series
+@pytest.mark.parametrize(("basis", "peaks", "ok", "noted"), [
+    ("measured clock", (600.0, 606.0), True, False),  # two runs' clock probes of one machine, 1% apart
+    ("measured clock", (600.0, 660.0), True, True),   # 10% apart (a probe on a busy machine): first kept, said
+    ("", (600.0, 606.0), False, False),               # table or vendor peaks never differ within one series
 ])
-def test_one_series_takes_two_measured_peaks_only_when_they_nearly_agree(tmp_path: Path, basis: str, peaks,
-                                                                        ok: bool) -> None:
-    from mfu_sweep.analysis.series import SeriesError, group_series
+def test_one_series_takes_two_measured_peaks_and_says_when_they_disagree(tmp_path: Path, basis: str, peaks,
+                                                                         ok: bool, noted: bool) -> None:
+    """SYNTHETIC peaks: two measured-clock peaks of one machine are one series against the first peak, with a
+    note naming both when they differ beyond MEASURED_PEAK_RTOL; peaks that are not measured must agree."""
+    from mfu_sweep.analysis.series import SeriesError, group_series, with_peak
 
     docs = [_doc("gpu", seed=i, peak_tflops=p) for i, p in enumerate(peaks)]
     for d in docs:
@@ -201,6 +203,11 @@ def test_one_series_takes_two_measured_peaks_only_when_they_nearly_agree(tmp_pat
     if ok:
         (series,) = group_series(sweeps).values()
         assert len(series.records) == 2 * len(FLOPS)
+        assert series.peak_tflops == peaks[0]
+        assert bool(series.notes) == noted, series.notes
+        assert with_peak({series.key: series}, "mfu")[1] == list(series.notes)
+        if noted:
+            assert "600" in series.notes[0] and "660" in series.notes[0] and "MFU uses 600" in series.notes[0]
     else:
         with pytest.raises(SeriesError, match="disagree on peak"):
             group_series(sweeps)

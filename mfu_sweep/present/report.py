@@ -89,7 +89,8 @@ class Analysis:
         instead of the pairwise comparisons, and what it left out.
     skipped:
         With ``metric="mfu"``, a note per series left out of comparisons and leaderboards for want of a
-        peak (``mfu_sweep.analysis.series.with_peak``); also the first of ``compare_notes``.
+        peak, then the peak notes of the series kept (``mfu_sweep.analysis.series.with_peak``); also the
+        first of ``compare_notes``.
     """
 
     series: Mapping[SeriesKey, Series]

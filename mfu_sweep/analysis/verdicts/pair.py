@@ -110,7 +110,8 @@ def one_pass_note(a: Series, b: Series) -> str:
 def _peak_notes(a: Series, b: Series, metric: str) -> list[str]:
     if metric != "mfu":
         return []
-    return [f"MFU of {s.label} is against an estimated peak" for s in (a, b) if s.peak.estimated]
+    return ([f"MFU of {s.label} is against an estimated peak" for s in (a, b) if s.peak.estimated]
+            + [n for s in (a, b) for n in s.notes])
 
 
 def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | None, use_fit: bool,
