@@ -110,7 +110,7 @@ MUTANTS = (
     Mutant("decide-2alpha", "fresh", FC, "verdict = np.where(p_lead < alpha, np.sign(est), 0)",
            "verdict = np.where(p_lead < 2 * alpha, np.sign(est), 0)", LEADERBOARD, "fleet lead at 2 alpha"),
     Mutant("satterthwaite-df", "fresh", BT, "df = var**2 / (va**2 / sa.df + vb**2 / sb.df)",
-           "df = var**2 / (va**2 / sa.df + vb**2 / sa.df)", _first((CAL, "-k", "compare_band"), BANDS),
+           "df = var**2 / (va**2 / sa.df + vb**2 / sa.df)", _first((VAR, "-k", "quiet_many_pass"), BANDS),
            "point df (runs) with a's df twice"),
     Mutant("pool-df-n", "fresh", E, "    df = np.where(np.isfinite(var), n_runs - 1, 0.0)\n    v = ",
            "    df = np.where(np.isfinite(var), n_runs, 0.0)\n    v = ", EVIDENCE,
@@ -136,7 +136,8 @@ MUTANTS = (
     Mutant("crossover-interval-collapsed", "fresh", BS, "lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops",
            "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", SEGMENTS,
            "data crossover interval of zero width"),
-    Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))", PAIR,
+    Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))",
+           _first(("tests/test_compare.py", "-k", "fit_crossover"), PAIR),
            "fit band's critical value at the alpha quantile"),
     # -- band verdicts (compare's verdict per FLOP band) --
     Mutant("band-no-correlation", "bands", B, "parts = [(se**2, df), *_correlated(sides, run_var, s, e)]",
@@ -147,7 +148,8 @@ MUTANTS = (
            "band verdicts without Holm over the bands"),
     # -- audit: the second audit's survivors and the slips only the golden file caught (held out before) --
     Mutant("drift-factor-dropped", "audit", B, "p, sign = signed_rank_p(x - s, drift)",
-           "p, sign = signed_rank_p(x - s)", BANDS, "one-pass signed-rank null variance without the drift factor"),
+           "p, sign = signed_rank_p(x - s)", _first((VAR, "-k", "one_pass_under_drift"), BANDS),
+           "one-pass signed-rank null variance without the drift factor"),
     Mutant("re-df-n", "audit", BT, "resid_df = n - 1 - slope_df", "resid_df = n - slope_df", BANDS,
            "random-effects band mean on n instead of n - 1 df"),
     Mutant("offsets-ddof-0", "audit", E, "np.var(offsets, ddof=1)", "np.var(offsets, ddof=0)",
