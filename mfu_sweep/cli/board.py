@@ -44,7 +44,7 @@ def device_lines(board: Leaderboard) -> list[str]:
     """One line per device against a baseline: mean ratio, the bands it is faster or slower in (beyond the margin)."""
     rows = [f"{'device':<28} {'mean ratio':>10}  faster in / slower in (bands, beyond the margin)"]
     for label in sorted(board.devices, key=lambda lbl: (-board.overall.get(lbl, 0.0), lbl)):
-        cells = [c for c in board.cells if c.label == label]
+        cells = board.cells_of.get(label, ())
         ahead = ", ".join(board.bands[c.band].name for c in cells if c.verdict > 0) or "-"
         behind = ", ".join(board.bands[c.band].name for c in cells if c.verdict < 0) or "-"
         ratio = board.overall.get(label)

@@ -48,9 +48,10 @@ def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None,
     board, title = _board(view)
     ax = new_ax(ax, width=DOUBLE_IN, height=heatmap_height(len(board.devices)))
     ratio, verdict = board.matrix()
-    order = np.argsort([board.overall.get(lbl, math.inf) for lbl in board.devices], kind="stable")
+    devices = board.devices
+    order = np.argsort([board.overall.get(lbl, math.inf) for lbl in devices], kind="stable")
     ratio, verdict = ratio[order], verdict[order]
-    labels = [board.devices[i] for i in order]
+    labels = [devices[i] for i in order]
     finite = ratio[np.isfinite(ratio)]
     spread = max(float(np.max(np.abs(np.log(finite)))) if len(finite) else 0.0, math.log(1.02))
     norm = TwoSlopeNorm(vcenter=1.0, vmin=math.exp(-spread), vmax=math.exp(spread))

@@ -81,8 +81,8 @@ class Gate:
 
 def device_failure(board: Leaderboard, label: str, fail_on: str) -> str | None:
     """``"slower"``, ``"ambiguous"`` or None for one device of ``board`` under ``fail_on``."""
-    cells = [c for c in board.cells if c.label == label]
-    if any(c.verdict < 0 for c in cells) or any(r.label == label and r.direction < 0 for r in board.runs):
+    cells = board.cells_of.get(label, ())
+    if any(c.verdict < 0 for c in cells) or any(r.direction < 0 for r in board.runs_of.get(label, ())):
         return "slower"
     if fail_on == "ambiguous" and any(c.call == "ambiguous" for c in cells):
         return "ambiguous"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,13 @@ HANDFUL = 4
 
 
 
+def _grouped(items: Iterable[Any]) -> dict[str, tuple[Any, ...]]:
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        out.setdefault(item.label, []).append(item)
+    return {label: tuple(group) for label, group in out.items()}
+
+
 @dataclass(frozen=True)
 class Leaderboard:
     """Devices of one dtype and mode against a reference (``"rest"`` or a baseline label), per FLOP band.
@@ -78,10 +86,20 @@ class Leaderboard:
     notes: tuple[str, ...] = ()
     margin: float = 0.0
 
-    @property
+    @cached_property
     def devices(self) -> tuple[str, ...]:
-        """The ranked devices (all labels but a baseline reference)."""
+        """The ranked devices (all labels but a baseline reference); computed once (figures index it per row)."""
         return tuple(lbl for lbl in self.labels if lbl != self.reference)
+
+    @cached_property
+    def cells_of(self) -> Mapping[str, tuple[BandCell, ...]]:
+        """Each device's cells in the order of ``cells``, grouped in one pass (a filter per device is N²)."""
+        return _grouped(self.cells)
+
+    @cached_property
+    def runs_of(self) -> Mapping[str, tuple[Run, ...]]:
+        """Each device's runs in the order of ``runs``, grouped in one pass."""
+        return _grouped(self.runs)
 
     def matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """(ratio, verdict) arrays of shape (devices, bands); NaN / 0 where a device has no shape in a band."""

@@ -146,10 +146,10 @@ class FleetView:
 def _health(board: Leaderboard, label: str) -> DeviceHealth:
     ev = board.evidence[label]
     worst = min(ev, key=lambda e: e.log_ratio)
-    cells = [c for c in board.cells if c.label == label]
+    cells = board.cells_of.get(label, ())
     bands = tuple((board.bands[c.band], c.ratio) for c in cells if c.verdict < 0)
     return DeviceHealth(label, board.overall[label], worst.ratio, worst.shape, bands,
-                        tuple(r for r in board.runs if r.label == label and r.direction < 0),
+                        tuple(r for r in board.runs_of.get(label, ()) if r.direction < 0),
                         sum(c.call == "same" for c in cells), len(cells))
 
 
