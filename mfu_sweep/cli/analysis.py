@@ -354,7 +354,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
                                    f"for MFU (first: {skipped[0]})")
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
-    spreads = replicate_spreads(sweeps) if whole and not ranking else []
+    spreads = replicate_spreads(sweeps, series) if whole and not ranking else []
     if as_json:
         out: dict[str, Any] = {"comparisons": [c.to_json() for c in comps], **ranked.boards_json(fleets, boards, notes)}
         reasons = [r for r in (contention_reason(sweeps, c.a, c.b) for c in comps) if r]

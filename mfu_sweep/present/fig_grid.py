@@ -55,11 +55,13 @@ def heatmap_grids(sweeps: Sequence[Sweep]) -> list[tuple[str, str, str, int]]:
     """
     ms: dict[tuple[str, str, str, int], set[int]] = {}
     ns: dict[tuple[str, str, str, int], set[int]] = {}
-    for sw, r in all_records(sweeps):
-        if r.shape.batch == 1:
-            key = (sw.label, r.dtype, r.mode, r.shape.k)
-            ms.setdefault(key, set()).add(r.shape.m)
-            ns.setdefault(key, set()).add(r.shape.n)
+    for sw in sweeps:
+        label = sw.label
+        for r in sw.records:
+            if r.shape.batch == 1:
+                key = (label, r.dtype, r.mode, r.shape.k)
+                ms.setdefault(key, set()).add(r.shape.m)
+                ns.setdefault(key, set()).add(r.shape.n)
     return sorted(key for key in ms if len(ms[key]) >= 2 and len(ns[key]) >= 2)
 
 
@@ -131,7 +133,7 @@ def _pick_label(sweeps: Sequence[Sweep], label: str | None) -> str:
 
 def has_failures(sweeps: Sequence[Sweep]) -> bool:
     """Whether any record's status is not ``ok``."""
-    return any(r.status != "ok" for _, r in all_records(sweeps))
+    return any(r.status != "ok" for sw in sweeps for r in sw.records)
 
 
 def status_rows(sweeps: Sequence[Sweep]) -> list[tuple[str, str, str]]:

@@ -71,8 +71,10 @@ def _ranked(label_order: Sequence[str], views: Sequence[Any], dtype: str, mode: 
         health = getattr(view, "health", ())
         flagged = sorted((h for h in health if h.flagged), key=lambda h: (h.mean_ratio, h.label))
         first += [h.label for h in [*flagged, *health]]
-    order = [lab for lab in dict.fromkeys(first) if lab in label_order]
-    return order + [lab for lab in label_order if lab not in order]
+    known = set(label_order)
+    order = [lab for lab in dict.fromkeys(first) if lab in known]
+    taken = set(order)
+    return order + [lab for lab in label_order if lab not in taken]
 
 
 def _spread(ks: Sequence[int], most: int) -> list[int]:
@@ -86,8 +88,8 @@ def choose_figures(sweeps: Sequence[Sweep], fleets: Sequence[Any] = (), most: in
     """The figures a report draws (see the module docstring); ``fleets`` are its fleet views, worst first."""
     labels: dict[tuple[str, str], set[str]] = {}
     for sw in sweeps:
-        for r in sw.records:
-            labels.setdefault((r.dtype, r.mode), set()).add(sw.label)
+        for key in {(r.dtype, r.mode) for r in sw.records}:
+            labels.setdefault(key, set()).add(sw.label)
     ranked = {key: _ranked(sorted(labs), fleets, *key) for key, labs in labels.items()}
     many = any(len(labs) > most for labs in ranked.values())
     featured = {key: tuple(labs[:most]) for key, labs in ranked.items()} if many else None

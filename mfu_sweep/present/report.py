@@ -19,6 +19,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboa
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
-from mfu_sweep.analysis.summary import summarise
+from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
@@ -48,6 +49,7 @@ from mfu_sweep.present.report_numbers import (
     performance_facts,
     summaries_json,
 )
+from mfu_sweep.present.report_numbers import summaries as summarise_all
 from mfu_sweep.present.report_text import caption, method_blocks
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, write_json_atomic
@@ -105,6 +107,11 @@ class Analysis:
     leaderboards: tuple[Leaderboard, ...] = ()
     leaderboard_notes: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+
+    @cached_property
+    def summaries(self) -> Mapping[SeriesKey, SeriesSummary]:
+        """:func:`~mfu_sweep.analysis.summary.summarise` of every series, once for the tables and the JSON."""
+        return summarise_all(self.series)
 
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
@@ -226,20 +233,19 @@ def _short(text: str, n: int = 120) -> str:
 
 
 
-def _series_rows(sweeps: Sequence[Sweep]) -> list[SeriesKey]:
-    return sorted({SeriesKey(sw.label, r.dtype, r.mode) for sw in sweeps for r in sw.records},
-                  key=lambda k: (k.label, k.dtype, k.mode != "eager", k.mode))
+def _series_rows(index: Mapping[SeriesKey, object]) -> list[SeriesKey]:
+    """The series of every record (``_records_index``'s keys) in report order, eager before compile."""
+    return sorted(index, key=lambda k: (k.label, k.dtype, k.mode != "eager", k.mode))
 
 
-def _summary_table(sweeps: Sequence[Sweep], analysis: Analysis) -> Table:
+def _summary_table(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Sweep, Record]]]) -> Table:
     rows = []
-    index = _records_index(sweeps)
-    for key in _series_rows(sweeps):
+    for key in _series_rows(index):
         recs = [r for _, r in index[key]]
         s = analysis.series.get(key)
         fit = analysis.fits.get(key)
         peak = s.peak if s else index[key][0][0].peak
-        summary = summarise(s) if s else None
+        summary = analysis.summaries.get(key)
         rows.append((str(key), peak_kind(peak), summary_line(recs), mfu_range_cell(summary), best_cell(summary),
                      _summary_p(fit)))
     return Table(("series", "peak", "pass rate", "MFU range", "best TFLOP/s", "fitted P, TFLOP/s [95%]"),
@@ -256,11 +262,10 @@ def _summary_p(fit: RooflineFit | None) -> str:
     return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
 
 
-def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis, labels: Collection[str] | None = None
-                   ) -> list[Block]:
+def _series_blocks(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Sweep, Record]]],
+                   labels: Collection[str] | None = None) -> list[Block]:
     blocks: list[Block] = [Heading(2, "Series")]
-    index = _records_index(sweeps)
-    rows = _series_rows(sweeps)
+    rows = _series_rows(index)
     if labels is not None and len(shown := [k for k in rows if k.label in labels]) < len(rows):
         rest = len(rows) - len(shown)
         blocks.append(Para(f"The {len(shown)} series of the devices the figures draw; the other {rest} are in the "
@@ -270,13 +275,12 @@ def _series_blocks(sweeps: Sequence[Sweep], analysis: Analysis, labels: Collecti
         pairs = index[key]
         recs = [r for _, r in pairs]
         own = list({id(sw): sw for sw, _ in pairs}.values())
-        s = analysis.series.get(key)
         blocks.append(Heading(3, str(key)))
         facts = provenance_facts(own)
         facts.append(("peak", peak_text(own[0].peak, key.dtype)))
         facts += machine_facts(own[0].peak, recs)
         facts.append(("pass rate", summary_line(recs)))
-        facts += performance_facts(summarise(s) if s else None, analysis.metric)
+        facts += performance_facts(analysis.summaries.get(key), analysis.metric)
         fit = analysis.fits.get(key)
         facts += fit_facts(fit) if fit else [("roofline fit", analysis.unfitted.get(key, "no usable records"))]
         facts += compile_facts(recs)
@@ -310,9 +314,10 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     ]
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
-    blocks += [Heading(2, "Summary"), _summary_table(sweeps, analysis)]
+    index = _records_index(sweeps)
+    blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
     blocks += fleet_blocks(analysis.fleets, figures)
-    blocks += _spread_blocks(sweeps)
+    blocks += _spread_blocks(sweeps, analysis.series)
     blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures)
     if analysis.comparisons or not analysis.leaderboards:
         blocks += comparison_blocks(analysis.comparisons, analysis.compare_notes)
@@ -328,14 +333,14 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
         blocks.append(Para(f"Detail: {len(linked)} more figures, in figures/ beside this page:"))
         blocks += [FigureRef(stem, caption(stem, analysis.metric, bars), embed=False) for stem in shown
                    if stem in linked]
-    blocks += _series_blocks(sweeps, analysis, series_labels)
+    blocks += _series_blocks(analysis, index, series_labels)
     blocks += method_blocks(analysis.settings)
     return blocks
 
 
-def _spread_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
+def _spread_blocks(sweeps: Sequence[Sweep], series: Mapping[SeriesKey, Series]) -> list[Block]:
     """Spread across the devices of one chip, for torchrun replicate runs (labels ``<label>.r<rank>``)."""
-    spreads = replicate_spreads(sweeps)
+    spreads = replicate_spreads(sweeps, series)
     if not spreads:
         return []
     return [Heading(2, "Spread across devices (replicate runs)"), Bullets(tuple(s.sentence() for s in spreads))]
@@ -349,7 +354,7 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
     return {
         "tool": {"name": "mfu-sweep", "version": __version__},
         "metric": analysis.metric, "settings": dict(analysis.settings),
-        "series": summaries_json(analysis.series),
+        "series": summaries_json(analysis.summaries),
         "fits": [analysis.fits[k].to_json() for k in sorted(analysis.fits)],
         "unfitted": {str(k): v for k, v in sorted(analysis.unfitted.items())},
         "comparisons": [c.to_json() for c in analysis.comparisons],

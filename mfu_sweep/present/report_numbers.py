@@ -65,9 +65,9 @@ def performance_facts(summary: SeriesSummary | None, metric: str) -> list[tuple[
     return rows
 
 
-def summaries_json(series: Mapping[SeriesKey, Series]) -> list[dict[str, Any]]:
-    """The summaries behind the tables, for ``analysis.json``."""
-    return [s.to_json() for _, s in sorted(summaries(series).items())]
+def summaries_json(summaries: Mapping[SeriesKey, SeriesSummary]) -> list[dict[str, Any]]:
+    """The summaries behind the tables (:func:`summaries`), for ``analysis.json``."""
+    return [s.to_json() for _, s in sorted(summaries.items())]
 
 
 def interval_kinds(series: Iterable[Series]) -> set[str]:

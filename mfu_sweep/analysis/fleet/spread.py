@@ -76,10 +76,13 @@ def _medians(series: Series) -> dict[str, tuple[float, float]]:
     return {s: (recs[0].flops, shape_seconds(recs)) for s, recs in by.items()}
 
 
-def replicate_spreads(sweeps: Iterable[Sweep]) -> list[Spread]:
-    """One :class:`Spread` per base label, dtype and mode that has two or more ``.r<rank>`` series."""
+def replicate_spreads(sweeps: Iterable[Sweep], series: Mapping[SeriesKey, Series] | None = None) -> list[Spread]:
+    """One :class:`Spread` per base label, dtype and mode that has two or more ``.r<rank>`` series.
+
+    ``series`` is ``group_series(sweeps)`` when the caller has it already (grouping a fleet takes seconds).
+    """
     groups: dict[tuple[str, str, str], list[SeriesKey]] = {}
-    series = group_series(sweeps)
+    series = group_series(sweeps) if series is None else series
     for key in series:
         m = RANK_SUFFIX.match(key.label)
         if m:
