@@ -249,3 +249,15 @@ def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass()
     assert best < max(r.tflops for r in series.records)
     facts = dict(performance_facts(summarise(series), "tflops"))
     assert f"{significant(best)} TFLOP/s" in facts["best shape"]
+
+
+def test_files_written_by_forked_workers_equal_one_process(report: tuple[Path, Any, list[Path]], sweeps: list[Sweep],
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_report spreads the JSON, the text and the figures over worker processes: the same bytes as in one."""
+    from mfu_sweep.analysis.fits import parallel
+
+    out, analysis, paths = report
+    monkeypatch.setattr(parallel, "cores", lambda: 1)
+    serial = write_report(sweeps, tmp_path, analysis=analysis)
+    assert [p.relative_to(tmp_path) for p in serial] == [p.relative_to(out) for p in paths]
+    assert all(p.read_bytes() == (tmp_path / p.relative_to(out)).read_bytes() for p in paths)

@@ -19,12 +19,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
+from mfu_sweep.analysis.fits.parallel import run_tasks
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
@@ -386,23 +387,32 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
                            fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
                            choice=None if detail else choice)
     linked = set() if not detail else set(figures) - set(make_figure_stems(choice, figures))
-    written: list[Path] = []
-    images: dict[str, bytes] = {}
-    for i, (stem, fig) in enumerate(figures.items()):
-        (path,) = save_figure(fig, fig_dir, stem, ("png",), dpi=REPORT_DPI)
-        if stem not in linked:
-            images[stem] = path.read_bytes()
-        written.append(path)
-        if progress is not None:
-            progress(i + 1, len(figures))
-    blocks = build_report(sweeps, analysis, list(figures), linked=linked,
-                          choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})),
-                          series_labels=None if detail else choice.labels)
+    # the JSON, the text and each figure are independent: forked workers share the cores, longest first
+    tasks: list[Callable[[], Any]] = [
+        partial(_write_analysis, out / "analysis.json", analysis, sweeps),
+        partial(build_report, sweeps, analysis, list(figures), linked=linked,
+                choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})),
+                series_labels=None if detail else choice.labels),
+        *(partial(save_figure, fig, fig_dir, stem, ("png",), dpi=REPORT_DPI) for stem, fig in figures.items())]
+    _, blocks, *saved = run_tasks(tasks, progress=_figures_done(progress, len(tasks) - len(figures), len(figures)))
+    written = [path for paths in saved for path in paths]
+    images = {path.stem: path.read_bytes() for path in written if path.stem not in linked}
     md, page = out / "index.md", out / "index.html"
     md.write_text(to_markdown(blocks))
     page.write_text(to_html(blocks, images))
-    write_json_atomic(out / "analysis.json", {**analysis_json(analysis), "machine": machine_json(sweeps)})
     return [*written, md, page, out / "analysis.json"]
+
+
+def _write_analysis(path: Path, analysis: Analysis, sweeps: Sequence[Sweep]) -> None:
+    write_json_atomic(path, {**analysis_json(analysis), "machine": machine_json(sweeps)})
+
+
+def _figures_done(progress: Callable[[int, int], None] | None, before: int, n: int
+                  ) -> Callable[[int, int], None] | None:
+    """``progress(figures saved, n)`` from the progress of tasks whose first ``before`` are not figures."""
+    if progress is None:
+        return None
+    return lambda done, _: progress(done - before, n) if done > before else None
 
 
 def make_figure_stems(choice: FigureChoice, figures: Mapping[str, Any]) -> list[str]:

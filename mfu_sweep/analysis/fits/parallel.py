@@ -4,7 +4,8 @@ Fitting a fleet is thousands of independent fits; :func:`map_chunks` cuts the it
 and runs them in worker processes (``concurrent.futures``, forked where the platform can, so the
 workers share the parent's loaded data instead of receiving a pickled copy), one chunk in the
 calling process when there is only one. The results come back in order and equal those of one
-process: every chunk is computed the same way wherever it runs.
+process: every chunk is computed the same way wherever it runs. :func:`run_tasks` does the same
+for a few unlike jobs (the report's figures and files).
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def can_fork() -> bool:
+    """Whether workers can be forked (they then share this process's data; elsewhere they are spawned)."""
+    return "fork" in multiprocessing.get_all_start_methods()
 
 
 def _run_chunk(start: int, stop: int) -> list[Any]:
@@ -63,7 +69,7 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
                 progress(b, len(items))
         return out
     global _JOB
-    fork = "fork" in multiprocessing.get_all_start_methods()
+    fork = can_fork()
     _JOB = (fn, items)
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else None)) as pool:
@@ -75,3 +81,18 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
     finally:
         _JOB = None
     return out
+
+
+def run_tasks(tasks: Sequence[Callable[[], T]], *, workers: int | None = None,
+              progress: Progress | None = None) -> list[T]:
+    """Call every task (a function of no arguments) in worker processes; the results in order.
+
+    The workers take the tasks in list order, so put the longest first. Tasks are usually closures over
+    this process's data, which only forked workers share: where the platform cannot fork, they run here
+    one after another. ``progress(done, total)`` as in :func:`map_chunks`, one task per chunk.
+    """
+    return map_chunks(_call_each, tasks, 1, workers=workers if can_fork() else 1, progress=progress)
+
+
+def _call_each(tasks: Sequence[Callable[[], T]]) -> list[T]:
+    return [task() for task in tasks]
