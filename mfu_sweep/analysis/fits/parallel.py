@@ -10,6 +10,7 @@ for a few unlike jobs (the report's figures and files).
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
@@ -71,6 +72,8 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
     global _JOB
     fork = can_fork()
     _JOB = (fn, items)
+    if fork:
+        gc.freeze()  # a worker's collections then skip the parent's objects instead of copying every page
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else None)) as pool:
             futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
@@ -80,6 +83,8 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
                     progress(b, len(items))
     finally:
         _JOB = None
+        if fork:
+            gc.unfreeze()
     return out
 
 
