@@ -142,9 +142,9 @@ class Record:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
-        known = set(cls.__dataclass_fields__) - {"extra", "shape", "pass_index"}
+        known = _RECORD_KEYS
         kwargs = {k: data[k] for k in known if k in data}
-        kwargs["samples_s"] = tuple(float(s) for s in data.get("samples_s") or ())
+        kwargs["samples_s"] = tuple(map(float, data.get("samples_s") or ()))
         kwargs["flags"] = tuple(data.get("flags") or ())
         kwargs["pass_index"] = _pass_of(data.get(PASS_FIELD))
         extra = {k: v for k, v in data.items() if k not in known and k not in ("shape", PASS_FIELD)}
@@ -152,6 +152,7 @@ class Record:
 
 
 PASS_FIELD = "pass"  # JSON name of Record.pass_index (``pass`` is a Python keyword)
+_RECORD_KEYS = frozenset(Record.__dataclass_fields__) - {"extra", "shape", "pass_index"}  # once, not per record
 
 
 def _pass_of(value: Any) -> int | None:
@@ -405,7 +406,8 @@ def _clean(value: Any) -> Any:
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write JSON so that readers see the old file or the new one, never half of one."""
-    _write_atomic(path, lambda fh: (json.dump(_clean(data), fh, indent=1, allow_nan=False), fh.write("\n")))
+    # dumps, not dump: the same text, without a write call per token (an analysis.json has millions)
+    _write_atomic(path, lambda fh: fh.write(json.dumps(_clean(data), indent=1, allow_nan=False) + "\n"))
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
