@@ -449,3 +449,14 @@ def test_speedup_of_repeats_sweeps_uses_the_median_of_the_passes() -> None:
     assert len(passes_e) == len(passes_c) == 3
     assert ratio == pytest.approx(shape_seconds(passes_e) / shape_seconds(passes_c))
     assert low <= ratio <= high
+
+
+def test_plot_of_a_figure_the_sweeps_do_not_give_is_refused_before_fitting(tmp_path: Path) -> None:
+    """SYNTHETIC sweep with every record ok: no status overview to draw. ``plot --figure status`` says so in one
+    line, names what the sweeps do give, exits 1 and writes nothing (it used to exit 0 with no file, no word)."""
+    path = write_sweep(tmp_path, make_sweep_doc("chip-a", seed=1, P_tflops=600, W_tbs=2.0, t0_s=8e-6))
+    out = tmp_path / "figs"
+    res = CliRunner().invoke(main, ["plot", str(path), "--figure", "status", "-o", str(out)])
+    assert res.exit_code == 1, res.output
+    assert "nothing to draw: these sweeps give no figure for --figure status; they give: mfu-vs-flops" in res.output
+    assert "fitting" not in res.output and not out.exists()

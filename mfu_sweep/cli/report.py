@@ -80,6 +80,16 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     return sweeps
 
 
+def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...]) -> None:
+    """Refuse, before any fitting, a plot whose --figure kinds these sweeps give no figure of."""
+    from mfu_sweep.present.figures import figure_stems
+
+    asked = " ".join(f"--figure {k}" for k in kinds) or "any figure"
+    others = figure_stems(sweeps, metric=metric, kinds=None)
+    hint = f"; they give: {', '.join(others)}" if others else ""
+    raise click.ClickException(f"nothing to draw: these sweeps give no figure for {asked}{hint}")
+
+
 def _wrote(paths: list[Path]) -> None:
     for p in paths:
         click.echo(f"wrote {p}")
@@ -119,6 +129,8 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
 
     suffixes = formats or ("png",)
     stems = figure_stems(sweeps, metric=metric, kinds=kinds or None)
+    if not stems:
+        _nothing_to_draw(sweeps, metric, kinds)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
     from mfu_sweep.present.figures import make_figures, save_figure
     from mfu_sweep.present.report import analyse
