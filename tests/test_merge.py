@@ -211,3 +211,19 @@ def test_one_series_takes_two_measured_peaks_and_says_when_they_disagree(tmp_pat
     else:
         with pytest.raises(SeriesError, match="disagree on peak"):
             group_series(sweeps)
+
+
+def test_a_labels_files_of_other_dtypes_are_separate_series_and_get_no_pooling_hint(tmp_path: Path) -> None:
+    """SYNTHETIC: one label in three files of three runs: bf16, fp8, and bf16 again. Only the two bf16 files
+    feed one series; the hint names that series once (a report of a 1,024-device fleet, 4 files of other
+    dtypes and modes per device, printed 1,024 hints that the files were pooled as one series)."""
+    from mfu_sweep.analysis.sources.runs import label_collisions
+
+    truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6}
+    runs = [("bf16", "bf16"), ("fp8", "fp8"), ("bf16", "bf16-again")]
+    paths = [write_sweep(tmp_path, make_sweep_doc("gpu", dtype=dtype, run_id=f"run-{i}", seed=i, **truth),
+                         f"{name}.json") for i, (dtype, name) in enumerate(runs)]
+    assert label_collisions(load_sweeps(paths[:2])) == []
+    (hint,) = label_collisions(load_sweeps(paths))
+    assert hint.startswith("series gpu bf16 eager is in 2 files (") and "fp8" not in hint, hint
+    assert "to compare the runs: --a " in hint

@@ -124,12 +124,21 @@ def check_pooling(sweeps: Iterable[Sweep]) -> None:
 
 
 def label_collisions(sweeps: Iterable[Sweep]) -> list[str]:
-    """A hint per label held by several files: how to compare those runs instead of pooling them."""
+    """A hint per series (label, dtype, mode) whose records come from several files of different runs: how to
+    compare those runs instead of pooling them. Files of one label that hold different dtypes or modes are
+    separate series, not pooled, and get no hint; nor do the pieces of one sharded sweep."""
     hints = []
     for label, group in _runs_by_label(sweeps).items():
-        files = list(dict.fromkeys(_file_of(s) for s in group if s.source))
-        runs = {s.run.get("id") for s in group}
-        if len(files) > 1 and len(runs) > 1 and not any(s.settings.get("shard") for s in group):
-            hints.append(f"label {label!r} is in {len(files)} files ({', '.join(files[:3])}), pooled as one series; "
-                         f"to compare the runs: --a {files[0]}:{label} --b {files[1]}:{label}")
+        if any(s.settings.get("shard") for s in group):
+            continue
+        by_series: dict[tuple[str, str], list[Sweep]] = {}
+        for s in group:
+            for key in dict.fromkeys((r.dtype, r.mode) for r in s.records):
+                by_series.setdefault(key, []).append(s)
+        for (dtype, mode), held in by_series.items():
+            files = list(dict.fromkeys(_file_of(s) for s in held if s.source))
+            if len(files) > 1 and len({s.run.get("id") for s in held}) > 1:
+                hints.append(f"series {label} {dtype} {mode} is in {len(files)} files ({', '.join(files[:3])}), "
+                             f"pooled as one series; to compare the runs: --a {files[0]}:{label} "
+                             f"--b {files[1]}:{label}")
     return hints
