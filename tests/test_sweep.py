@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.results import load_sweeps, validate_file
+from mfu_sweep.results import Sweep, load_sweeps, validate_file
 
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
@@ -309,23 +309,25 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     assert json.loads(out.read_text())["run"]["finished_at"] is None
 
 
-def test_cache_none_sweep_labels_itself_hot(tmp_path: Path, monkeypatch) -> None:
+def _default_labelled_sweep(tmp_path: Path, monkeypatch, cache: str, suffix: str) -> tuple[Path, Sweep]:
+    """One 128^3 sweep with ``--cache cache`` and no -o or --label: its file under sweeps/ (its stem ends in
+    ``suffix``) and the sweep read back."""
     monkeypatch.chdir(tmp_path)
-    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", "none", "--threads", "1")
+    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", cache, "--threads", "1")
     assert res.exit_code == 0, res.output
     (path,) = Path("sweeps").glob("*.json")
-    assert path.stem.endswith("-cpu-hot")
+    assert path.stem.endswith(suffix)
     (sweep,) = load_sweeps([path])
+    return path, sweep
+
+
+def test_cache_none_sweep_labels_itself_hot(tmp_path: Path, monkeypatch) -> None:
+    _, sweep = _default_labelled_sweep(tmp_path, monkeypatch, "none", "-cpu-hot")
     assert sweep.settings["cache"] == "none" and sweep.records[0].extra["input_sets"] == 1
 
 
 def test_cache_flush_sweep_labels_itself_and_records_the_policy(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--cache", "flush", "--threads", "1")
-    assert res.exit_code == 0, res.output
-    (path,) = Path("sweeps").glob("*.json")
-    assert path.stem.endswith("-cpu-flush")
-    (sweep,) = load_sweeps([path])
+    path, sweep = _default_labelled_sweep(tmp_path, monkeypatch, "flush", "-cpu-flush")
     assert sweep.device["label"] == path.stem and sweep.device["threads"] == 1
     assert sweep.settings["cache"] == "flush" and sweep.settings["threads"] == 1
     (rec,) = sweep.records
