@@ -81,31 +81,6 @@ def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
     return {"compile_init_s": round(time.perf_counter() - t0, 4)}
 
 
-MMAP_THRESHOLD = 128 * 1024  # glibc's initial M_MMAP_THRESHOLD, held fixed
-M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
-
-
-def fixed_allocation() -> dict[str, Any]:
-    """Hold glibc's mmap threshold fixed, so every operand of 128 KiB or more gets fresh pages of its own.
-
-    glibc raises the threshold each time a large block is freed (up to 32 MiB). Then a shape's operands come
-    from the reused heap or from new mappings depending on which larger shapes ran before it in the same
-    worker: on the 2-core Zen 4 VM a 1024^3 fp32 GEMM ran ~9% slower after 2048^3 operands had been freed
-    (docs/fidelity.md). Fixed, the placement no longer depends on the order of the shapes. Returns
-    ``{"malloc_mmap_threshold": bytes}`` for the environment block, or ``{}`` where there is no glibc.
-    """
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name) if name else None
-        ok = bool(libc and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
-    except (OSError, AttributeError):
-        ok = False
-    return {"malloc_mmap_threshold": MMAP_THRESHOLD} if ok else {}
-
-
 def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 0.0,
           modes: Sequence[str] = ("eager",), warm_compile: bool = True) -> tuple[Any, dict[str, Any]]:
     """Open the backend and describe it: (backend, {"device", "environment", "peak"}).
@@ -115,6 +90,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     (:func:`initialise_compile`). With ``soak_s`` > 0 a large GEMM then runs that
     long (clocks and temperature settle) and what ran is recorded as ``environment.soak``.
     """
+    from mfu_sweep.allocator import fixed_allocation
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.specs import load_chips
 

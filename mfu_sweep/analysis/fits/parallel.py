@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
+from mfu_sweep.allocator import keep_freed_memory
+
 K = TypeVar("K")
 T = TypeVar("T")
 Progress = Callable[[int, int], None]
@@ -75,7 +77,8 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
     if fork:
         gc.freeze()  # a worker's collections then skip the parent's objects instead of copying every page
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork" if fork else None)) as pool:
+        context = multiprocessing.get_context("fork" if fork else None)
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=keep_freed_memory) as pool:
             futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
             for (_, b), future in zip(bounds, futures, strict=True):
                 out += future.result()

@@ -252,9 +252,10 @@ def resamples(data: ShapeData, n_boot: int, seed: int) -> tuple[np.ndarray, np.n
     sizes = np.array([len(s) for s in data.samples])
     for size in np.unique(sizes):  # shapes with equal sample counts in one array operation
         rows = np.flatnonzero(sizes == size)
-        stack = np.stack([data.samples[i] for i in rows])[:, None, :]
+        stack = np.stack([data.samples[i] for i in rows])
         picks = rng.integers(0, size, (len(rows), n_boot, size))
-        draws[rows] = np.log(_median_last(np.take_along_axis(stack, picks, axis=2)))
+        picks += (np.arange(len(rows)) * size)[:, None, None]  # flat positions: take is ~4x take_along_axis
+        draws[rows] = np.log(_median_last(stack.ravel().take(picks)))
     idx = np.sort(rng.integers(0, n, (n_boot, n)), axis=1)
     return draws.T, idx
 

@@ -1,0 +1,65 @@
+"""glibc malloc settings: an analysis process reuses freed memory; a timing worker gets fresh pages.
+
+Observed through what the settings are for, the page faults of allocating and freeing numpy arrays, in
+a fresh interpreter each (the settings last for the life of a process).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mfu_sweep.analysis.fits.parallel import can_fork, map_chunks
+
+FAULTS = """
+import json, resource, sys
+import numpy as np
+from mfu_sweep import allocator
+ok = {"keep": allocator.keep_freed_memory, "fixed": lambda: bool(allocator.fixed_allocation()),
+      "default": lambda: True}[sys.argv[1]]()
+np.ones(1 << 19).sum()  # 4 MiB: glibc's adaptive threshold has seen one large block already
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(50):  # three 4 MiB arrays at once, touched and freed: a fit's temporaries
+    a, b, c = np.ones(1 << 19), np.ones(1 << 19), np.ones(1 << 19)
+    del a, b, c
+print(json.dumps({"ok": ok, "faults": resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before}))
+"""
+
+
+def _faults(policy: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", FAULTS, policy], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_analysis_processes_reuse_freed_memory_and_timing_workers_get_fresh_pages():
+    pages = (1 << 19) * 8 // 4096  # one 4 MiB array, in 4 KiB pages
+    keep, fixed = _faults("keep"), _faults("fixed")
+    assert keep["ok"] and fixed["ok"]
+    # reused: the first three arrays' pages at most, not every array's (glibc's default: ~100 per page)
+    assert keep["faults"] < 3 * pages, keep
+    # fresh mappings: every array's pages are faulted in again
+    assert fixed["faults"] > 50 * pages, fixed
+
+
+def _minflt_of_4mib_cycles(items: list[int]) -> list[int]:
+    import resource
+
+    import numpy as np
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        a, b, c = np.ones(1 << 19), np.ones(1 << 19), np.ones(1 << 19)
+        del a, b, c
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    return [faults for _ in items]
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and can_fork()), reason="forked workers, glibc")
+def test_fit_workers_keep_freed_memory():
+    # two chunks on two workers: each runs in a pool process, which map_chunks sets up to reuse memory
+    faults = map_chunks(_minflt_of_4mib_cycles, [0, 1], 1, workers=2)
+    assert max(faults) < 3 * (1 << 19) * 8 // 4096, faults
