@@ -79,7 +79,7 @@ $(XLA_STAMP):
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) torch==2.9.0 torch-xla==2.9.0
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --no-deps -e .
-	$(XLA_BIN)/python -m pip install $(PIP_QUIET) numpy scipy click jsonschema jsonschema-rs tqdm seaborn pytest pytest-timeout
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) numpy scipy click jsonschema jsonschema-rs orjson tqdm seaborn pytest pytest-timeout
 	touch $(XLA_STAMP)
 
 venv-xla: $(XLA_STAMP)

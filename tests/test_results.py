@@ -166,3 +166,35 @@ def test_loader_never_tracebacks_on_mutated_golden(section: str, key: str, value
         parse_document(data)
     except ResultError:
         pass
+
+
+ROOT = Path(__file__).parent.parent
+
+
+def test_fast_parser_reads_every_stored_file_as_the_standard_parser_does() -> None:
+    import orjson
+
+    from mfu_sweep.results import read_json
+
+    paths = sorted([*ROOT.glob("sweeps/**/*.json"), *ROOT.glob("tests/**/*.json")])
+    assert len(paths) > 20
+    for path in paths:
+        try:
+            expected = json.loads(path.read_text(), parse_constant=float)
+        except ValueError:
+            continue  # not JSON: the loader's own tests cover its message
+        assert read_json(path) == expected, path
+    # what the fast parser refuses, the standard one reads: NaN and Infinity tokens, integers past 64 bits
+    text = '{"a": NaN, "b": -Infinity, "c": 123456789012345678901234567890}'
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(text)
+
+
+def test_non_standard_numbers_still_load(tmp_path) -> None:
+    from mfu_sweep.results import read_json
+
+    path = tmp_path / "odd.json"
+    path.write_text('{"a": NaN, "b": -Infinity, "c": 123456789012345678901234567890, "d": 1.5e-7}')
+    data = read_json(path)
+    assert data["a"] != data["a"] and data["b"] == float("-inf")
+    assert data["c"] == 123456789012345678901234567890 and data["d"] == 1.5e-7
