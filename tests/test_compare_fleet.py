@@ -64,6 +64,9 @@ def test_json_carries_leaderboards_and_fleets(tmp_path: Path) -> None:
     [board] = data["leaderboards"]
     assert board["reference"] == "rest" and len(board["devices"]) == 6
     assert any(b["behind"] and b["behind"][0]["label"] == "synthetic-gpu.r2" for b in board["boards"])
+    # the fleet's leaderboard is that one: named by its index, not written a second time
+    assert fleet["leaderboard"] == 0 and "bands" not in fleet
+    assert (fleet["dtype"], fleet["mode"], fleet["metric"]) == (board["dtype"], board["mode"], board["metric"])
 
 
 def test_report_with_many_devices_has_fleet_and_leaderboard_sections(tmp_path: Path) -> None:
@@ -79,3 +82,6 @@ def test_report_with_many_devices_has_fleet_and_leaderboard_sections(tmp_path: P
     assert "### synthetic-gpu.r0 vs" not in md  # no sentence per pair
     data = json.loads((out / "analysis.json").read_text())
     assert data["comparisons"] == [] and data["fleets"][0]["flagged"] == ["synthetic-gpu.r2"]
+    [fleet], boards = data["fleets"], data["leaderboards"]
+    assert "bands" not in fleet
+    assert set(boards[fleet["leaderboard"]]["devices"]) == {d["label"] for d in fleet["devices"]}

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
+from mfu_sweep.analysis.fleet.view import fleets_json
 from mfu_sweep.analysis.series import with_peak
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
@@ -96,7 +97,7 @@ def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Seq
 def boards_json(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if fleets:
-        out["fleets"] = [f.to_json() for f in fleets]
+        out["fleets"] = fleets_json(fleets, boards)
     if boards or notes:
         out["leaderboards"] = [b.to_json() for b in boards]
         out["leaderboard_notes"] = list(notes)

@@ -29,7 +29,7 @@ from mfu_sweep.analysis.fits.parallel import run_tasks
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
-from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
+from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_fleets
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
@@ -361,7 +361,7 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "comparisons": [c.to_json() for c in analysis.comparisons],
         "compile_comparisons": [c.to_json() for _, c in sorted(analysis.compile_comparisons.items())],
         "compare_notes": list(analysis.compare_notes),
-        "fleets": [f.to_json() for f in analysis.fleets],
+        "fleets": fleets_json(analysis.fleets, analysis.leaderboards),
         "leaderboards": [b.to_json() for b in analysis.leaderboards],
         "leaderboard_notes": list(analysis.leaderboard_notes),
     }
@@ -387,6 +387,7 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
                            fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
                            choice=None if detail else choice)
     linked = set() if not detail else set(figures) - set(make_figure_stems(choice, figures))
+    _ = analysis.summaries  # once, here: the JSON's and the text's workers would each compute it again
     # the JSON, the text and each figure are independent: forked workers share the cores, longest first
     tasks: list[Callable[[], Any]] = [
         partial(_write_analysis, out / "analysis.json", analysis, sweeps),

@@ -283,13 +283,23 @@ def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
         return 2 * student_t.sf(np.abs(est) / se, dof)
 
 
-def shape_evidence(ev: _Evidence, d: int) -> tuple[ShapeEvidence, ...]:
-    """The per-shape evidence of device ``d`` (shapes it has a value at)."""
+def shape_evidence(ev: _Evidence, d: int, p: np.ndarray | None = None) -> tuple[ShapeEvidence, ...]:
+    """The per-shape evidence of device ``d`` (shapes it has a value at).
+
+    ``p``: the p-values of :func:`shape_p_values` (computed here when not given; one call for every device
+    is a thousand times cheaper in a fleet)."""
     g = ev.grid
     se = math.sqrt(ev.var[d])
     lr = ev.log_ratio[d]
-    p = _p(lr, np.full(lr.shape, se), np.full(lr.shape, ev.dof[d]))
-    return tuple(ShapeEvidence(float(g.flops[s]), g.shapes[s], float(lr[s]), se, float(p[s]),
-                               bool(g.interpolated[d, s]))
-                 for s in range(len(g.shapes)) if not np.isnan(lr[s]))
+    p = shape_p_values(ev)[d] if p is None else p[d]
+    flops, shapes, interpolated = g.flops.tolist(), g.shapes, g.interpolated[d].tolist()
+    return tuple(ShapeEvidence(flops[s], shapes[s], value, se, float(p[s]), interpolated[s])
+                 for s, value in enumerate(lr.tolist()) if value == value)  # NaN: no value at this shape
+
+
+def shape_p_values(ev: _Evidence) -> np.ndarray:
+    """Two-sided p-value of every device's log ratio at every shape: (devices, shapes), NaN where none."""
+    se = np.sqrt(np.asarray(ev.var, float))[:, None]
+    dof = np.asarray(ev.dof, float)[:, None]
+    return _p(ev.log_ratio, np.broadcast_to(se, ev.log_ratio.shape), np.broadcast_to(dof, ev.log_ratio.shape))
 

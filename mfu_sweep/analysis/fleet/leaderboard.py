@@ -40,6 +40,7 @@ from mfu_sweep.analysis.fleet.evidence import (
     profile,
     rest_median,
     shape_evidence,
+    shape_p_values,
 )
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, margin_words
@@ -201,6 +202,7 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
     cells = _band_cells(ev, alpha, skip, margin)
+    p_values = shape_p_values(ev)
     overall = {lbl: math.exp(float(np.nanmean(ev.log_ratio[d]))) for d, lbl in enumerate(grid.labels)
                if d != skip and np.isfinite(ev.log_ratio[d]).any()}
     notes = [f"{lbl} shares no FLOP range with the reference" for d, lbl in enumerate(grid.labels)
@@ -211,7 +213,7 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
         dtype=series[0].dtype, mode=series[0].mode, metric=metric, reference=reference, alpha=alpha,
         min_run=min_run, labels=grid.labels, bands=ev.bands, cells=tuple(cells), boards=_boards(cells, ev.bands),
         runs=tuple(_runs(ev, alpha, min_run, skip, margin)), overall=overall,
-        evidence={lbl: shape_evidence(ev, d) for d, lbl in enumerate(grid.labels) if d != skip},
+        evidence={lbl: shape_evidence(ev, d, p_values) for d, lbl in enumerate(grid.labels) if d != skip},
         notes=tuple(notes), margin=margin,
     )
 

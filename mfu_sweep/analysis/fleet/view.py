@@ -134,13 +134,19 @@ class FleetView:
         return (head + text + f"; slowest {s.label} (x{s.mean_ratio:.3f} of the rest on average, "
                 f"worst x{s.worst_ratio:.3f} at {s.worst_shape}).")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "dtype": self.dtype, "mode": self.mode, "metric": self.board.metric,
-                "alpha": self.board.alpha, "margin": self.margin, "min_run": self.board.min_run,
-                "n_devices": len(self.health),
-                "flagged": [h.label for h in self.flagged], "slowest": self.slowest.label,
-                "devices": [h.to_json() for h in self.health], "sentence": self.sentence(),
-                "bands": self.board.to_json()}
+    def to_json(self, leaderboard: int | None = None) -> dict[str, Any]:
+        """The view; its leaderboard in full under ``bands``, or, when the same document lists it among its
+        ``leaderboards``, as ``"leaderboard": index`` there (a 1,024-device leaderboard is 2 MB of JSON)."""
+        out = {"label": self.label, "dtype": self.dtype, "mode": self.mode, "metric": self.board.metric,
+               "alpha": self.board.alpha, "margin": self.margin, "min_run": self.board.min_run,
+               "n_devices": len(self.health),
+               "flagged": [h.label for h in self.flagged], "slowest": self.slowest.label,
+               "devices": [h.to_json() for h in self.health], "sentence": self.sentence()}
+        if leaderboard is None:
+            out["bands"] = self.board.to_json()
+        else:
+            out["leaderboard"] = leaderboard
+        return out
 
 
 def _health(board: Leaderboard, label: str) -> DeviceHealth:
@@ -184,6 +190,13 @@ def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops",
     """
     return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None), **kw)
             for (base, _, _), group in replicate_groups(series).items()]
+
+
+def fleets_json(fleets: Sequence[FleetView], boards: Sequence[Leaderboard]) -> list[dict[str, Any]]:
+    """Every fleet view as JSON beside ``boards`` (the document's ``leaderboards``): a view whose leaderboard
+    is one of them points at it by index instead of repeating it."""
+    index = {id(b): i for i, b in enumerate(boards)}
+    return [f.to_json(index.get(id(f.board))) for f in fleets]
 
 
 def replicate_groups(series: Mapping[SeriesKey, Series]) -> dict[tuple[str, str, str], list[Series]]:
