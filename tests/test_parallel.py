@@ -39,3 +39,37 @@ def test_worker_error_reaches_the_caller() -> None:
     with pytest.raises(OSError, match="No space left") as info:
         run_tasks([lambda: 1, fail], workers=2)
     assert info.value.filename == "/x/analysis.json"
+
+
+def _slow_chunk(items):
+    import time
+
+    time.sleep(0.5)  # long beside a fork and one call: the parent's work comes before any chunk ends
+    return [(i, os.getpid(), time.monotonic()) for i in items]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_meanwhile_runs_once_here_while_the_workers_work(workers: int) -> None:
+    import time
+
+    from mfu_sweep.analysis.fits.parallel import map_chunks
+
+    calls: list[tuple[int, float]] = []
+    out = map_chunks(_slow_chunk, list(range(4)), 2, workers=workers,
+                     meanwhile=lambda: calls.append((os.getpid(), time.monotonic())))
+    assert [i for i, _, _ in out] == [0, 1, 2, 3]
+    assert len(calls) == 1 and calls[0][0] == os.getpid()
+    if workers == 2 and can_fork():
+        # the chunks ran in workers, and the parent's work did not wait for them to end
+        assert os.getpid() not in {pid for _, pid, _ in out}
+        assert calls[0][1] < max(t for _, _, t in out)
+
+
+def test_an_error_meanwhile_stops_the_fits_and_reaches_the_caller() -> None:
+    from mfu_sweep.analysis.fits.parallel import map_chunks
+
+    def fail() -> None:
+        raise ValueError("no series labelled 'nope'")
+
+    with pytest.raises(ValueError, match="nope"):
+        map_chunks(_slow_chunk, list(range(8)), 1, workers=2, meanwhile=fail)

@@ -137,22 +137,28 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     if metric not in ("mfu", "tflops"):
         raise ValueError(f"metric={metric!r} must be one of mfu, tflops")
     series = group_series(sweeps)
-    fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
-                                copy_bandwidth=measured_copy_bandwidth(sweeps), progress=progress)
     pairwise = not many_devices(series) if pairwise is None else pairwise
     ranked, skipped = with_peak(series, metric)  # MFU needs a peak: the others are left out with a note
-    boards: list[Leaderboard] = []
-    board_notes: list[str] = []
+    ranking: dict[str, Any] = {}
+
+    def rank() -> None:  # leaderboards and fleet views need no fits: they run while the workers fit
+        if not pairwise:
+            ranking["boards"], ranking["notes"] = leaderboards(ranked, metric, alpha=alpha)
+        ranking["fleets"] = replicate_fleets(series, boards=ranking.get("boards", ()), alpha=alpha)
+
+    fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
+                                copy_bandwidth=measured_copy_bandwidth(sweeps), progress=progress, meanwhile=rank)
+    boards: list[Leaderboard] = ranking.get("boards", [])
+    board_notes: list[str] = ranking.get("notes", [])
     if pairwise:
         comparisons, notes = compare_pairs(ranked, fits, metric, seed=seed, alpha=alpha,
                                            use_fit=True)
         compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, alpha=alpha)
     else:
-        boards, board_notes = leaderboards(ranked, metric, alpha=alpha)
         comparisons, notes, compiled = [], [], {}
         compile_notes = [f"more than {HANDFUL} devices of one dtype and mode: ranked per FLOP band, no pairwise "
                          "or per-device eager vs compile comparisons (mfu-sweep compare --a/--b for one pair)"]
-    fleets = replicate_fleets(series, boards=boards, alpha=alpha)
+    fleets = ranking["fleets"]
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
                     compare_notes=tuple(skipped + notes + compile_notes), skipped=tuple(skipped),
                     compile_comparisons=compiled, metric=metric,

@@ -38,7 +38,7 @@ import hashlib
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -373,6 +373,7 @@ def _fit_chunk(items: Sequence[tuple[Series, float | None]], **kw: Any) -> list[
 
 def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[str, float] | None = None,
                progress: Progress | None = None, workers: int | None = None, chunk: int | None = None,
+               meanwhile: Callable[[], object] | None = None,
                **kw: Any) -> tuple[dict[SeriesKey, RooflineFit], dict[SeriesKey, str]]:
     """Fit every series; return the fits and, for the others, why they were skipped.
 
@@ -383,12 +384,14 @@ def fit_groups(series: Mapping[SeriesKey, Series], *, copy_bandwidth: Mapping[st
     (:func:`mfu_sweep.analysis.fits.batch.drive`), the chunks spread over ``workers`` processes
     (default: the cores; :func:`mfu_sweep.analysis.fits.parallel.map_chunks`), which calls
     ``progress(done, total)`` after every chunk: the same fits as one by one, up to rounding.
+    ``meanwhile`` is other work for this process while the workers fit (``map_chunks``).
     """
     keys = list(series)
     items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]
     if chunk is None:
         chunk = max(1, CHUNK_SHAPES // max((s.n_shapes for s in series.values()), default=1))
-    results = map_chunks(partial(_fit_chunk, **kw), items, chunk, workers=workers, progress=progress)
+    results = map_chunks(partial(_fit_chunk, **kw), items, chunk, workers=workers, progress=progress,
+                         meanwhile=meanwhile)
     fits: dict[SeriesKey, RooflineFit] = {}
     skipped: dict[SeriesKey, str] = {}
     for key, (cache_key, result) in zip(keys, results, strict=True):

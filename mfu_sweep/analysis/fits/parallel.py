@@ -47,7 +47,8 @@ def _run_chunk(start: int, stop: int) -> list[Any]:
 
 
 def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: int, *,
-               workers: int | None = None, progress: Progress | None = None) -> list[T]:
+               workers: int | None = None, progress: Progress | None = None,
+               meanwhile: Callable[[], object] | None = None) -> list[T]:
     """``fn`` over ``items`` in chunks of ``chunk``, concatenated in order.
 
     Parameters
@@ -61,11 +62,16 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
         Processes to use (default: the cores of this process); 1, or a single chunk, runs here.
     progress:
         ``progress(done, total)`` after every finished chunk, in the calling process.
+    meanwhile:
+        Independent work for this process while the workers run (called once, after they have started;
+        its result is discarded, so it keeps what it computes itself). With one worker it runs first.
     """
     bounds = [(a, min(a + chunk, len(items))) for a in range(0, len(items), max(chunk, 1))]
     workers = min(workers or cores(), len(bounds))
     out: list[T] = []
     if workers <= 1:
+        if meanwhile is not None:
+            meanwhile()
         for a, b in bounds:
             out += fn(items[a:b])
             if progress is not None:
@@ -80,6 +86,12 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
         context = multiprocessing.get_context("fork" if fork else None)
         with ProcessPoolExecutor(workers, mp_context=context, initializer=keep_freed_memory) as pool:
             futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
+            if meanwhile is not None:
+                try:
+                    meanwhile()
+                except BaseException:
+                    pool.shutdown(wait=True, cancel_futures=True)  # the error, not the rest of the chunks
+                    raise
             for (_, b), future in zip(bounds, futures, strict=True):
                 out += future.result()
                 if progress is not None:
