@@ -78,7 +78,9 @@ def test_report_with_many_devices_has_fleet_and_leaderboard_sections(tmp_path: P
     assert "## Fleet (replicate runs)" in md and "## Leaderboard per FLOP band" in md
     assert "flagged synthetic-gpu.r2" in md
     assert (out / "figures" / "fleet-synthetic-gpu-bf16-eager.png").exists()
-    assert (out / "figures" / "leaderboard-bf16-eager.png").exists()
+    # the leaderboard is the fleet's own: one heatmap, which its section points at, not the same picture twice
+    assert not (out / "figures" / "leaderboard-bf16-eager.png").exists()
+    assert "Its heatmap is the fleet's: synthetic-gpu · bf16 · eager, above." in md
     assert "### synthetic-gpu.r0 vs" not in md  # no sentence per pair
     data = json.loads((out / "analysis.json").read_text())
     assert data["comparisons"] == [] and data["fleets"][0]["flagged"] == ["synthetic-gpu.r2"]

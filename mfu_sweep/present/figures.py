@@ -147,7 +147,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     both modes), ``heatmap-<label>-<dtype>-<mode>-k<k>`` (per measured m × n
     grid), ``status`` (when any record is not ok), and a device x FLOP band heatmap
     per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
-    in ``boards`` (``leaderboard-<dtype>-<mode>``). ``fits``, ``comparisons`` and
+    in ``boards`` (``leaderboard-<dtype>-<mode>``; none for a leaderboard that is a fleet's own, whose
+    heatmap would be the same picture). ``fits``, ``comparisons`` and
     ``fleets`` default to computing them (see ``mfu_sweep.present.report.analyse``); with
     more than a handful of devices of one dtype and mode, no pairs are compared. ``kinds``
     (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all. ``y_scale``
@@ -187,7 +188,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
         if speed:
             figs["speedup"] = _panels(shown, lambda ax, d: plot_speedup(shown, dtype=d, colors=colors, ax=ax),
                                       speed)
-        for view in [*fleets, *boards] if "fleet" in want else []:
+        in_fleets = {id(f.board) for f in fleets}  # a replicate fleet's leaderboard: its heatmap is the fleet's
+        for view in [*fleets, *(b for b in boards if id(b) not in in_fleets)] if "fleet" in want else []:
             fig, (ax,) = _figure(1, 1, height=heatmap_height(len(board_of(view).devices)), width=DOUBLE_IN)
             plot_fleet_heatmap(view, ax=ax)
             figs[figure_stem(view)] = fig

@@ -325,7 +325,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
     blocks += fleet_blocks(analysis.fleets, figures)
     blocks += _spread_blocks(sweeps, analysis.series)
-    blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures)
+    blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures, analysis.fleets)
     if analysis.comparisons or not analysis.leaderboards:
         blocks += comparison_blocks(analysis.comparisons, analysis.compare_notes)
     elif analysis.compare_notes:

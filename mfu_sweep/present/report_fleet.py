@@ -90,8 +90,11 @@ def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Bl
     return blocks
 
 
-def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: Sequence[str]) -> list[Block]:
-    """The "Leaderboard" section: per dtype and mode, one row per FLOP band, and the heatmap."""
+def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: Sequence[str],
+                 fleets: Sequence[FleetView] = ()) -> list[Block]:
+    """The "Leaderboard" section: per dtype and mode, one row per FLOP band, and the heatmap (for a
+    leaderboard that is a fleet's own, a pointer to the fleet's heatmap, the same picture)."""
+    owners = {id(f.board): f for f in fleets}
     if not boards and not notes:
         return []
     blocks: list[Block] = [Heading(2, "Leaderboard per FLOP band"), Para(
@@ -103,9 +106,12 @@ def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: S
         blocks += [Heading(3, f"{board.dtype} · {board.mode} · {_metric(board)} vs {board.reference_text()}"),
                    _board_table(board)]
         stem = figure_stem(board)
+        owner = owners.get(id(board))
         if stem in figures:
             blocks.append(FigureRef(stem, BOARD_CAPTION.format(metric=_metric(board),
                                                                reference=board.reference_text())))
+        elif owner is not None and figure_stem(owner) in figures:
+            blocks.append(Para(f"Its heatmap is the fleet's: {owner.label} · {owner.dtype} · {owner.mode}, above."))
         if board.notes:
             blocks.append(Bullets(board.notes))
     if notes:
