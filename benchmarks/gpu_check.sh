@@ -23,6 +23,8 @@
 # A dry run on a CPU (small range, same steps, ~2 min; on a loaded CPU the selftest's timer rows may FAIL, status 1):
 #   DEVICE=cpu DTYPES_MORE="--dtype fp16" MAX_FLOP=3e7 REPEATS=1 CACHE_SIZES=128,256 PYTHON=.venv/bin/python \
 #     bash benchmarks/gpu_check.sh
+# BUDGET_S and CEILING_SIZES shrink it further (tests/test_gpu_check.py: every step, well under a minute); a GPU
+# run leaves them empty.
 set -uo pipefail
 
 DEVICE=${DEVICE:-cuda}
@@ -34,6 +36,9 @@ LABEL=${LABEL:-}                        # empty: the default label (chip-backend
 DEADLINE=${DEADLINE:-480}               # seconds for the whole script
 SOAK=${SOAK:-10}                        # seconds of large-GEMM warm-up before the first sweep
 SELFTEST_TOL=${SELFTEST_TOL:-0.2}       # selftest --rel-tol: tool vs torch Timer / do_bench
+BUDGET_S=${BUDGET_S:-}                  # empty: each step's own budget per shape (sweep/ceilings --budget-s; 0.5 s
+                                        # for cache-policy); a CPU dry run: 0.05
+CEILING_SIZES=${CEILING_SIZES:-}        # empty: ceilings' default sizes; a CPU dry run: e.g. 256 (ceilings --size)
 OUT=${OUT:-/tmp/gpu-check}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
@@ -51,6 +56,10 @@ COMMON=(--device "$DEVICE" --quiet -o "$OUT/sweep.json")
 [ -n "$MAX_FLOP" ] && COMMON+=(--max-flop "$MAX_FLOP")
 [ -n "$REPEATS" ] && COMMON+=(--repeats "$REPEATS")
 [ -n "$LABEL" ] && COMMON+=(--label "$LABEL")
+[ -n "$BUDGET_S" ] && COMMON+=(--budget-s "$BUDGET_S")
+CEILINGS=(--device "$DEVICE" --into "$OUT/sweep.json")
+[ -n "$BUDGET_S" ] && CEILINGS+=(--budget-s "$BUDGET_S")
+for size in ${CEILING_SIZES//,/ }; do CEILINGS+=(--size "$size"); done
 status=0
 
 step() {  # step NAME CAP CMD...: run under min(CAP, time left); SIGINT first, so a sweep saves and says how to resume
@@ -75,11 +84,11 @@ step environment 30 bash -c "nvidia-smi -L 2>/dev/null; $PY -c 'import sys, torc
 print(sys.version.split()[0], torch.__version__, torch.version.cuda, torch.cuda.is_available())'"
 step selftest 120 bash -o pipefail -c "$MS selftest --device $DEVICE --rel-tol $SELFTEST_TOL 2>&1 | tee $OUT/selftest.txt"
 step sweep-bf16 150 $MS sweep "${COMMON[@]}" --dtype bf16 --soak "$SOAK" --force
-step ceilings 60 $MS ceilings --device "$DEVICE" --into "$OUT/sweep.json"
+step ceilings 60 $MS ceilings "${CEILINGS[@]}"
 # shellcheck disable=SC2086  # DTYPES_MORE is a list of options
 step sweep-more-dtypes 120 $MS sweep "${COMMON[@]}" $DTYPES_MORE --resume
 step cache-policy 60 bash -o pipefail -c "$PY benchmarks/cache_policy.py --device $DEVICE --sizes $CACHE_SIZES \
-  --repeats 1 --budget-s 0.5 2>&1 | tee $OUT/cache_policy.txt"
+  --repeats 1 --budget-s ${BUDGET_S:-0.5} 2>&1 | tee $OUT/cache_policy.txt"
 step sweep-bf16-compile 600 $MS sweep "${COMMON[@]}" --dtype bf16 --mode compile --resume
 echo "=== done after ${SECONDS}s, status $status ==="
 exec >&- 2>&-

@@ -2,7 +2,9 @@
 
 It is what a session with a GPU runs once, with minutes of device time and no
 chance to debug: every step must work before it gets there. On the CPU the
-same steps run on a tiny range. What the dry run proves is that every step runs
+same steps run on a tiny range at a tiny budget (the script's BUDGET_S,
+CEILING_SIZES, SOAK: what each step measures does not matter here, that it
+measures and writes does). What the dry run proves is that every step runs
 and writes what it should; the selftest's timer agreement is not what it is about
 (``benchmarks/fidelity.py`` measures that). On a shared 2-core VM two timers of a tiny
 CPU GEMM can differ 5x, and 12.5x beside two busy loops, past selftest's largest
@@ -35,8 +37,8 @@ STEPS = ("environment", "selftest", "sweep-bf16", "ceilings", "sweep-more-dtypes
 def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
     # SELFTEST_TOL=10 (selftest's maximum) passes the timer checks on a quiet machine; under load see the docstring
     env = {**os.environ, "DEVICE": "cpu", "DTYPES_MORE": "--dtype fp16", "MAX_FLOP": "5e6", "REPEATS": "1",
-           "CACHE_SIZES": "64", "SOAK": "1", "DEADLINE": "400", "SELFTEST_TOL": "10", "OUT": str(tmp_path),
-           "PYTHON": sys.executable}
+           "CACHE_SIZES": "64", "SOAK": "0.1", "BUDGET_S": "0.05", "CEILING_SIZES": "256", "DEADLINE": "400",
+           "SELFTEST_TOL": "10", "OUT": str(tmp_path), "PYTHON": sys.executable}
     done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=500)
     log = done.stdout + done.stderr
@@ -59,5 +61,7 @@ def test_gpu_check_script_dry_run_on_cpu(tmp_path: Path) -> None:
     assert {("bf16", "eager"), ("fp16", "eager"), ("bf16", "compile")} <= kinds
     assert all(r.status == "ok" for r in sweep.records)
     assert "soak" in sweep.environment
-    assert "ceilings" in json.loads(sweep_file.read_text())
+    assert sweep.settings["timing"]["budget_s"] == 0.05  # the dry run's knobs reached the steps
+    ceilings = json.loads(sweep_file.read_text())["ceilings"]
+    assert [t["shape"] for t in ceilings["gemm"]["fp32"]["tried"]] == ["256x256x256"], ceilings["gemm"]
     assert "flush/rotate" in (tmp_path / "cache_policy.txt").read_text()
