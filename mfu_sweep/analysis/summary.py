@@ -69,9 +69,8 @@ def shape_point(records: Sequence[Record], peak_tflops: float | None) -> ShapePo
     """The point of one shape from its records (one per pass)."""
     medians = [float(r.median_s) for r in records]  # type: ignore[arg-type]
     head = records[0]
-    seconds = medians[0] if len(medians) == 1 else shape_seconds(records)
     return ShapePoint(shape=str(head.shape), flops=float(head.flops), bytes=float(head.bytes),
-                      seconds=seconds, low_s=min(medians), high_s=max(medians),
+                      seconds=shape_seconds(records), low_s=min(medians), high_s=max(medians),
                       n_passes=len(records), peak_tflops=peak_tflops)
 
 
