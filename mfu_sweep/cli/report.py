@@ -132,12 +132,12 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     if not stems:
         _nothing_to_draw(sweeps, metric, kinds)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
-    from mfu_sweep.present.figures import make_figures, save_figure
+    from mfu_sweep.present.figures import blank_notes, make_figures, save_figure
     from mfu_sweep.present.report import analyse
 
     click.echo("fitting and comparing series ...", err=True)
-    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
-    for note in analysis.skipped:
+    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot, switch=False)
+    for note in [*analysis.skipped, *blank_notes(sweeps, metric, kinds=kinds or None)]:
         click.echo(f"note: {note}", err=True)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            kinds=kinds or None, y_scale=y_scale)
