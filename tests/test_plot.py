@@ -576,3 +576,20 @@ def test_a_figure_whose_metric_has_no_values_is_not_drawn_and_a_note_says_so() -
     for fig in drawn.values():
         assert fig.axes[-1].get_ylabel() == "Throughput (TFLOP/s)"  # the colour bar: never "% of none peak"
     assert blank_notes(mi25, "tflops") == []
+
+
+def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
+    """The report draws a choice of devices (four per dtype and mode, with their other dtypes): on the published
+    data seven share the fp32 eager panel; no two points of one panel share a colour."""
+    from mfu_sweep.present.figure_choice import choose_figures
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
+    figs = P.make_figures(sweeps, metric="tflops", kinds=["vs-flops"], fits={}, comparisons=[], fleets=[],
+                          choice=choose_figures(sweeps))
+    sizes = []
+    for ax in figs["tflops-vs-flops"].axes:
+        colors = [matplotlib.colors.to_hex(c.lines[0].get_color()) for c in labelled_errorbars(ax).values()]
+        assert len(set(colors)) == len(colors), ax.get_title()
+        sizes.append(len(colors))
+    assert max(sizes) == 7

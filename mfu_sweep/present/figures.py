@@ -189,7 +189,6 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     if unknown:
         raise ValueError(f"figure kind {unknown[0]!r} is not one of {', '.join(FIGURE_KINDS)}")
     want = set(FIGURE_KINDS if kinds is None else kinds)
-    colors = label_colors(sweeps, colors)
     keys = panel_keys(sweeps)
     of = _metric_of(metric, metrics)
     if fits is None or comparisons is None or fleets is None:
@@ -203,6 +202,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     figs: dict[str, Figure] = {}
     featured = None if choice is None else choice.labels
     shown = sweeps if featured is None else [sw for sw in sweeps if sw.label in featured]
+    colors = label_colors(shown, colors)  # distinct among the devices the panels draw together
     have = valued(sweeps, of)
     panels = {(d, m) for lab, d, m in valued(shown, of)}
     drawn = [k for k in keys if k in panels]

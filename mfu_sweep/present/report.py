@@ -36,7 +36,7 @@ from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compi
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
-from mfu_sweep.present.figures import blank_notes, make_figures, save_figure, slug
+from mfu_sweep.present.figures import blank_notes, heatmap_stem, make_figures, save_figure
 from mfu_sweep.present.group_metric import GroupMetrics, group_metrics
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.render import to_html, to_markdown
@@ -238,7 +238,8 @@ def provenance_facts(sweeps: Sequence[Sweep]) -> list[tuple[str, str]]:
             (f"{prefix}tool",
              f"{tool.get('name', '?')} {tool.get('version', '?')}, git {run.get('git_sha') or 'unknown'}"),
             (f"{prefix}run", f"id {run.get('id', '?')} on host {run.get('host', '?')}, "
-                             f"{run.get('started_at', '?')} to {run.get('finished_at') or 'unfinished'}"),
+                             + (f"{run['started_at']} to {run.get('finished_at') or 'unfinished'}"
+                                if run.get("started_at") else "date not recorded by its source")),
             (f"{prefix}software", f"torch {env.get('torch', 'n/a')}, python {env.get('python', 'n/a')}"),
             (f"{prefix}file", sw.source or "<data>"),
         ]
@@ -463,5 +464,5 @@ def _figures_done(progress: Callable[[int, int], None] | None, before: int, n: i
 
 def make_figure_stems(choice: FigureChoice, figures: Mapping[str, Any]) -> list[str]:
     """The stems of ``figures`` the choice embeds: all but the heatmaps it did not choose."""
-    chosen = {f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in choice.heatmaps}
+    chosen = {heatmap_stem(*grid) for grid in choice.heatmaps}
     return [stem for stem in figures if not stem.startswith("heatmap-") or stem in chosen]
