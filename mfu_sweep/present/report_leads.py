@@ -20,7 +20,7 @@ from mfu_sweep.analysis.verdicts.compare import Comparison
 from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
 from mfu_sweep.present.report_compare import crossover_text
-from mfu_sweep.present.words import lead_words, metric_name, metric_phrase
+from mfu_sweep.present.words import metric_name, metric_phrase, metric_words
 from mfu_sweep.text import format_flops
 
 HEADING = "Who leads where"
@@ -81,7 +81,7 @@ def board_strip(board: Leaderboard) -> Table:
     """The band strip of a leaderboard: its bands as columns, each band's leader."""
     head = f"{board.dtype} · {board.mode} · by {metric_name(board.metric)}"
     return Table((head, *(band_label(b.band.low_flops, b.band.high_flops) for b in board.boards)),
-                 ((f"leads: {lead_words(board.metric)}", *board_cells(board)),), css=STRIP)
+                 ((f"leads: {metric_words(board.metric)}", *board_cells(board)),), css=STRIP)
 
 
 # --------------------------------------------------------------------------- a few devices: the pairs
@@ -126,7 +126,7 @@ def pair_strip(comparisons: Sequence[Comparison]) -> Table:
     who = f"{c.a} vs {c.b}" if len(comparisons) == 1 else f"{len({x for p in comparisons for x in (p.a, p.b)})} devices"
     head = f"{c.dtype} · {c.mode} · by {metric_name(c.metric)}"
     return Table((head, *(band_label(lo, hi) for lo, hi, _ in cells)),
-                 ((f"leads: {lead_words(c.metric)}, {who}", *(text for *_, text in cells)),), css=STRIP)
+                 ((f"leads: {metric_words(c.metric)}, {who}", *(text for *_, text in cells)),), css=STRIP)
 
 
 def pair_sentence(c: Comparison) -> str:

@@ -2,7 +2,7 @@
 
 By MFU each device is measured against its own peak: a lead means "closer to its own peak" (higher MFU),
 never "faster" — a B200 can run 37% faster than an H100 and still sit further from its peak. By TFLOP/s a
-lead is "faster". The lead phrase itself is the analysis' own (:func:`~mfu_sweep.analysis.verdicts.comparison.
+lead is "faster". The sentence phrase is the analysis' own (:func:`~mfu_sweep.analysis.verdicts.comparison.
 metric_words`), so sentences, tables and figures say the same thing.
 """
 
@@ -13,12 +13,7 @@ from typing import Any
 from mfu_sweep.analysis.verdicts.comparison import metric_name, metric_words
 from mfu_sweep.analysis.verdicts.margin import margin_words
 
-__all__ = ["ahead_words", "band_call", "lead_words", "metric_name", "metric_phrase"]
-
-
-def lead_words(metric: str) -> str:
-    """What leading means: ``"closer to its own peak"`` (MFU) or ``"faster"`` (TFLOP/s)."""
-    return metric_words(metric)
+__all__ = ["ahead_words", "band_call", "metric_name", "metric_phrase", "metric_words"]
 
 
 def ahead_words(metric: str) -> tuple[str, str]:
@@ -35,9 +30,9 @@ def metric_phrase(metric: str) -> str:
 def band_call(band: Any, a: str, b: str, metric: str) -> str:
     """One FLOP band's verdict in the words of its metric.
 
-    ``"<a> closer to its own peak"`` (MFU) or ``"<a> faster"`` (TFLOP/s) for a lead, ``"the same within 2%"``
-    or ``"ambiguous"``; ``band`` is a :class:`~mfu_sweep.analysis.verdicts.bands.Band`.
+    ``"<a> higher MFU"`` (MFU) or ``"<a> faster"`` (TFLOP/s) for a lead, ``"the same within 2%"`` or
+    ``"ambiguous"``; ``band`` is a :class:`~mfu_sweep.analysis.verdicts.bands.Band`.
     """
     if band.verdict:
-        return f"{a if band.verdict > 0 else b} {lead_words(metric)}"
+        return f"{a if band.verdict > 0 else b} {ahead_words(metric)[0]}"
     return f"the same within {margin_words(band.margin)}" if band.same else "ambiguous"
