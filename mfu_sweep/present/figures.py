@@ -40,6 +40,7 @@ from mfu_sweep.present.theme import (
     check_metric,
     theme,
 )
+from mfu_sweep.present.words import metric_name
 from mfu_sweep.results import Sweep
 
 # --------------------------------------------------------------------------- arranging and saving figures
@@ -264,7 +265,7 @@ def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupM
     of = _metric_of(metric, metrics)
     have = valued(sweeps, of)
     panels = {(d, m) for _, d, m in have}
-    notes = [f"no {name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a {d} peak "
+    notes = [f"no {metric_name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a {d} peak "
              "(--metric tflops draws it)" for d, m in panel_keys(sweeps) if "vs-flops" in want and (d, m) not in panels]
     skipped: dict[tuple[str, str, str], list[int]] = {}
     for label, d, m, k in (heatmap_grids(sweeps) if heatmaps is None else heatmaps) if "heatmap" in want else []:
@@ -275,10 +276,6 @@ def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupM
         notes.append(f"{sum(map(len, skipped.values()))} MFU heatmaps not drawn, their device has no peak for the "
                      f"dtype (blank): {what}; --metric tflops draws them")
     return notes
-
-
-def name(metric: str) -> str:
-    return "MFU" if metric == "mfu" else "TFLOP/s"
 
 
 def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collection[str] | None = None
