@@ -129,12 +129,20 @@ def pair_strip(comparisons: Sequence[Comparison]) -> Table:
                  ((f"leads: {metric_words(c.metric)}, {who}", *(text for *_, text in cells)),), css=STRIP)
 
 
+MOST_SEGMENTS = 4
+
+
 def pair_sentence(c: Comparison) -> str:
-    """The crossovers of one pair (or that there is none), then its one-line summary."""
+    """The crossovers of one pair (or that there is none) and where each side leads; the pair's summary (shares
+    of the range, the size of the longest lead) is under Comparisons."""
     head = f"{c.a} vs {c.b} ({c.dtype} · {c.mode}, by {metric_name(c.metric)}): "
     crossings = ("crossovers " + "; ".join(crossover_text(x) for x in c.crossovers) if c.crossovers
                  else "no crossover")
-    return head + crossings + "; " + c.summary()
+    leads = [f"{s.leader} leads from {format_flops(s.start_flops)} to {format_flops(s.end_flops)}"
+             for s in c.segments if s.leader is not None]
+    more = f" and {len(leads) - MOST_SEGMENTS} more leads" if len(leads) > MOST_SEGMENTS else ""
+    beyond = f" beyond {margin_words(c.margin)}" if c.margin > 0 else ""
+    return head + crossings + "; " + (", ".join(leads[:MOST_SEGMENTS]) + more or f"no lead{beyond}") + "."
 
 
 # --------------------------------------------------------------------------- the section
