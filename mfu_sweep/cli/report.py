@@ -53,7 +53,8 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="MFU / TFLOP/s axis of the vs-FLOPs figure; auto: log when the values span more "
                            "than a decade.")(fn)
     fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
-                      help="What the y axes and comparisons use: mfu (fraction of peak) or tflops.")(fn)
+                      help="What the y axes and comparisons use: mfu (fraction of peak; report: TFLOP/s for a "
+                           "dtype and mode where a device has no peak, with a note) or tflops.")(fn)
     return exclude_option(fn)
 
 
@@ -165,7 +166,10 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     index.md (figures beside it in figures/), a self-contained index.html
     (figures embedded, no external files) and analysis.json.
 
-    Per series: device and provenance, peak source, MFU range and best shape,
+    The page opens with who leads where: per dtype and mode a strip naming
+    each FLOP band's leader and a sentence on where the leader changes, by
+    MFU where every device has a peak, else by TFLOP/s (a note says so),
+    then the notes that change the reading. Per series: device and provenance, peak source, MFU range and best shape,
     fitted roofline with intervals, crossovers and verdicts, compile tax and
     pass rate. Per compared pair: a one-line summary (the share of the shared
     FLOP range, log scale, where each side leads, and the longest lead), then
