@@ -257,15 +257,16 @@ def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupM
                 ) -> list[str]:
     """What :func:`make_figures` leaves out because its metric has no values (MFU without a peak), and why.
 
-    E.g. "no MFU panel for fp32 · eager: no device has an fp32 peak (--metric tflops draws it)" and
-    "4 MFU heatmaps not drawn, their device has no peak for the dtype: AMD_MI25 fp32 eager (k 512 ...)".
+    E.g. "no MFU panel for fp32 · eager in the vs-flops figure: no device has a peak for fp32 (--metric tflops
+    draws it)" and "8 MFU heatmaps not drawn, their device has no peak for the dtype (blank): AMD_MI25 fp32
+    eager (k 512, ...); --metric tflops draws them".
     ``heatmaps`` are the ones asked for (default: every grid).
     """
     want = set(FIGURE_KINDS if kinds is None else kinds)
     of = _metric_of(metric, metrics)
     have = valued(sweeps, of)
     panels = {(d, m) for _, d, m in have}
-    notes = [f"no {metric_name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a {d} peak "
+    notes = [f"no {metric_name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a peak for {d} "
              "(--metric tflops draws it)" for d, m in panel_keys(sweeps) if "vs-flops" in want and (d, m) not in panels]
     skipped: dict[tuple[str, str, str], list[int]] = {}
     for label, d, m, k in (heatmap_grids(sweeps) if heatmaps is None else heatmaps) if "heatmap" in want else []:
