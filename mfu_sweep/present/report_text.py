@@ -53,13 +53,13 @@ def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"], switched: S
     return FIGURE_CAPTIONS.get(base, stem).format(metric=name, bars=bars)
 
 
-def figure_metric(stem: str, metrics: GroupMetrics) -> str:
+def figure_metric(stem: str, metrics: GroupMetrics, metric: str) -> str:
     """The metric a report figure draws: a heatmap's (``heatmap-<label>-<dtype>-<mode>-k<k>``) is its dtype
-    and mode's, every other the one asked for."""
+    and mode's, every other ``metric``, the one asked for."""
     if stem.startswith("heatmap-"):
         *_, dtype, mode, _k = stem.split("-")
         return metrics.of(dtype, mode)
-    return metrics.asked
+    return metric
 
 
 # --------------------------------------------------------------------------- building the report
