@@ -363,7 +363,8 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     switched = [f"{d} · {m}" for (d, m), by in analysis.metrics.by_group.items() if by != analysis.metric]
 
     def ref(stem: str, embed: bool = True) -> FigureRef:
-        return FigureRef(stem, caption(stem, figure_metric(stem, analysis.metrics, analysis.metric), bars, switched), embed=embed)
+        drawn_in = figure_metric(stem, analysis.metrics, analysis.metric)
+        return FigureRef(stem, caption(stem, drawn_in, bars, switched), embed=embed)
 
     blocks += [ref(stem) for stem in shown if stem not in linked]
     if linked:
