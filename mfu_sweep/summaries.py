@@ -31,11 +31,12 @@ def incomplete_reason(sweep: Sweep) -> str | None:
 
     A sweep finished when ``run.finished_at`` is set and, where ``run.planned``
     says how many measurements it set out to make, it holds that many records.
-    Imported and older files without ``planned`` are judged by ``finished_at``.
+    Older files without ``planned`` are judged by ``finished_at``; imported ones are finished.
     """
     run = sweep.run
     planned, have = run.get("planned"), len(sweep.records)
-    if run.get("finished_at") and (planned is None or have >= planned):
+    # an imported table is whole as read, even when its source does not say when it was measured
+    if (run.get("finished_at") or sweep.settings.get("imported")) and (planned is None or have >= planned):
         return None
     held = (f"{have} of {counted(planned, 'planned measurement')}" if planned is not None
             else counted(have, "measurement"))

@@ -460,3 +460,136 @@ def test_plot_of_a_figure_the_sweeps_do_not_give_is_refused_before_fitting(tmp_p
     assert res.exit_code == 1, res.output
     assert "nothing to draw: these sweeps give no figure for --figure status; they give: mfu-vs-flops" in res.output
     assert "fitting" not in res.output and not out.exists()
+
+
+# -- blank figures and distinct colours (issue 35) -------------------------------------------------------
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+
+
+def _lab(color: str) -> tuple[float, float, float]:
+    """CIE L*a*b* (D65) of an sRGB colour."""
+    rgb = [((v + 0.055) / 1.055) ** 2.4 if v > 0.04045 else v / 12.92 for v in matplotlib.colors.to_rgb(color)]
+    xyz = (np.array([[0.4124, 0.3576, 0.1805], [0.2126, 0.7152, 0.0722], [0.0193, 0.1192, 0.9505]]) @ rgb
+           / np.array([0.95047, 1.0, 1.08883]))
+    f = np.where(xyz > 216 / 24389, np.cbrt(xyz), (24389 / 27 * xyz + 16) / 116)
+    return 116 * f[1] - 16, 500 * (f[0] - f[1]), 200 * (f[1] - f[2])
+
+
+def delta_e(c1: str, c2: str) -> float:
+    """CIEDE2000 colour difference of two sRGB colours; about 2 is just noticeable, 20 plainly another colour."""
+    return de2000(_lab(c1), _lab(c2))
+
+
+def de2000(lab1: tuple[float, float, float], lab2: tuple[float, float, float]) -> float:
+    """CIEDE2000 of two L*a*b* colours (Sharma, Wu and Dalal 2005)."""
+    (l1, a1, b1), (l2, a2, b2) = lab1, lab2
+    cbar = (np.hypot(a1, b1) + np.hypot(a2, b2)) / 2
+    g = 0.5 * (1 - np.sqrt(cbar**7 / (cbar**7 + 25**7)))
+    a1p, a2p = (1 + g) * a1, (1 + g) * a2
+    c1p, c2p = np.hypot(a1p, b1), np.hypot(a2p, b2)
+    h1p, h2p = np.degrees(np.arctan2(b1, a1p)) % 360, np.degrees(np.arctan2(b2, a2p)) % 360
+    dh = 0.0 if c1p * c2p == 0 else (h2p - h1p + 180) % 360 - 180
+    dhp = 2 * np.sqrt(c1p * c2p) * np.sin(np.radians(dh / 2))
+    lbar, cbarp = (l1 + l2) / 2, (c1p + c2p) / 2
+    hbar = (h1p + h2p + (360 if abs(h1p - h2p) > 180 else 0)) / 2 if c1p * c2p else h1p + h2p
+    t = (1 - 0.17 * np.cos(np.radians(hbar - 30)) + 0.24 * np.cos(np.radians(2 * hbar))
+         + 0.32 * np.cos(np.radians(3 * hbar + 6)) - 0.20 * np.cos(np.radians(4 * hbar - 63)))
+    rt = (-np.sin(np.radians(60 * np.exp(-(((hbar - 275) / 25) ** 2))))
+          * 2 * np.sqrt(cbarp**7 / (cbarp**7 + 25**7)))
+    sl = 1 + 0.015 * (lbar - 50) ** 2 / np.sqrt(20 + (lbar - 50) ** 2)
+    sc, sh = 1 + 0.045 * cbarp, 1 + 0.015 * cbarp * t
+    dl, dc, dhh = (l2 - l1) / sl, (c2p - c1p) / sc, dhp / sh
+    return float(np.sqrt(dl**2 + dc**2 + dhh**2 + rt * dc * dhh))
+
+
+def test_delta_e_matches_the_published_test_data() -> None:
+    """Pairs 1, 7 and 17 of Sharma, Wu and Dalal's CIEDE2000 test data, and what the eye sees: seaborn's orange
+    and tan close, blue and orange far, black and white 100 apart."""
+    assert de2000((50.0, 2.6772, -79.7751), (50.0, 0.0, -82.7485)) == pytest.approx(2.0425, abs=1e-4)
+    assert de2000((50.0, 0.0, 0.0), (50.0, -1.0, 2.0)) == pytest.approx(2.3669, abs=1e-4)
+    assert de2000((50.0, 2.5, 0.0), (73.0, 25.0, -18.0)) == pytest.approx(27.1492, abs=1e-4)
+    assert delta_e("#000000", "#000000") == 0
+    assert delta_e("#de8f05", "#ca9161") < 15 < 50 < delta_e("#0072b2", "#e69f00")
+    assert delta_e("#ffffff", "#000000") == pytest.approx(100, abs=0.5)
+
+
+def test_every_two_palette_colours_are_plainly_different() -> None:
+    pairs = {(a, b): delta_e(a, b) for a, b in itertools.combinations(P.PALETTE, 2)}
+    assert min(pairs.values()) >= 20, min(pairs.items(), key=lambda kv: kv[1])
+    from mfu_sweep.present.theme import ANNOTATION_GREY
+
+    assert min(delta_e(c, ANNOTATION_GREY) for c in P.PALETTE) >= 20 and len(set(P.PALETTE)) == len(P.PALETTE) >= 8
+
+
+def test_devices_drawn_together_get_distinct_colours_b200_and_gfx950_above_all() -> None:
+    """On the published data the headline crossover pair (B200, gfx950) were two near-identical oranges
+    (CIEDE2000 15); every two devices that share a dtype and mode now differ by at least 20."""
+    from mfu_sweep.present.select import label_colors
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
+    colors = label_colors(sweeps, None)
+    assert delta_e(colors["sm_100_B200"], colors["gfx950"]) >= 20
+    panels: dict[tuple[str, str], set[str]] = {}
+    for sw in sweeps:
+        for r in sw.records:
+            panels.setdefault((r.dtype, r.mode), set()).add(sw.label)
+    for key, labels in panels.items():
+        shown = sorted(labels)[:len(P.PALETTE)]  # a panel of more devices than colours must repeat one
+        for a, b in itertools.combinations(shown, 2):
+            assert delta_e(colors[a], colors[b]) >= 20, (key, a, b)
+
+
+def test_colours_are_distinct_per_panel_and_repeat_only_beyond_the_palette() -> None:
+    assert P.series_colors(["x", "a", "b"]) == {"a": P.PALETTE[0], "b": P.PALETTE[1], "x": P.PALETTE[2]}
+    two = P.series_colors(["a", "b", "c", "d"], [{"a", "b"}, {"c", "d"}])
+    assert two["a"] != two["b"] and two["c"] != two["d"] and two["a"] == two["c"] == P.PALETTE[0]
+    many = [f"gpu{i:02d}" for i in range(len(P.PALETTE) + 3)]
+    crowd = P.series_colors(many, [set(many)])
+    assert len(set(crowd.values())) == len(P.PALETTE)  # every colour used, none more than twice
+    assert max(list(crowd.values()).count(c) for c in P.PALETTE) == 2
+
+
+def test_a_figure_whose_metric_has_no_values_is_not_drawn_and_a_note_says_so() -> None:
+    """DeepBench's MI25 table names no peak: by MFU its heatmaps were blank ("MFU (% of none peak)"). plot skips
+    them and the vs-flops panel, with a note; the report draws them by TFLOP/s (its metric for that dtype)."""
+    from mfu_sweep.present.figure_choice import FigureChoice
+    from mfu_sweep.present.figures import blank_notes, figure_stems
+    from mfu_sweep.present.group_metric import group_metrics
+    from mfu_sweep.results import load_sweeps
+
+    mi25 = load_sweeps([str(PUBLISHED / "AMD_MI25.json")])
+    grids = P.heatmap_grids(mi25)
+    assert len(grids) == 8 and not mi25[0].peak.for_dtype("fp32")
+    assert P.make_figures(mi25, metric="mfu", kinds=["heatmap", "vs-flops"], fits={}, comparisons=[],
+                          fleets=[]) == {}
+    assert figure_stems(mi25, metric="mfu", kinds=["heatmap", "vs-flops"]) == []
+    notes = blank_notes(mi25, "mfu")
+    assert any("no MFU panel for fp32 · eager" in n for n in notes)
+    assert any(n.startswith("8 MFU heatmaps not drawn") and "AMD_MI25 fp32 eager (k 512, 1536," in n for n in notes)
+    by_group = group_metrics(group_series(mi25), "mfu")
+    two = FigureChoice(None, tuple(grids[:2]), tuple(grids))  # two are enough to see the metric they are drawn in
+    drawn = P.make_figures(mi25, metric="mfu", kinds=["heatmap"], fits={}, comparisons=[], fleets=[],
+                           metrics=by_group, choice=two)
+    assert len(drawn) == 2 and blank_notes(mi25, "mfu", metrics=by_group) == []
+    for fig in drawn.values():
+        assert fig.axes[-1].get_ylabel() == "Throughput (TFLOP/s)"  # the colour bar: never "% of none peak"
+    assert blank_notes(mi25, "tflops") == []
+
+
+def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
+    """The report draws a choice of devices (four per dtype and mode, with their other dtypes): on the published
+    data seven share the fp32 eager panel; no two points of one panel share a colour."""
+    from mfu_sweep.present.figure_choice import choose_figures
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
+    figs = P.make_figures(sweeps, metric="tflops", kinds=["vs-flops"], fits={}, comparisons=[], fleets=[],
+                          choice=choose_figures(sweeps))
+    sizes = []
+    for ax in figs["tflops-vs-flops"].axes:
+        colors = [matplotlib.colors.to_hex(c.lines[0].get_color()) for c in labelled_errorbars(ax).values()]
+        assert len(set(colors)) == len(colors), ax.get_title()
+        sizes.append(len(colors))
+    assert max(sizes) == 7

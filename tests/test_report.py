@@ -195,7 +195,8 @@ def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) 
 
 def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """SYNTHETIC: three devices in bf16 and fp32 (one without an fp32 peak); the report compares each
-    dtype in turn, with the fits it already has, and notes the pairs MFU cannot rank."""
+    dtype in turn, with the fits it already has: bf16 by MFU, fp32 by TFLOP/s (MFU would leave q out), and
+    says so."""
     from mfu_sweep.analysis.verdicts import compare as compare_module
     from mfu_sweep.analysis.verdicts.compare import compare_all
 
@@ -210,14 +211,16 @@ def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytes
 
     monkeypatch.setattr(compare_module, "fit_series", refit)
     analysis = analyse(sweeps, fit_n_boot=5)
-    assert [(c.a, c.b, c.dtype) for c in analysis.comparisons] == [
-        ("p", "q", "bf16"), ("p", "r", "bf16"), ("q", "r", "bf16"), ("p", "r", "fp32")]
+    assert [(c.a, c.b, c.dtype, c.metric) for c in analysis.comparisons] == [
+        ("p", "q", "bf16", "mfu"), ("p", "r", "bf16", "mfu"), ("q", "r", "bf16", "mfu"),
+        ("p", "q", "fp32", "tflops"), ("p", "r", "fp32", "tflops"), ("q", "r", "fp32", "tflops")]
     assert list(analysis.compare_notes) == list(analysis.skipped) == [
-        "left q fp32 eager out: no fp32 peak, so its MFU is undefined; --metric tflops includes it"]
-    # the same comparisons compare_all gives with these fits (it sorts pairs across dtypes)
-    direct = compare_all(sweeps, fits=analysis.fits, seed=0, alpha=0.05, on_error=lambda e: None)
-    assert [(c.a, c.b, c.dtype) for c in direct] == [
-        ("p", "q", "bf16"), ("p", "r", "bf16"), ("p", "r", "fp32"), ("q", "r", "bf16")]
+        "fp32 · eager compared by TFLOP/s (speed): MFU would leave out 1 of its 3 devices (no fp32 peak: q)"]
+    assert analysis.metrics.of("fp32", "eager") == "tflops" and analysis.metrics.of("bf16", "eager") == "mfu"
+    # the same comparisons compare_all gives with these fits, each dtype by its metric
+    direct = [*(c for c in compare_all(sweeps, fits=analysis.fits, seed=0, alpha=0.05, on_error=lambda e: None)
+                if c.dtype == "bf16"),
+              *(c for c in compare_all(sweeps, "tflops", fits=analysis.fits, seed=0, alpha=0.05) if c.dtype == "fp32")]
     by_pair = {(c.a, c.b, c.dtype): c.to_json() for c in direct}
     assert [c.to_json() for c in analysis.comparisons] == [by_pair[(c.a, c.b, c.dtype)] for c in analysis.comparisons]
 

@@ -61,12 +61,14 @@ def test_plot_leaves_a_series_without_peak_out_with_a_note(tmp_path: Path, n: in
     assert "metric='" not in res.output
 
 
-def test_report_leaves_a_series_without_peak_out_with_a_note(tmp_path: Path) -> None:
+def test_report_ranks_by_tflops_where_a_series_has_no_peak_with_a_note(tmp_path: Path) -> None:
+    """The report does not leave d1 out (plot does): it ranks that dtype and mode by TFLOP/s and says so."""
     files = _devices(tmp_path, 5, no_peak="d1")
     res = run("report", *files, "--n-boot", "5", "-o", str(tmp_path / "rep"))
     assert res.exit_code == 0, res.output
-    assert "note: left d1 bf16 eager out" in res.output
-    assert "left d1 bf16 eager out" in (tmp_path / "rep" / "index.md").read_text()
+    note = "bf16 · eager compared by TFLOP/s (speed): MFU would leave out 1 of its 5 devices (no bf16 peak: d1)"
+    assert f"note: {note}" in res.output
+    assert note in (tmp_path / "rep" / "index.md").read_text()
 
 
 def test_plot_default_output_is_not_the_committed_plots_dir() -> None:

@@ -77,13 +77,14 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
                    err=True)
         sys.exit(EXIT_NOTHING_PROPOSED)
     commands, fixed = sweep_commands(sweeps, output), imported_labels(sweeps)
-    header = [f"run on every device: {cmd}" for cmd in commands] + [imported_note(fixed, output)] * bool(fixed)
+    note = imported_note(fixed, output, compared_options(plan.comparisons))
+    header = [f"run on every device: {cmd}" for cmd in commands] + [note] * bool(fixed)
     write_shape_file(output, plan, header)
     click.echo(f"wrote {output} ({counted(len(plan.proposals), 'row')})" + ("; on every device:" if commands else ""))
     for cmd in commands:
         click.echo(f"  {cmd}")
     if fixed:
-        click.echo(f"note: {imported_note(fixed, output)}")
+        click.echo(f"note: {note}")
 
 
 def imported_labels(sweeps: Sequence[Any]) -> list[str]:
@@ -93,11 +94,19 @@ def imported_labels(sweeps: Sequence[Any]) -> list[str]:
     return list(dict.fromkeys(s.label for s in sweeps if is_published(s.device)))
 
 
-def imported_note(labels: Sequence[str], shape_file: str) -> str:
-    """What to do with the proposals where a side is imported: measure them on a device of one's own."""
+def imported_note(labels: Sequence[str], shape_file: str, options: str = "") -> str:
+    """What to do with the proposals where a side is imported: measure them on a device of one's own
+    (``options``: the ``--dtype``/``--mode`` of the compared pair, :func:`compared_options`)."""
     return (f"{', '.join(labels)} {'is' if len(labels) == 1 else 'are'} imported (published data) and cannot "
-            f"be measured again; sweep {shape_file} on a device of your own (e.g. mfu-sweep sweep --device cuda "
-            f"--shape-file {shape_file} -o mine.json) and compare that with the imported file")
+            f"be measured again; sweep {shape_file} on a device of your own (e.g. mfu-sweep sweep --device cuda"
+            f"{options} --shape-file {shape_file} -o mine.json) and compare that with the imported file")
+
+
+def compared_options(comparisons: Sequence[Any]) -> str:
+    """`` --dtype D --mode M`` of the compared pairs (both of a pair compared across dtypes or modes, ``a|b``)."""
+    dtypes = sorted({d for c in comparisons for d in c.dtype.split("|")})
+    modes = sorted({m for c in comparisons for m in c.mode.split("|")})
+    return "".join(f" --dtype {d}" for d in dtypes) + "".join(f" --mode {m}" for m in modes)
 
 
 def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:

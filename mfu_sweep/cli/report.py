@@ -53,7 +53,8 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="MFU / TFLOP/s axis of the vs-FLOPs figure; auto: log when the values span more "
                            "than a decade.")(fn)
     fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
-                      help="What the y axes and comparisons use: mfu (fraction of peak) or tflops.")(fn)
+                      help="What the y axes and comparisons use: mfu (fraction of peak; report: TFLOP/s for a "
+                           "dtype and mode where a device has no peak, with a note) or tflops.")(fn)
     return exclude_option(fn)
 
 
@@ -132,12 +133,12 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     if not stems:
         _nothing_to_draw(sweeps, metric, kinds)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
-    from mfu_sweep.present.figures import make_figures, save_figure
+    from mfu_sweep.present.figures import blank_notes, make_figures, save_figure
     from mfu_sweep.present.report import analyse
 
     click.echo("fitting and comparing series ...", err=True)
-    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot)
-    for note in analysis.skipped:
+    analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot, switch=False)
+    for note in [*analysis.skipped, *blank_notes(sweeps, metric, kinds=kinds or None)]:
         click.echo(f"note: {note}", err=True)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            kinds=kinds or None, y_scale=y_scale)
@@ -165,7 +166,10 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     index.md (figures beside it in figures/), a self-contained index.html
     (figures embedded, no external files) and analysis.json.
 
-    Per series: device and provenance, peak source, MFU range and best shape,
+    The page opens with who leads where: per dtype and mode a strip naming
+    each FLOP band's leader and a sentence on where the leader changes, by
+    MFU where every device has a peak, else by TFLOP/s (a note says so),
+    then the notes that change the reading. Per series: device and provenance, peak source, MFU range and best shape,
     fitted roofline with intervals, crossovers and verdicts, compile tax and
     pass rate. Per compared pair: a one-line summary (the share of the shared
     FLOP range, log scale, where each side leads, and the longest lead), then

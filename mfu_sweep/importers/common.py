@@ -42,6 +42,7 @@ PROVENANCE_FILE = "provenance.toml"
 # several chips share one key. The first id is the default; the others are named in a warning.
 SOURCE_CHIPS: dict[str, tuple[str, ...]] = {
     "sm_100_B200": ("b200",),
+    "sm_100": ARCH_CHIPS["sm_100"],  # the older tables' key for B200
     "sm_90": ARCH_CHIPS["sm_90"],
     "gfx950": ARCH_CHIPS["gfx950"],
     "gfx942": ARCH_CHIPS["gfx942"],
@@ -232,7 +233,7 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
             raise AssertionError(f"importer bug: timer {p.timer!r} / cache {p.cache!r} not in the vocabulary")
     records = tuple(_record(r, p, peak) for p in parts for r in p.rows)
     prov = merged_provenance(parts)
-    when = prov.get("date") or "unknown"
+    when = measured_at(prov)
     shas = "|".join(str(p.provenance.get("source_sha256")) for p in parts)
     run_id = hashlib.sha256(f"{fmt}|{shas}|{first.key}".encode()).hexdigest()[:32]
     arch = {"arch": first.identity.arch} if first.identity.arch else {}
@@ -249,6 +250,21 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
         settings={"imported": True, "timing": _timing(parts, prov)},
         extra={"import": {"format": fmt, **prov}},
     )
+
+
+_LOG_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})")
+
+
+def measured_at(prov: Mapping[str, Any]) -> str | None:
+    """``run.started_at`` of an imported sweep: when the source was measured, ISO 8601, or None when it does not say.
+
+    The log's own start time (mamf-finder's "Benchmark started on", the machine's local time, so no offset),
+    else the source's date (``provenance.toml``); never a made-up time or a word in the place of one.
+    """
+    logged = _LOG_TIME.match(str(prov.get("measured_on") or ""))
+    if logged:
+        return f"{logged[1]}T{logged[2]}"
+    return prov.get("date") or None
 
 
 def _timing(parts: Sequence[SourceDevice], prov: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,9 +61,10 @@ UNKNOWN = ("GPU clocks and power limit", "driver, CUDA/ROCm and XLA versions use
 
 
 def _check_key(key: object, where: str) -> str:
+    """``key`` as the table spells it, checked in lower case (other tools' tables write ``BF16xBF16->BF16``)."""
     if not isinstance(key, str):
         raise TextProtoError(f"{where}: dtype key {key!r} is not a string")
-    m = _KEY.match(key)
+    m = _KEY.match(key.lower())
     if not m or not all(t in XLA_TYPES for t in m.groups()):
         raise TextProtoError(f"{where}: unknown dtype key {key!r} (expected like 'bf16xbf16->bf16')")
     return key
@@ -90,13 +91,13 @@ def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow
         value = fl.one("value", f"{where} {key}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise TextProtoError(f"{where} {key}: value={value!r} must be a positive number")
-        if key not in DTYPE_KEYS:
+        if key.lower() not in DTYPE_KEYS:
             skipped[key] = skipped.get(key, 0) + 1
             continue
         ns = round(shape.flops * 1e9 / value)
-        flags = ("maybe_tf32",) if key == "f32xf32->f32" else ()
+        flags = ("maybe_tf32",) if key.lower() == "f32xf32->f32" else ()
         rows.append(SourceRow(
-            shape=shape, dtype=DTYPE_KEYS[key], seconds=ns / 1e9, source_dtype=key, flags=flags,
+            shape=shape, dtype=DTYPE_KEYS[key.lower()], seconds=ns / 1e9, source_dtype=key, flags=flags,
             family="xla-perf-table", extra={"source_value": value, "source_unit": "FLOP/s (int64)",
                                             "kernel_time_ns": ns},
         ))
@@ -132,7 +133,7 @@ def read(path: Path) -> list[SourceDevice]:
                 rows.extend(_rows(entry, f"{key} entries[{j}]", skipped))
             if not rows:
                 raise TextProtoError(f"device {key!r} has no importable entries")
-            keys = sorted({r.source_dtype for r in rows})
+            keys = sorted({r.source_dtype.lower() for r in rows})
             notes = [KEY_NOTES[k] for k in keys if k in KEY_NOTES]
             if skipped:
                 notes.append("skipped dtype keys without a matching dtype here: "

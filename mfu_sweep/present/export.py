@@ -21,6 +21,7 @@ from typing import Any
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
+from mfu_sweep.present.words import band_call, metric_name
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
 from mfu_sweep.text import format_flops
@@ -158,7 +159,10 @@ def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
 
 
 def bands_table(comparisons: Iterable[Comparison]) -> Table:
-    """One row per band: pair, band, shapes used (matched) of those measured, ratio [interval], verdict."""
+    """One row per band: pair, metric, band, shapes used (matched) of those measured, ratio [interval], verdict.
+
+    The verdict is in the words of the metric: by MFU a lead is "closer to its own peak", never "faster".
+    """
     rows = []
     for c in comparisons:
         for band in c.bands:
@@ -166,14 +170,16 @@ def bands_table(comparisons: Iterable[Comparison]) -> Table:
             lo, hi = j["ratio_low"], j["ratio_high"]
             half = (hi - lo) / 2 if lo is not None and hi is not None else None
             via = " (over run)" if band.via else ""
-            rows.append(((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None),
+            rows.append(((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (metric_name(c.metric), None),
                          (f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}", None),
                          (f"{band.n} ({j['matched']}) of {j['measured_a']}/{j['measured_b']}", None),
-                         _cell(j["ratio"], half), (band.call(c.a, c.b) + via, None)))
-    header = ("A", "B", "dtype", "mode", "FLOP band", "Shapes used (matched) of measured A/B", "A/B", "Verdict")
-    notes = ("verdicts: faster beyond the margin, the same within it (two one-sided tests), else ambiguous; "
+                         _cell(j["ratio"], half), (band_call(band, c.a, c.b, c.metric) + via, None)))
+    header = ("A", "B", "dtype", "mode", "Metric", "FLOP band", "Shapes used (matched) of measured A/B", "A/B",
+              "Verdict")
+    notes = ("verdicts: a lead beyond the margin (by MFU: closer to its own peak, each device against its own "
+             "peak, not faster; by TFLOP/s: faster), the same within it (two one-sided tests), else ambiguous; "
              "Holm over the bands and runs of adjacent bands; '(over run)': the band carries a run's claim",)
-    return Table(header=header, rows=tuple(rows), align="llllllrl", notes=notes)
+    return Table(header=header, rows=tuple(rows), align="lllllllrl", notes=notes)
 
 
 def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -3,7 +3,7 @@
 Rows are devices (slowest mean ratio at the top), columns FLOP bands; the
 colour is the band's geometric-mean ratio of the metric to the reference (the
 median of the other devices, or a baseline) on a diverging scale centred on
-1; a dot marks a cell that is faster or slower by more than the margin, with
+1; a dot marks a cell that is ahead or behind by more than the margin, with
 confidence (Holm over devices x bands). With many devices the rows thin out their labels, never
 their cells.
 """
@@ -21,6 +21,7 @@ from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
+from mfu_sweep.present.words import ahead_words, metric_name
 
 MAX_ROW_LABELS = 40
 ROW_IN = 0.12  # figure height per device row, up to MAX_HEIGHT_IN
@@ -63,12 +64,13 @@ def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None,
     step = max(1, math.ceil(len(labels) / MAX_ROW_LABELS))
     ax.set_yticks(range(0, len(labels), step), [safe_text(labels[i]) for i in range(0, len(labels), step)])
     ax.grid(False)
-    ax.set_xlabel(f"FLOP band (dot: faster or slower by more than {margin_words(board.margin)}, Holm over "
+    ahead, behind = ahead_words(board.metric)
+    ax.set_xlabel(f"FLOP band (dot: {ahead} or {behind} by more than {margin_words(board.margin)}, Holm over "
                   "devices x bands)")
-    ax.set_ylabel(f"device ({len(labels)}, slowest on top)")
+    ax.set_ylabel(f"device ({len(labels)}, lowest on top)")
     ax.set_title(safe_text(title))
     bar = ax.figure.colorbar(image, ax=ax, shrink=0.9)
-    bar.set_label(f"{'MFU' if board.metric == 'mfu' else 'TFLOP/s'} ratio")
+    bar.set_label(f"{metric_name(board.metric)} ratio")
     return ax
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap
 from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
 from mfu_sweep.present.figure_choice import FigureChoice
+from mfu_sweep.present.group_metric import GroupMetrics
 from mfu_sweep.present.marks import mark_incomplete
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.theme import (
@@ -39,6 +40,7 @@ from mfu_sweep.present.theme import (
     check_metric,
     theme,
 )
+from mfu_sweep.present.words import metric_name
 from mfu_sweep.results import Sweep
 
 # --------------------------------------------------------------------------- arranging and saving figures
@@ -125,6 +127,29 @@ def panel_keys(sweeps: Sequence[Sweep]) -> list[tuple[str, str]]:
     return sorted(keys, key=lambda t: (t[0], t[1] != "eager", t[1]))
 
 
+MetricOf = Callable[[str, str], str]  # (dtype, mode) -> the metric a figure draws them in
+
+
+def valued(sweeps: Sequence[Sweep], of: MetricOf) -> set[tuple[str, str, str]]:
+    """Every ``(label, dtype, mode)`` whose metric ``of(dtype, mode)`` has values, in one pass: MFU needs a peak
+    for the dtype, and a figure without values is blank, so it is not drawn."""
+    out = set()
+    for sw in sweeps:
+        for dtype, mode in {(r.dtype, r.mode) for r in sw.records}:
+            if of(dtype, mode) != "mfu" or sw.peak.for_dtype(dtype):
+                out.add((sw.label, dtype, mode))
+    return out
+
+
+def _metric_of(metric: str, metrics: GroupMetrics | None) -> MetricOf:
+    return metrics.of if metrics is not None else lambda _d, _m: metric
+
+
+def heatmap_stem(label: str, dtype: str, mode: str, k: int) -> str:
+    """``heatmap-<label>-<dtype>-<mode>-k<k>``, the file stem of one m x n heatmap."""
+    return f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}"
+
+
 def _panels(sweeps: Sequence[Sweep], draw: Any, keys: Sequence[Any], height: float = PANEL_H_IN) -> Figure:
     rows, cols = _grid(len(keys))
     fig, axes = _figure(rows, cols, height)
@@ -139,7 +164,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  fits: Mapping[SeriesKey, RooflineFit] | None = None, comparisons: Sequence[Any] | None = None,
                  colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
                  boards: Sequence[Any] = (), kinds: Collection[str] | None = None,
-                 y_scale: str = "auto", choice: FigureChoice | None = None) -> dict[str, Figure]:
+                 y_scale: str = "auto", choice: FigureChoice | None = None,
+                 metrics: GroupMetrics | None = None) -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
@@ -155,14 +181,17 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     (``auto``, ``log``, ``linear``) is the MFU/TFLOP/s axis of the vs-flops panels (see
     :func:`~mfu_sweep.present.fig_mfu.plot_mfu`). ``choice`` (:mod:`mfu_sweep.present.figure_choice`)
     limits the overlays to its featured devices and the heatmaps to its own; None draws every one.
+    ``metrics`` (:mod:`mfu_sweep.present.group_metric`, the report's) draws each dtype and mode of the
+    vs-flops panels and heatmaps in its own metric; without it every one is in ``metric``. A panel or
+    heatmap whose metric has no values (MFU without a peak) is not drawn: :func:`blank_notes` says which.
     """
     check_metric(metric)
     unknown = sorted(set(kinds or ()) - set(FIGURE_KINDS))
     if unknown:
         raise ValueError(f"figure kind {unknown[0]!r} is not one of {', '.join(FIGURE_KINDS)}")
     want = set(FIGURE_KINDS if kinds is None else kinds)
-    colors = label_colors(sweeps, colors)
     keys = panel_keys(sweeps)
+    of = _metric_of(metric, metrics)
     if fits is None or comparisons is None or fleets is None:
         from mfu_sweep.analysis.verdicts.compare import compare_pairs
 
@@ -174,11 +203,15 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     figs: dict[str, Figure] = {}
     featured = None if choice is None else choice.labels
     shown = sweeps if featured is None else [sw for sw in sweeps if sw.label in featured]
+    colors = label_colors(shown, colors)  # distinct among the devices the panels draw together
+    have = valued(sweeps, of)
+    panels = {(d, m) for lab, d, m in valued(shown, of)}
+    drawn = [k for k in keys if k in panels]
     with theme():
-        if keys and "vs-flops" in want:
-            figs[f"{metric}-vs-flops"] = _panels(shown, lambda ax, k: plot_mfu(
-                shown, dtype=k[0], mode=k[1], metric=metric, fits=fits, comparisons=comparisons, colors=colors,
-                y_scale=y_scale, ax=ax), keys)
+        if drawn and "vs-flops" in want:
+            figs[f"{metric}-vs-flops"] = _panels(shown, lambda ax, k: _vs_flops(
+                shown, k, of(*k), metric, fits=fits, comparisons=comparisons, colors=colors, y_scale=y_scale,
+                ax=ax), drawn)
         if keys and "roofline" in want:
             figs["roofline"] = _panels(shown, lambda ax, k: plot_roofline(
                 shown, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
@@ -195,9 +228,11 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             figs[figure_stem(view)] = fig
         grids = heatmap_grids(sweeps) if choice is None else choice.heatmaps
         for label, dtype, mode, k in grids if "heatmap" in want else []:
+            if (label, dtype, mode) not in have:
+                continue
             fig, (ax,) = _figure(1, 1, height=3.0)
-            plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=metric, ax=ax)
-            figs[f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}"] = fig
+            plot_heatmap(sweeps, k=k, label=label, dtype=dtype, mode=mode, metric=of(dtype, mode), ax=ax)
+            figs[heatmap_stem(label, dtype, mode, k)] = fig
         if "status" in want and has_failures(sweeps):
             rows = len(status_rows(sweeps))
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
@@ -207,6 +242,43 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     return figs
 
 
+def _vs_flops(sweeps: Sequence[Sweep], key: tuple[str, str], metric: str, figure_metric: str, *,
+              comparisons: Sequence[Any], **kw: Any) -> Axes:
+    """One panel of the vs-flops figure in its own ``metric`` (its title says so when the figure's differs)."""
+    ax = plot_mfu(sweeps, dtype=key[0], mode=key[1], metric=metric,
+                  comparisons=[c for c in comparisons if c.metric == metric], **kw)
+    if metric != figure_metric:
+        ax.set_title(f"{key[0]} · {key[1]} · TFLOP/s (a device has no {key[0]} peak)")
+    return ax
+
+
+def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupMetrics | None = None,
+                kinds: Collection[str] | None = None, heatmaps: Sequence[tuple[str, str, str, int]] | None = None,
+                ) -> list[str]:
+    """What :func:`make_figures` leaves out because its metric has no values (MFU without a peak), and why.
+
+    E.g. "no MFU panel for fp32 · eager in the vs-flops figure: no device has a peak for fp32 (--metric tflops
+    draws it)" and "8 MFU heatmaps not drawn, their device has no peak for the dtype (blank): AMD_MI25 fp32
+    eager (k 512, ...); --metric tflops draws them".
+    ``heatmaps`` are the ones asked for (default: every grid).
+    """
+    want = set(FIGURE_KINDS if kinds is None else kinds)
+    of = _metric_of(metric, metrics)
+    have = valued(sweeps, of)
+    panels = {(d, m) for _, d, m in have}
+    notes = [f"no {metric_name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a peak for {d} "
+             "(--metric tflops draws it)" for d, m in panel_keys(sweeps) if "vs-flops" in want and (d, m) not in panels]
+    skipped: dict[tuple[str, str, str], list[int]] = {}
+    for label, d, m, k in (heatmap_grids(sweeps) if heatmaps is None else heatmaps) if "heatmap" in want else []:
+        if (label, d, m) not in have:
+            skipped.setdefault((label, d, m), []).append(k)
+    if skipped:
+        what = "; ".join(f"{lab} {d} {m} (k {', '.join(map(str, ks))})" for (lab, d, m), ks in skipped.items())
+        notes.append(f"{sum(map(len, skipped.values()))} MFU heatmaps not drawn, their device has no peak for the "
+                     f"dtype (blank): {what}; --metric tflops draws them")
+    return notes
+
+
 def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collection[str] | None = None
                  ) -> list[str]:
     """The file stems :func:`make_figures` gives ``sweeps`` (without leaderboards), found without fitting or
@@ -214,14 +286,18 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
     check_metric(metric)
     want = set(FIGURE_KINDS if kinds is None else kinds)
     keys = panel_keys(sweeps)
+    have = valued(sweeps, _metric_of(metric, None))
     stems = [stem for kind, stem in (("vs-flops", f"{metric}-vs-flops"), ("roofline", "roofline"),
                                      ("first-call", "first-call")) if keys and kind in want]
+    if not have and f"{metric}-vs-flops" in stems:
+        stems.remove(f"{metric}-vs-flops")
     if "speedup" in want and any(has_speedup(sweeps, d) for d in available(sweeps, "dtype")):
         stems.append("speedup")
     if "fleet" in want:
         stems += [f"fleet-{slug(base)}-{dtype}-{mode}" for base, dtype, mode in replicate_groups(group_series(sweeps))]
     if "heatmap" in want:
-        stems += [f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in heatmap_grids(sweeps)]
+        stems += [heatmap_stem(label, dtype, mode, k) for label, dtype, mode, k in heatmap_grids(sweeps)
+                  if (label, dtype, mode) in have]
     if "status" in want and has_failures(sweeps):
         stems.append("status")
     return stems

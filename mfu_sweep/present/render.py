@@ -50,6 +50,9 @@ table.kv td:first-child { white-space: nowrap; color: #555; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9rem; color: #444; }
 .warn { background: #fff3cd; border: 1px solid #e0c36c; padding: .5rem .75rem; font-weight: 600; }
+table.strip { margin: .3rem 0 .5rem; font-size: .8rem; }
+table.strip th, table.strip td { padding: .1rem .4rem; } table.strip th { white-space: nowrap; }
+table.strip td:first-child { color: #555; }
 """.strip()
 
 

@@ -36,11 +36,13 @@ from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compi
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
-from mfu_sweep.present.figures import make_figures, save_figure, slug
+from mfu_sweep.present.figures import blank_notes, heatmap_stem, make_figures, save_figure
+from mfu_sweep.present.group_metric import GroupMetrics, group_metrics
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.render import to_html, to_markdown
 from mfu_sweep.present.report_compare import comparison_blocks, comparison_facts
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
+from mfu_sweep.present.report_leads import lead_blocks
 from mfu_sweep.present.report_numbers import (
     bars_text,
     best_cell,
@@ -51,7 +53,7 @@ from mfu_sweep.present.report_numbers import (
     summaries_json,
 )
 from mfu_sweep.present.report_numbers import summaries as summarise_all
-from mfu_sweep.present.report_text import caption, method_blocks
+from mfu_sweep.present.report_text import caption, figure_metric, method_blocks
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, write_json_atomic
 from mfu_sweep.specs import Peak
@@ -82,7 +84,10 @@ class Analysis:
         Compile series key -> eager vs compile in TFLOP/s (``mfu_sweep.analysis.verdicts.compare.compare_across``),
         for every device and dtype measured in both modes: where compiling pays.
     metric:
-        ``"mfu"`` or ``"tflops"``: what the comparisons rank.
+        ``"mfu"`` or ``"tflops"``: what the comparisons rank, asked for.
+    metrics:
+        What each dtype and mode is compared by (:mod:`mfu_sweep.present.group_metric`): ``metric``, except
+        TFLOP/s for a dtype and mode where MFU would leave a device out for want of a peak.
     settings:
         Seed, bootstrap sizes and alpha used.
     fleets:
@@ -91,9 +96,8 @@ class Analysis:
         With many devices, one leaderboard per dtype and mode (``mfu_sweep.analysis.fleet.leaderboard``)
         instead of the pairwise comparisons, and what it left out.
     skipped:
-        With ``metric="mfu"``, a note per series left out of comparisons and leaderboards for want of a
-        peak, then the peak notes of the series kept (``mfu_sweep.analysis.series.with_peak``); also the
-        first of ``compare_notes``.
+        With ``metric="mfu"``, a note per dtype and mode compared by TFLOP/s for want of a peak, then the peak
+        notes of the series (``mfu_sweep.analysis.series.Series.notes``); also the first of ``compare_notes``.
     """
 
     series: Mapping[SeriesKey, Series]
@@ -108,6 +112,7 @@ class Analysis:
     leaderboards: tuple[Leaderboard, ...] = ()
     leaderboard_notes: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
+    metrics: GroupMetrics = field(default_factory=lambda: GroupMetrics("mfu"))
 
     @cached_property
     def summaries(self) -> Mapping[SeriesKey, SeriesSummary]:
@@ -117,7 +122,7 @@ class Analysis:
 
 def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_n_boot: int = 200,
             alpha: float = 0.05, pairwise: bool | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Analysis:
+            progress: Callable[[int, int], None] | None = None, switch: bool = True) -> Analysis:
     """Group, fit and compare ``sweeps``.
 
     Parameters
@@ -125,7 +130,8 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     sweeps:
         From ``mfu_sweep.results.load_sweeps``.
     metric:
-        ``"mfu"`` or ``"tflops"`` for the comparisons.
+        ``"mfu"`` or ``"tflops"`` for the comparisons; with ``"mfu"``, a dtype and mode where some device has
+        no peak is compared by TFLOP/s (:func:`~mfu_sweep.present.group_metric.group_metrics`), not left out.
     seed, fit_n_boot, alpha:
         Bootstrap seed and size of the fits, and the interval level ``1 - alpha`` of fits and comparisons.
     pairwise:
@@ -133,26 +139,43 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
         unless some dtype and mode has more than ``HANDFUL`` devices.
     progress:
         ``progress(done, total)`` as the series are fitted.
+    switch:
+        With ``metric="mfu"``, compare a dtype and mode where some device has no peak by TFLOP/s (True, the
+        report), or leave such a device out with a note (False: ``plot``, whose figures keep the metric asked for).
     """
     if metric not in ("mfu", "tflops"):
         raise ValueError(f"metric={metric!r} must be one of mfu, tflops")
     series = group_series(sweeps)
     pairwise = not many_devices(series) if pairwise is None else pairwise
-    ranked, skipped = with_peak(series, metric)  # MFU needs a peak: the others are left out with a note
-    ranking: dict[str, Any] = {}
+    if switch:  # MFU needs a peak: a dtype and mode without one is ranked by TFLOP/s
+        chosen = group_metrics(series, metric)
+        parts = chosen.split(series)
+        skipped = [*chosen.notes, *(n for k in sorted(series) for n in series[k].notes)]
+    else:
+        chosen = GroupMetrics(metric)
+        kept, skipped = with_peak(series, metric)
+        parts = {metric: kept}
+    ranking: dict[str, Any] = {"boards": [], "notes": []}
 
     def rank() -> None:  # leaderboards and fleet views need no fits: they run while the workers fit
-        if not pairwise:
-            ranking["boards"], ranking["notes"] = leaderboards(ranked, metric, alpha=alpha)
-        ranking["fleets"] = replicate_fleets(series, boards=ranking.get("boards", ()), alpha=alpha)
+        for by, part in ([] if pairwise else parts.items()):
+            boards, notes = leaderboards(part, by, alpha=alpha)
+            ranking["boards"] += boards
+            ranking["notes"] += notes
+        ranking["fleets"] = replicate_fleets(series, boards=ranking["boards"], alpha=alpha)
 
     fits, unfitted = fit_groups(series, n_boot=fit_n_boot, seed=seed, alpha=alpha,
                                 copy_bandwidth=measured_copy_bandwidth(sweeps), progress=progress, meanwhile=rank)
-    boards: list[Leaderboard] = ranking.get("boards", [])
-    board_notes: list[str] = ranking.get("notes", [])
+    order = list(dict.fromkeys((k.dtype, k.mode) for k in sorted(series)))  # as one call would give them
+    boards: list[Leaderboard] = sorted(ranking["boards"], key=lambda b: order.index((b.dtype, b.mode)))
+    board_notes: list[str] = ranking["notes"]
     if pairwise:
-        comparisons, notes = compare_pairs(ranked, fits, metric, seed=seed, alpha=alpha,
-                                           use_fit=True)
+        comparisons, notes = [], []
+        for by, part in parts.items():
+            found, why = compare_pairs(part, fits, by, seed=seed, alpha=alpha, use_fit=True)
+            comparisons += found
+            notes += why
+        comparisons.sort(key=lambda c: order.index((c.dtype, c.mode)))
         compiled, compile_notes = compile_pairs(sweeps, series, seed=seed, alpha=alpha)
     else:
         comparisons, notes, compiled = [], [], {}
@@ -161,7 +184,7 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     fleets = ranking["fleets"]
     return Analysis(series=series, fits=fits, unfitted=unfitted, comparisons=tuple(comparisons),
                     compare_notes=tuple(skipped + notes + compile_notes), skipped=tuple(skipped),
-                    compile_comparisons=compiled, metric=metric,
+                    compile_comparisons=compiled, metric=metric, metrics=chosen,
                     settings={"seed": seed, "fit_n_boot": fit_n_boot, "alpha": alpha, "pairwise": pairwise},
                     fleets=tuple(fleets), leaderboards=tuple(boards), leaderboard_notes=tuple(board_notes))
 
@@ -215,7 +238,8 @@ def provenance_facts(sweeps: Sequence[Sweep]) -> list[tuple[str, str]]:
             (f"{prefix}tool",
              f"{tool.get('name', '?')} {tool.get('version', '?')}, git {run.get('git_sha') or 'unknown'}"),
             (f"{prefix}run", f"id {run.get('id', '?')} on host {run.get('host', '?')}, "
-                             f"{run.get('started_at', '?')} to {run.get('finished_at') or 'unfinished'}"),
+                             + (f"{run['started_at']} to {run.get('finished_at') or 'unfinished'}"
+                                if run.get("started_at") else "date not recorded by its source")),
             (f"{prefix}software", f"torch {env.get('torch', 'n/a')}, python {env.get('python', 'n/a')}"),
             (f"{prefix}file", sw.source or "<data>"),
         ]
@@ -304,45 +328,61 @@ def _series_blocks(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Swee
 
 def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[str], *,
                  linked: Collection[str] = (), choice_note: str | None = None,
-                 series_labels: Collection[str] | None = None) -> list[Block]:
+                 series_labels: Collection[str] | None = None, blank: Sequence[str] = ()) -> list[Block]:
     """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``.
 
-    ``linked`` figures are links at the end of the figures, not embedded; ``choice_note`` says
-    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`);
+    It opens with who leads where (:func:`~mfu_sweep.present.report_leads.lead_blocks`: a band strip and
+    a sentence per dtype and mode, then the notes that change the reading), before any table of files or
+    pass rates. ``linked`` figures are links at the end of the figures, not embedded; ``choice_note`` says
+    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`), ``blank``
+    which were not drawn for want of values (:func:`~mfu_sweep.present.figures.blank_notes`);
     ``series_labels`` limits the per-series sections to those devices (None: every one).
     """
     labels = sorted({sw.label for sw in sweeps})
-    files = sorted({sw.source for sw in sweeps if sw.source})
     blocks: list[Block] = [
         Heading(1, "mfu-sweep report"),
-        Para(f"{counted(len(sweeps), 'sweep')} of {counted(len(labels), 'device')} ({', '.join(labels)}) from "
-             f"{', '.join(files) or 'data given in code'}; comparisons by "
-             f"{'MFU' if analysis.metric == 'mfu' else 'TFLOP/s'}. Written by mfu-sweep {__version__}."),
+        Para(f"{counted(len(sweeps), 'sweep')} of {counted(len(labels), 'device')} (files under Sources, below). "
+             f"Written by mfu-sweep {__version__}."),
     ]
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
+    blocks += lead_blocks(analysis.comparisons, analysis.leaderboards, [v.sentence() for v in analysis.fleets],
+                          [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric)
     index = _records_index(sweeps)
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
     blocks += fleet_blocks(analysis.fleets, figures)
     blocks += _spread_blocks(sweeps, analysis.series)
-    blocks += board_blocks(analysis.leaderboards, analysis.leaderboard_notes, figures, analysis.fleets)
+    blocks += board_blocks(analysis.leaderboards, (), figures, analysis.fleets)
     if analysis.comparisons or not analysis.leaderboards:
-        blocks += comparison_blocks(analysis.comparisons, analysis.compare_notes)
-    elif analysis.compare_notes:
-        blocks.append(Bullets(analysis.compare_notes))
+        blocks += comparison_blocks(analysis.comparisons, ())
     blocks.append(Heading(2, "Figures"))
     if choice_note:
         blocks.append(Para(choice_note))
     bars = bars_text(interval_kinds(analysis.series.values()))
     shown = [stem for stem in figures if not is_board_figure(stem)]
-    blocks += [FigureRef(stem, caption(stem, analysis.metric, bars)) for stem in shown if stem not in linked]
+    switched = [f"{d} · {m}" for (d, m), by in analysis.metrics.by_group.items() if by != analysis.metric]
+
+    def ref(stem: str, embed: bool = True) -> FigureRef:
+        drawn_in = figure_metric(stem, analysis.metrics, analysis.metric)
+        return FigureRef(stem, caption(stem, drawn_in, bars, switched), embed=embed)
+
+    blocks += [ref(stem) for stem in shown if stem not in linked]
     if linked:
         blocks.append(Para(f"Detail: {len(linked)} more figures, in figures/ beside this page:"))
-        blocks += [FigureRef(stem, caption(stem, analysis.metric, bars), embed=False) for stem in shown
-                   if stem in linked]
+        blocks += [ref(stem, embed=False) for stem in shown if stem in linked]
     blocks += _series_blocks(analysis, index, series_labels)
+    blocks += _source_blocks(sweeps)
     blocks += method_blocks(analysis.settings)
     return blocks
+
+
+def _source_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
+    """Where the sweeps come from: one line per file, with the devices it holds."""
+    files: dict[str, list[str]] = {}
+    for sw in sweeps:
+        files.setdefault(sw.source or "data given in code", []).append(sw.label)
+    return [Heading(2, "Sources"),
+            Bullets(tuple(f"{path}: {', '.join(dict.fromkeys(labels))}" for path, labels in sorted(files.items())))]
 
 
 def _spread_blocks(sweeps: Sequence[Sweep], series: Mapping[SeriesKey, Series]) -> list[Block]:
@@ -360,7 +400,7 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
     """Fits, comparisons and notes as JSON (the numbers behind the report)."""
     return {
         "tool": {"name": "mfu-sweep", "version": __version__},
-        "metric": analysis.metric, "settings": dict(analysis.settings),
+        "metric": analysis.metric, "metrics": analysis.metrics.to_json(), "settings": dict(analysis.settings),
         "series": summaries_json(analysis.summaries),
         "fits": [analysis.fits[k].to_json() for k in sorted(analysis.fits)],
         "unfitted": {str(k): v for k, v in sorted(analysis.unfitted.items())},
@@ -391,7 +431,8 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     choice = choose_figures(sweeps, analysis.fleets)
     figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
-                           choice=None if detail else choice)
+                           choice=None if detail else choice, metrics=analysis.metrics)
+    blank = blank_notes(sweeps, analysis.metric, metrics=analysis.metrics, heatmaps=None if detail else choice.heatmaps)
     linked = set() if not detail else set(figures) - set(make_figure_stems(choice, figures))
     _ = analysis.summaries  # once, here: the JSON's and the text's workers would each compute it again
     # the JSON, the text and each figure are independent: forked workers share the cores, longest first
@@ -399,7 +440,7 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
         partial(_write_analysis, out / "analysis.json", analysis, sweeps),
         partial(build_report, sweeps, analysis, list(figures), linked=linked,
                 choice_note=None if detail else choice.sentence(len({sw.label for sw in sweeps})),
-                series_labels=None if detail else choice.labels),
+                series_labels=None if detail else choice.labels, blank=blank),
         *(partial(save_figure, fig, fig_dir, stem, ("png",), dpi=REPORT_DPI) for stem, fig in figures.items())]
     _, blocks, *saved = run_tasks(tasks, progress=_figures_done(progress, len(tasks) - len(figures), len(figures)))
     written = [path for paths in saved for path in paths]
@@ -424,5 +465,5 @@ def _figures_done(progress: Callable[[int, int], None] | None, before: int, n: i
 
 def make_figure_stems(choice: FigureChoice, figures: Mapping[str, Any]) -> list[str]:
     """The stems of ``figures`` the choice embeds: all but the heatmaps it did not choose."""
-    chosen = {f"heatmap-{slug(label)}-{dtype}-{mode}-k{k}" for label, dtype, mode, k in choice.heatmaps}
+    chosen = {heatmap_stem(*grid) for grid in choice.heatmaps}
     return [stem for stem in figures if not stem.startswith("heatmap-") or stem in chosen]

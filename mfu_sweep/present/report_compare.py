@@ -8,10 +8,12 @@ from typing import Any
 from mfu_sweep.analysis.series import SeriesKey
 from mfu_sweep.analysis.verdicts.compare import Comparison, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
+from mfu_sweep.present.words import band_call, metric_name, metric_phrase
 
 
 def band_table(c: Comparison) -> Table:
-    """One row per FLOP band: shapes used of each side (matched), ratio a/b with its interval, verdict."""
+    """One row per FLOP band: shapes used of each side (matched), ratio a/b of the metric with its interval, verdict
+    in the metric's words (by MFU a lead is "closer to its own peak", never "faster")."""
     rows = []
     for band in c.bands:
         j = band.to_json(c.a, c.b)
@@ -20,9 +22,11 @@ def band_table(c: Comparison) -> Table:
         via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])})" if band.via else "")
         rows.append((f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}",
                      f"{band.n} ({j['matched']} matched)", f"{j['measured_a']} / {j['measured_b']}",
-                     f"x{j['ratio']:.3g} {interval}", f"{band.p_adjusted:.2g}", band.call(c.a, c.b) + via))
-    return Table(("FLOP band", "shapes used of each", f"measured {c.a} / {c.b}", f"{c.a}/{c.b} [{1 - c.alpha:.0%}]",
-                  "p(Holm)", "verdict"), tuple(rows))
+                     f"x{j['ratio']:.3g} {interval}", f"{band.p_adjusted:.2g}",
+                     band_call(band, c.a, c.b, c.metric) + via))
+    return Table(("FLOP band", "shapes used of each", f"measured {c.a} / {c.b}",
+                  f"{c.a}/{c.b} {metric_name(c.metric)} [{1 - c.alpha:.0%}]", "p(Holm)",
+                  f"verdict by {metric_name(c.metric)}"), tuple(rows))
 
 
 def comparison_blocks(comparisons: Sequence[Comparison], notes: Sequence[str]) -> list[Block]:
@@ -31,7 +35,7 @@ def comparison_blocks(comparisons: Sequence[Comparison], notes: Sequence[str]) -
     if not comparisons:
         blocks.append(Para("Nothing to compare: no two devices share a dtype and mode."))
     for c in comparisons:
-        blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode}"))
+        blocks.append(Heading(3, f"{c.a} vs {c.b} · {c.dtype} · {c.mode} · by {metric_phrase(c.metric)}"))
         blocks.append(Para(f"In short: {c.summary()}"))
         if adds_segments(c):
             blocks.append(Para(f"Segment by segment: {c.sentence()}"))

@@ -13,6 +13,7 @@ from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, Run
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.fig_fleet import figure_stem
+from mfu_sweep.present.words import ahead_words, metric_name
 from mfu_sweep.text import counted
 
 SLOWEST_ROWS = 5
@@ -21,11 +22,11 @@ MOST_NAMED = 3
 
 FLEET_CAPTION = (
     "Each device's {metric} over the median of the other devices, per FLOP band (geometric mean over the band's "
-    "shapes; blue: faster, red: slower; slowest device on top). Dots: faster or slower than the rest by more than "
-    "the margin, with confidence (Holm over devices x bands, shape-level noise).")
+    "shapes; blue: {ahead}, red: {behind}; lowest device on top). Dots: {ahead} or {behind} than the rest by more "
+    "than the margin, with confidence (Holm over devices x bands, shape-level noise).")
 BOARD_CAPTION = (
-    "Each device's {metric} over {reference}, per FLOP band (geometric mean over the band's shapes; blue: faster, "
-    "red: slower; slowest device on top). Dots: faster or slower by more than the margin, with confidence (Holm "
+    "Each device's {metric} over {reference}, per FLOP band (geometric mean over the band's shapes; blue: {ahead}, "
+    "red: {behind}; lowest device on top). Dots: {ahead} or {behind} by more than the margin, with confidence (Holm "
     "over devices x bands).")
 
 
@@ -35,7 +36,12 @@ def is_board_figure(stem: str) -> bool:
 
 
 def _metric(board: Leaderboard) -> str:
-    return "MFU" if board.metric == "mfu" else "TFLOP/s"
+    return metric_name(board.metric)
+
+
+def _caption(template: str, board: Leaderboard, **kw: str) -> str:
+    ahead, behind = ahead_words(board.metric)
+    return template.format(metric=_metric(board), ahead=ahead, behind=behind, **kw)
 
 
 def _fleet_table(view: FleetView) -> Table:
@@ -50,7 +56,9 @@ def _fleet_table(view: FleetView) -> Table:
     if len(flagged) > MOST_FLAGGED:
         out.append(("…", "", "", f"and {len(flagged) - MOST_FLAGGED} more flagged devices (see analysis.json)",
                     "", ""))
-    return Table(("device", "mean ratio", "worst shape", "slower in bands", "slower runs", ""), tuple(out))
+    behind = ahead_words(view.board.metric)[1]
+    return Table(("device", f"mean {_metric(view.board)} ratio", "worst shape", f"{behind} in bands",
+                  f"{behind} runs", ""), tuple(out))
 
 
 def _runs_cell(runs: Sequence[Run]) -> str:
@@ -69,7 +77,8 @@ def _named(items: Sequence[tuple[str, float]]) -> str:
 def _board_table(board: Leaderboard) -> Table:
     rows = tuple((b.band.name, str(b.n_devices), _named(b.ahead), str(len(b.same)), str(len(b.ambiguous)),
                   _named(b.behind), _named([b.median]), _named([b.slowest])) for b in board.boards)
-    return Table(("FLOP band", "devices", "faster", "same", "ambiguous", "slower", "median device", "slowest"), rows)
+    ahead, behind = ahead_words(board.metric)
+    return Table(("FLOP band", "devices", ahead, "same", "ambiguous", behind, "median device", "lowest"), rows)
 
 
 def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Block]:
@@ -77,7 +86,8 @@ def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Bl
     if not fleets:
         return []
     blocks: list[Block] = [Heading(2, "Fleet (replicate runs)"), Para(
-        "Every device against the median of the other devices at each shape. Flagged: slower than the rest by "
+        "Every device against the median of the other devices at each shape. Flagged: behind the rest (lower "
+        "MFU, or slower by TFLOP/s) by "
         "more than the margin (2% by default), with confidence, in a FLOP band or over a run of consecutive FLOP "
         "counts, with the noise taken from the scatter of shapes (not only the samples of one run) and Holm's "
         "correction over all devices. A difference within the margin is never a flag.")]
@@ -86,7 +96,7 @@ def fleet_blocks(fleets: Sequence[FleetView], figures: Sequence[str]) -> list[Bl
                    _fleet_table(view)]
         stem = figure_stem(view)
         if stem in figures:
-            blocks.append(FigureRef(stem, FLEET_CAPTION.format(metric=_metric(view.board))))
+            blocks.append(FigureRef(stem, _caption(FLEET_CAPTION, view.board)))
     return blocks
 
 
@@ -98,18 +108,17 @@ def board_blocks(boards: Sequence[Leaderboard], notes: Sequence[str], figures: S
     if not boards and not notes:
         return []
     blocks: list[Block] = [Heading(2, "Leaderboard per FLOP band"), Para(
-        "With many devices the report ranks them instead of comparing every pair: per FLOP band, who is faster or "
-        "slower than the reference by more than the margin, how many are the same within it (an equivalence "
-        "test) and how many ambiguous (each Holm-corrected over devices x bands), the median device and the "
-        "slowest.")]
+        "With many devices the report ranks them instead of comparing every pair: per FLOP band, who is ahead of "
+        "or behind the reference by more than the margin (by MFU: higher or lower MFU, each device against its own "
+        "peak; by TFLOP/s: faster or slower), how many are the same within it (an equivalence test) and how many "
+        "ambiguous (each Holm-corrected over devices x bands), the median device and the lowest.")]
     for board in boards:
         blocks += [Heading(3, f"{board.dtype} · {board.mode} · {_metric(board)} vs {board.reference_text()}"),
                    _board_table(board)]
         stem = figure_stem(board)
         owner = owners.get(id(board))
         if stem in figures:
-            blocks.append(FigureRef(stem, BOARD_CAPTION.format(metric=_metric(board),
-                                                               reference=board.reference_text())))
+            blocks.append(FigureRef(stem, _caption(BOARD_CAPTION, board, reference=board.reference_text())))
         elif owner is not None and figure_stem(owner) in figures:
             blocks.append(Para(f"Its heatmap is the fleet's: {owner.label} · {owner.dtype} · {owner.mode}, above."))
         if board.notes:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from mfu_sweep.present.blocks import Block, Bullets, Heading
+from mfu_sweep.present.group_metric import GroupMetrics
 from mfu_sweep.present.theme import INTERVAL_TEXT
 
 FIGURE_CAPTIONS = {
@@ -38,14 +39,27 @@ FIGURE_CAPTIONS = {
 }
 
 
-def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"]) -> str:
+def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"], switched: Sequence[str] = ()) -> str:
     """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`.
 
-    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report_numbers.bars_text`).
+    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report_numbers.bars_text`);
+    ``switched`` names the dtypes and modes (``"fp32 · eager"``) the vs-flops panels draw in TFLOP/s because a
+    device there has no peak.
     """
     name = "MFU" if metric == "mfu" else "Throughput (TFLOP/s)"
     base = "heatmap" if stem.startswith("heatmap-") else "vs-flops" if stem.endswith("-vs-flops") else stem
+    if base == "vs-flops" and switched and metric == "mfu":
+        name += f" (TFLOP/s in the {', '.join(switched)} panels: a device there has no peak)"
     return FIGURE_CAPTIONS.get(base, stem).format(metric=name, bars=bars)
+
+
+def figure_metric(stem: str, metrics: GroupMetrics, metric: str) -> str:
+    """The metric a report figure draws: a heatmap's (``heatmap-<label>-<dtype>-<mode>-k<k>``) is its dtype
+    and mode's, every other ``metric``, the one asked for."""
+    if stem.startswith("heatmap-"):
+        *_, dtype, mode, _k = stem.split("-")
+        return metrics.of(dtype, mode)
+    return metric
 
 
 # --------------------------------------------------------------------------- building the report
@@ -66,7 +80,8 @@ def method_blocks(settings: Mapping[str, object]) -> list[Block]:
         "whose shapes pin down none of P, W and t0 is not constrained: its numbers are shown with that note, "
         "but the figures draw no curve for it.",
         f"Comparisons decide one of four verdicts per FLOP band (Holm over the bands and runs of adjacent bands, "
-        f"alpha {st.get('alpha', '?')}): a device is faster only beyond the margin (default 2%) with confidence, "
+        f"alpha {st.get('alpha', '?')}): a device leads (by MFU: runs closer to its own peak; by TFLOP/s: is "
+        "faster) only beyond the margin (default 2%) with confidence, "
         "the two are the same within it when two one-sided tests say so, else ambiguous. Only measured shapes "
         "are evidence (shapes both measured, or pairs of shapes within 12% in FLOPs). The test is against "
         "run-to-run variation when both devices were swept in several passes (method runs), else against the "

@@ -41,7 +41,15 @@ def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) ->
 
 
 def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
-    return colors if colors is not None else series_colors(sw.label for sw in sweeps)
+    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among the devices
+    of each dtype and mode (those that share a panel)."""
+    if colors is not None:
+        return colors
+    panels: dict[tuple[str, str], set[str]] = {}
+    for sw in sweeps:
+        for key in {(r.dtype, r.mode) for r in sw.records}:
+            panels.setdefault(key, set()).add(sw.label)
+    return series_colors((sw.label for sw in sweeps), panels.values())
 
 
 # --------------------------------------------------------------------------- values and intervals

@@ -23,9 +23,12 @@ COLUMN_IN = 3.5
 DOUBLE_IN = 7.0
 PANEL_H_IN = 2.6
 PNG_DPI = 300
-# Seaborn's colour-blind palette without its grey (used for annotations) and yellow (too pale on white),
-# with reddish purple moved before vermillion so that the first four devices never pair orange with vermillion.
-PALETTE = ("#0173b2", "#de8f05", "#029e73", "#cc78bc", "#d55e00", "#ca9161", "#56b4e9", "#fbafe4")
+# Okabe-Ito's colour-blind-safe blue, orange, green and reddish purple first, then Paul Tol's red, sky, indigo,
+# olive and wine, and black: every two of them differ by a CIEDE2000 distance of at least 20 (tests/test_plot.py),
+# none is pale on white or the annotation grey. (Seaborn's palette had orange, vermillion and tan: B200 and
+# gfx950, the headline crossover pair, came out in two near-identical oranges, 15 apart.)
+PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#cc3311", "#66ccee", "#000000", "#332288", "#999933",
+           "#882255")
 MODE_STYLE = {
     "eager": {"marker": "o", "linestyle": "-"},
     "compile": {"marker": "s", "linestyle": "--"},
@@ -91,9 +94,26 @@ def theme() -> Iterator[None]:
         yield
 
 
-def series_colors(labels: Iterable[str]) -> dict[str, str]:
-    """A fixed colour per device label: sorted labels take the palette in order (it repeats after 8)."""
-    return {lab: PALETTE[i % len(PALETTE)] for i, lab in enumerate(sorted(set(labels)))}
+def series_colors(labels: Iterable[str], together: Iterable[Iterable[str]] = ()) -> dict[str, str]:
+    """A fixed colour per device label, distinct among the labels drawn together.
+
+    ``together`` are the sets of labels that share a panel (the devices of one dtype and mode). Sorted labels
+    take, each in turn, the first palette colour no label it is drawn with has yet; only a panel with more
+    devices than :data:`PALETTE` has colours repeats one (the least used). Without ``together``, every label
+    is drawn with every other: sorted labels take the palette in order.
+    """
+    names = sorted(set(labels))
+    groups = [set(g) for g in together] or [set(names)]
+    of: dict[str, list[int]] = {lab: [i for i, g in enumerate(groups) if lab in g] for lab in names}
+    used: list[dict[int, int]] = [{} for _ in groups]  # per group: palette index -> labels that have it
+    out = {}
+    for lab in names:
+        count = {i: sum(used[g].get(i, 0) for g in of[lab]) for i in range(len(PALETTE))}
+        pick = min(range(len(PALETTE)), key=lambda i: (count[i], i))
+        for g in of[lab]:
+            used[g][pick] = used[g].get(pick, 0) + 1
+        out[lab] = PALETTE[pick]
+    return out
 
 
 def mode_style(mode: str) -> dict[str, str]:
