@@ -157,3 +157,24 @@ def test_cli_writes_the_pair_and_refuses_what_it_cannot_write(tmp_path: Path) ->
                                         str(tmp_path / "f.json")]), "--what fits has no nvbench form")
     _one_line(CliRunner().invoke(main, ["export", path, "--format", "nvbench", "-o", str(tmp_path / "n.csv")]),
               "ends in .csv", "n.json")
+
+
+def test_an_interrupted_export_leaves_the_previous_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mfu_sweep.present.export_nvbench as nvb
+
+    sweeps = load_sweeps([write_sweep(tmp_path, make_sweep_doc("tiny", P_tflops=100, W_tbs=1, t0_s=5e-6,
+                                                               flops=[1e8, 1e9], n_samples=6))])
+    out = tmp_path / "out" / "n.json"
+    write_nvbench(sweeps, out)
+    before = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+
+    def disk_full(path, data):
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(nvb, "write_json_atomic", disk_full)
+    other = load_sweeps([write_sweep(tmp_path, make_sweep_doc("tiny", P_tflops=90, W_tbs=1, t0_s=5e-6, seed=1,
+                                                              flops=[1e8, 1e9], n_samples=6), "other.json")])
+    with pytest.raises(OSError, match="No space left"):
+        write_nvbench(other, out, force=True)
+    after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
+    assert after == before and sorted(p.name for p in (tmp_path / "out").iterdir()) == ["n.json", "n.json-bin"]

@@ -117,6 +117,8 @@ def test_csv_printed_after_log_lines_tflops_only_and_a_compiled_backend(tmp_path
     (lambda t: t.replace("(M, N, K);", "(group_size, M, N, K);"), ("'(group_size, M, N, K)'", "not a GEMM")),
     (lambda t: t.replace("-latency", "-walltime").replace("-tflops", "-gbps"), ("no backend has a latency or tflops",)),
     (lambda t: "M;N;K\n1;2;3\n", ("no tritonbench CSV header",)),
+    (lambda t: t.replace("(512, 512, 512)", "(512, 512)"), ("x-value '(512, 512)'", "not (M, N, K)")),
+    (lambda t: t.replace("(512, 512, 512)", "(512, 0, 512)"), ("(512, 0, 512)",)),
 ])
 def test_refusals_are_one_line(tmp_path: Path, edit, fragments) -> None:
     src = tmp_path / "bad.csv"

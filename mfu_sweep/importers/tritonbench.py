@@ -182,6 +182,8 @@ def _device(path: Path, backend: str, metric: str, cells: Mapping[str, Mapping[s
     rows: dict[Shape, SourceRow] = {}
     repeats = 0
     for x, cell in cells.items():
+        if not _X.match(x):
+            raise SourceError(f"{str(path)!r}: {backend}: x-value {x!r} is not {X_LABEL} in integers")
         try:
             row = _row(x, cell, metric, dtype)
         except ShapeError as exc:

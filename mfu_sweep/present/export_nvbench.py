@@ -26,6 +26,7 @@ were measured.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -246,31 +247,49 @@ def check_sidecar(path: str | Path, force: bool) -> Path:
     return folder
 
 
-def write_nvbench(sweeps: Sequence[Sweep], path: str | Path, argv: Sequence[str] = (), force: bool = False) -> Path:
-    """Write ``sweeps`` as nvbench JSON to ``path`` and its samples to ``<path>-bin/``; return the folder.
+def _swap_in(tmp: Path, folder: Path, pending: Path, path: Path) -> None:
+    """Put the new sample folder and JSON in place of the old pair: two renames, the old folder kept aside
+    until both are done (and put back if the first fails)."""
+    old = folder.with_name(f"{tmp.name}.old") if folder.exists() else None
+    if old is not None:
+        folder.rename(old)
+    try:
+        tmp.rename(folder)
+    except BaseException:
+        if old is not None:
+            old.rename(folder)
+        raise
+    os.replace(pending, path)
+    if old is not None:
+        shutil.rmtree(old)
 
-    The samples go to a fresh folder first, which then replaces the old one; the JSON is written last and
-    atomically, so an interrupted export leaves the previous pair as it was (and at worst a stray temporary
-    folder beside it).
+
+def write_nvbench(sweeps: Sequence[Sweep], path: str | Path, argv: Sequence[str] = (),
+                  force: bool = False) -> NvbenchFile:
+    """Write ``sweeps`` as nvbench JSON to ``path`` and its samples to ``<path>-bin/``; return what was written.
+
+    Both are written in full beside the targets first (a temporary folder, a ``.pending`` file), then
+    renamed into place, so an interrupted export leaves the previous pair as it was (at worst with a
+    stray temporary beside it).
     """
     path = Path(path)
     folder = check_sidecar(path, force)
     export = nvbench_document(sweeps, folder.name, argv)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=path.parent))
+    pending = path.with_name(f".{path.name}.pending")
     try:
         for i, values in enumerate(export.samples):
             data = array("f", values)
             if sys.byteorder != "little":
                 data.byteswap()
             (tmp / f"{i}.bin").write_bytes(data.tobytes())
-        if folder.exists():
-            shutil.rmtree(folder)
-        tmp.rename(folder)
-    except BaseException:
+        write_json_atomic(pending, export.document)
+        _swap_in(tmp, folder, pending, path)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    write_json_atomic(path, export.document)
-    return folder
+        pending.unlink(missing_ok=True)
+    return export
 
 
 def export_nvbench(files: Sequence[str], what: str, output: str | None, force: bool, argv: Sequence[str] = ()) -> str:
@@ -291,7 +310,6 @@ def export_nvbench(files: Sequence[str], what: str, output: str | None, force: b
     check_suffix(output, ".json", "nvbench JSON")
     check_output_file(output, force)
     check_sidecar(output, force)  # before reading the sweeps, so a refusal costs nothing
-    sweeps = load_sweeps(files)
-    folder = write_nvbench(sweeps, output, argv, force)
-    states = sum(len(r) for r in _grouped(sweeps).values() for r in r.values())
-    return f"wrote {output} ({len(_grouped(sweeps))} benchmarks, {states} states) and its sample times in {folder}/"
+    benches = write_nvbench(load_sweeps(files), output, argv, force).document["benchmarks"]
+    states = sum(len(b["states"]) for b in benches)
+    return f"wrote {output} ({len(benches)} benchmarks, {states} states) and its sample times in {sidecar_of(output)}/"
