@@ -30,7 +30,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
 	$(BIN)/python -m pip install $(PIP_QUIET) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install $(PIP_QUIET) -e ".[test]"
+	$(BIN)/python -m pip install $(PIP_QUIET) -e ".[measure,test]"
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -53,6 +53,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.foreign import hint as foreign_hint
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.specs import Peak
 
@@ -331,7 +332,7 @@ def _check_version(data: Any, source: str) -> int:
     if not isinstance(data, dict):
         raise ResultError(f"{source}: top level must be a JSON object, got {type(data).__name__}")
     if "schema_version" not in data:
-        raise ResultError(f"{source}: no schema_version field; not an mfu-sweep result")
+        raise ResultError(f"{source}: no schema_version field; not an mfu-sweep result{foreign_hint(data, source)}")
     version = data["schema_version"]
     if isinstance(version, bool) or version not in PARSERS:
         known = ", ".join(str(v) for v in PARSERS)

@@ -179,3 +179,59 @@ def test_every_analysis_command_has_help_with_an_example() -> None:
     for cmd in ("merge", "fit", "compare", "export"):
         res = CliRunner().invoke(main, [cmd, "--help"])
         assert res.exit_code == 0 and "Example:" in res.output and f"mfu-sweep {cmd}" in res.output
+
+
+# -- CSV columns: the union over rows, on every committed file ------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+REFERENCE = sorted((REPO / "sweeps").glob("*.json"))
+PUBLISHED = sorted((REPO / "sweeps" / "published").glob("*.json"))
+
+
+def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
+    reader = csv.DictReader(io.StringIO(text))
+    rows = list(reader)
+    assert all(None not in r for r in rows)  # no row longer than the header
+    return list(reader.fieldnames or []), rows
+
+
+def test_csv_columns_are_the_union_over_rows_in_first_seen_order() -> None:
+    from mfu_sweep.present.export import csv_columns, to_csv
+
+    rows = [{"a": 1, "b": None}, {"a": 2, "c": 3}, {"d": 4, "a": 5}]
+    assert csv_columns(rows) == ["a", "b", "c", "d"]
+    assert to_csv(rows) == "a,b,c,d\n1,,,\n2,,3,\n5,,,4\n"
+    assert to_csv([]) == ""
+
+
+@pytest.mark.parametrize("what", ["records", "fits", "crossovers", "bands"])
+def test_every_what_exports_the_reference_sweeps_in_every_format(what: str) -> None:
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps(REFERENCE)
+    kw = {"records": {}, "fits": {"n_boot": 20}, "crossovers": {"fit_n_boot": 20}, "bands": {}}[what]
+    header, rows = _csv(export_table(sweeps, what, "csv", **kw))
+    if what == "records":
+        assert len(rows) == sum(len(s.records) for s in sweeps)
+    if what == "fits":  # the reference fits differ in their columns: some bounded by a bandwidth range, some not
+        assert {r["label"] for r in rows} == {s.label for s in sweeps}
+        ranged = [r["bandwidth_range_high_tbs"] != "" for r in rows]
+        assert any(ranged) and not all(ranged)
+    if what == "bands":
+        assert rows and {"a", "b", "verdict"} <= set(header)
+    for fmt in ("markdown", "latex"):
+        assert export_table(sweeps, what, fmt, **kw).strip()
+
+
+def test_records_and_fits_export_every_committed_and_published_sweep() -> None:
+    from mfu_sweep.results import load_sweeps
+
+    sweeps = load_sweeps([*REFERENCE, *PUBLISHED])
+    _, rows = _csv(export_table(sweeps, "records", "csv"))
+    assert len(rows) == sum(len(s.records) for s in sweeps)
+    assert {r["label"] for r in rows} == {s.label for s in sweeps}
+    header, fits = _csv(export_table(sweeps, "fits", "csv", n_boot=10))
+    assert len(fits) >= len(sweeps) and "bandwidth_range_high_tbs" in header
+    pair = [s for s in sweeps if s.label in ("sm_90", "gfx942")]  # published XLA tables that cross; ~1 s
+    _, crossings = _csv(export_table(pair, "crossovers", "csv", metric="tflops", fit_n_boot=10))
+    assert crossings and all({r["a"], r["b"]} == {"sm_90", "gfx942"} for r in crossings)

@@ -275,7 +275,7 @@ def test_bad_input_one_line_error_nothing_written(tmp_path, fmt, make, fragment)
     (["--chip", "gfx950=nope"], "unknown chip 'nope'"),
     (["--chip", "sm_999=b200"], "not a device of these sources"),
     (["--only", "sm_999"], "not a device of these sources"),
-    (["--dtype", "bf16"], "--dtype applies to nvbench and mamf-finder only"),
+    (["--dtype", "bf16"], "--dtype applies to nvbench, mamf-finder and tritonbench only"),
 ])
 def test_bad_options(tmp_path, args, fragment) -> None:
     res = run("xla-perf-table", str(XLA), "-o", str(tmp_path / "o"), *args)

@@ -18,10 +18,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from import_cli import one_line_error, run
 
+from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
 from mfu_sweep.importers.mamf_summary import parse_summary
@@ -406,3 +408,68 @@ def test_any_cut_of_a_csv_is_an_error_or_a_flagged_import(tmp_path_factory, cut)
     assert all(full[r.shape] == r.median_s for r in sw.records)  # never a value cut short
     # a cut right after a newline leaves a valid shorter file (CSV has no end marker); any other cut is flagged
     assert ("truncated" in sw.records[0].flags) == (not text.endswith("\n"))
+
+
+# --- other tools' JSON: refused with what it looks like and what reads it ---------------------------------------
+
+# SYNTHETIC: small samples in each tool's own layout (pyperf's BenchmarkSuite JSON, version 1.0; Google
+# Benchmark's JSON reporter), numbers made up. Both have a top-level "benchmarks" list, as nvbench has.
+PYPERF = {"benchmarks": [{"metadata": {"name": "sgemm_1024", "loops": 4},
+                          "runs": [{"metadata": {"date": "2025-03-01 10:00:00.1", "duration": 0.52},
+                                    "values": [0.0131, 0.0129, 0.0130], "warmups": [[4, 0.0142]]}]}],
+          "metadata": {"cpu_count": 16, "hostname": "bench-host", "perf_version": "2.8.1", "unit": "second",
+                       "timer": "clock_gettime(CLOCK_MONOTONIC), resolution: 1.00 ns"},
+          "version": "1.0"}
+GBENCH = {"context": {"date": "2025-03-01T10:00:00+00:00", "host_name": "bench-host", "executable": "./gemm_bench",
+                      "num_cpus": 16, "mhz_per_cpu": 3000, "cpu_scaling_enabled": False,
+                      "caches": [{"type": "Data", "level": 1, "size": 32768, "num_sharing": 2}],
+                      "load_avg": [0.5, 0.4, 0.3], "library_version": "v1.9.1", "library_build_type": "release",
+                      "json_schema_version": 1},
+          "benchmarks": [{"name": "BM_Sgemm/1024/1024/1024", "family_index": 0, "per_family_instance_index": 0,
+                          "run_name": "BM_Sgemm/1024/1024/1024", "run_type": "iteration", "repetitions": 1,
+                          "repetition_index": 0, "threads": 1, "iterations": 52, "real_time": 1.31e7,
+                          "cpu_time": 1.30e7, "time_unit": "ns", "items_per_second": 76.3}]}
+FOREIGN = {"pyperf": (PYPERF, "pyperf JSON", "python -m pyperf show"),
+           "gbench": (GBENCH, "Google Benchmark JSON", "tools/compare.py")}
+
+
+@pytest.mark.parametrize("fmt", ["nvbench", "tritonbench", "mamf-finder", "xla-perf-table", "deepbench"])
+@pytest.mark.parametrize("tool", sorted(FOREIGN))
+def test_pyperf_and_google_benchmark_json_never_become_records(tmp_path, fmt, tool) -> None:
+    doc, what, reader = FOREIGN[tool]
+    src = tmp_path / f"{tool}.json"
+    src.write_text(json.dumps(doc, indent=2))
+    dtype = ["--dtype", "fp32"] if fmt in ("nvbench", "tritonbench", "mamf-finder") else []
+    line = one_line_error(run(fmt, str(src), *dtype, "-o", str(tmp_path / "o")), src.name, what, reader)
+    assert f"not {fmt} output" in line and not (tmp_path / "o").exists()
+
+
+def test_a_sweep_given_to_import_and_nvbench_or_pyperf_given_to_compare(tmp_path) -> None:
+    sweep = Path(__file__).parents[1] / "sweeps" / "amd-epyc-cpu.json"
+    one_line_error(run("nvbench", str(sweep), "-o", str(tmp_path / "o")), "an mfu-sweep result",
+                   "no import needed: compare, fit, plot and report read it")
+    nvb = DATA / "nvbench_test_ref_excerpt.json"
+    for cmd in ("compare", "fit", "export"):
+        res = CliRunner().invoke(main, [cmd, str(nvb), str(sweep)])
+        one_line_error(res, "not an mfu-sweep result", "it looks like nvbench JSON output",
+                       f"mfu-sweep import nvbench {nvb} -o DIR")
+    src = tmp_path / "pyperf.json"
+    src.write_text(json.dumps(PYPERF))
+    one_line_error(CliRunner().invoke(main, ["compare", str(src), str(sweep)]), "pyperf JSON", "pyperf show")
+    tb = DATA / "tritonbench_gemm_bf16_synthetic.csv"
+    one_line_error(run("nvbench", str(tb), "-o", str(tmp_path / "o")), "looks like tritonbench output")
+    one_line_error(CliRunner().invoke(main, ["compare", str(DATA / "tritonbench_gemm_bf16_synthetic.json"),
+                                             str(sweep)]), "tritonbench --output-json", "--dtype DTYPE")
+
+
+def test_json_kinds_are_told_apart_by_structure() -> None:
+    from mfu_sweep.foreign import json_kind
+
+    nvb = json.loads((DATA / "nvbench_test_ref_excerpt.json").read_text())
+    assert [json_kind(d) for d in (nvb, PYPERF, GBENCH)] == ["nvbench", "pyperf", "google-benchmark"]
+    pytest_bench = {"machine_info": {"node": "h"}, "commit_info": {}, "version": "4.0.0", "datetime": "2025",
+                    "benchmarks": [{"group": None, "name": "test_mm", "fullname": "t.py::test_mm",
+                                    "stats": {"min": 0.01, "median": 0.011}}]}
+    analysis = {"tool": {"name": "mfu-sweep", "version": "0.1.0"}, "metric": "mfu", "fits": [], "comparisons": []}
+    assert [json_kind(d) for d in (pytest_bench, analysis, {"benchmarks": []}, [], {"a": 1})] == \
+        ["pytest-benchmark", "mfu-sweep-analysis", None, None, None]

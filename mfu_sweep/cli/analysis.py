@@ -18,7 +18,7 @@ import click
 
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
-from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
+from mfu_sweep.cli.common import domain_errors, echo_incomplete, invoked_argv, json_output, margin_option
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file, table_format
 from mfu_sweep.text import counted
@@ -425,10 +425,11 @@ def _compare_fix(message: str) -> str:
 
 @click.command()
 @FILES
-@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex"]), default=None,
-              help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty. Default: "
-                   "the format -o's suffix names (.csv, .md, .tex), else csv; a --format that contradicts "
-                   "-o's suffix is refused.")
+@click.option("--format", "fmt", type=click.Choice(["csv", "markdown", "latex", "nvbench"]), default=None,
+              help="csv: tidy, full precision; markdown or latex: numbers rounded to their uncertainty; nvbench: "
+                   "the records as nvbench JSON for nvbench's scripts (-o FILE.json, samples in FILE.json-bin/). "
+                   "Default: the format -o's suffix names (.csv, .md, .tex), else csv; a --format that "
+                   "contradicts -o's suffix is refused.")
 @click.option("--what", type=click.Choice(["records", "fits", "crossovers", "bands"]), default="records",
               show_default=True,
               help="records: one row per measured shape and pass; fits: the roofline fit of each series; "
@@ -453,6 +454,8 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
 
     The format follows -o's suffix (.csv, .md, .tex) unless --format says it;
     -o table.csv --format latex is refused, as is -o x.json (not a table).
+    --format nvbench writes the records as nvbench JSON (one benchmark per
+    dtype and mode, one state per shape) that nvbench_compare.py reads.
 
     \b
     Example:
@@ -460,9 +463,16 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         mfu-sweep export sweeps/all.json --what fits -o paper/fits.tex
         mfu-sweep export sweeps/all.json --format markdown --what crossovers
         mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
+        mfu-sweep export sweeps/amd-epyc-cpu.json --format nvbench -o amd-epyc-cpu.nvbench.json
     """
     from mfu_sweep.present.export import NO_CROSSOVER, export_table
     from mfu_sweep.results import load_sweeps
+
+    if fmt == "nvbench":
+        from mfu_sweep.present.export_nvbench import export_nvbench
+
+        click.echo(export_nvbench(files, what, output, force, invoked_argv()), err=True)
+        return
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot, "margin": margin},
           "bands": {"margin": margin}}[what]

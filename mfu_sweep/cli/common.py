@@ -44,6 +44,26 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+MEASURE_INSTALL = ("pip install 'mfu-sweep[measure]', or install the torch build for your machine (CUDA, ROCm, "
+                   "CPU; pytorch.org) into this environment first")
+
+
+def require_torch(what: str) -> None:
+    """One line, before anything runs, when torch is not installed: an analysis-only install measures nothing.
+
+    Only looks for the package (``find_spec``); the sweep's parent process stays torch-free.
+    """
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise click.ClickException(f"{what} needs torch to open a device, and this environment has none (an "
+                                   f"analysis-only install); add the measuring part: {MEASURE_INSTALL}")
+
+
 class ArgvGroup(click.Group):
     """A group that remembers the arguments it was invoked with, for the result's ``run.argv``.
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, json_output, spec_file_option
+from mfu_sweep.cli.common import domain_errors, json_output, require_torch, spec_file_option
 from mfu_sweep.dtypes import DTYPES
 
 
@@ -82,6 +82,7 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
         mfu-sweep ceilings --device cuda -o h100-ceilings.json
         mfu-sweep ceilings --device cuda --into sweeps/h100-sxm-cuda.json
     """
+    require_torch("ceilings")
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
@@ -133,6 +134,7 @@ def selftest(device: str, rel_tol: float, dtypes: tuple[str, ...], as_json: bool
         mfu-sweep selftest --device cpu
         mfu-sweep selftest --device cuda --rel-tol 0.1
     """
+    require_torch("selftest")
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.selftest import format_table, run_selftest
 

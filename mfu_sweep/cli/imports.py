@@ -63,7 +63,8 @@ def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps
                    "device of one file (FILE as given or its file name), which resolves two files naming one device.")
 @click.option("--only", multiple=True, metavar="[FILE:]SRC", help="Import only this source device (repeatable).")
 @click.option("--dtype", default=None,
-              help="nvbench and mamf-finder: the dtype when the source names none (no dtype axis; a pasted summary).")
+              help="nvbench and mamf-finder: the dtype when the source names none (no dtype axis; a pasted summary); "
+                   "tritonbench: required (its files never name the --precision they ran).")
 @click.option("--axis", "axes", multiple=True, metavar="DIM=NAME",
               help="nvbench only: the source axis that is M, N, K, B (batch) or T (dtype), e.g. --axis 'K=Num Cols'.")
 @spec_file_option
@@ -76,7 +77,10 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
 
     FORMAT is xla-perf-table (OpenXLA default_matmul_perf_table.txtpb), deepbench
     (DeepBench results/*.xlsx), mamf-finder (a log of any version since 2024, or a
-    pasted summary) or nvbench (--json, --csv or --md output). Every record keeps
+    pasted summary), nvbench (--json, --csv or --md output) or tritonbench (a GEMM
+    operator's --csv/--output table or --output-json; one device per backend
+    column). A file of another tool (pyperf, Google Benchmark, a sweep) is refused,
+    naming what it looks like and what reads it. Every record keeps
     the value the source gives (samples_s of length 1 unless the source has
     samples), is flagged `imported`, and carries its timing method in `timer`,
     `cache` and `mode`; the file's `import` block says where the numbers come from
@@ -90,6 +94,7 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
             --chip gfx942=mi325x -o out/
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
+        mfu-sweep import tritonbench gemm.csv --dtype bf16 --chip tritonbench=h100-sxm -o out/
     """
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, spec_file_option
+from mfu_sweep.cli.common import domain_errors, require_torch, spec_file_option
 
 
 @click.command()
@@ -27,6 +27,7 @@ def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> No
 
     chips = load_chips(spec_file)
     if detect:
+        require_torch("specs --detect")
         from mfu_sweep.measure.worker import hello
 
         _, info = hello(device, spec_file, None)

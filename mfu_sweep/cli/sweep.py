@@ -11,7 +11,14 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv, json_output, positive_float, spec_file_option
+from mfu_sweep.cli.common import (
+    domain_errors,
+    invoked_argv,
+    json_output,
+    positive_float,
+    require_torch,
+    spec_file_option,
+)
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import BackendError, with_hint
@@ -145,6 +152,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --resume -o my.json
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
+    require_torch("sweep")
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
     from mfu_sweep.measure.backends import auto_backend, parse_device

@@ -1,7 +1,7 @@
 """Readers for published and third-party GEMM results, turning them into v1 sweeps.
 
 One module per source format (``xla_perf_table``, ``deepbench``,
-``mamf_finder``, ``nvbench``) reads a file into source devices;
+``mamf_finder``, ``nvbench``, ``tritonbench``) reads a file into source devices;
 :mod:`mfu_sweep.importers.common` builds the sweeps (``device.backend =
 "imported"`` plus an ``import`` provenance block). :func:`import_sources` is
 what ``mfu-sweep import`` calls. Only ground modules are imported here (results,
@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, xla_perf_table
+from mfu_sweep.foreign import NOT_IMPORTED, describe
+from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip, slug
 from mfu_sweep.importers.sniff import sniff
 from mfu_sweep.results import Sweep
@@ -27,9 +28,10 @@ READERS: dict[str, Callable[..., list[SourceDevice]]] = {
     deepbench.FORMAT: deepbench.read,
     mamf_finder.FORMAT: mamf_finder.read,
     nvbench.FORMAT: nvbench.read,
+    tritonbench.FORMAT: tritonbench.read,
 }
 FORMATS = tuple(READERS)
-DTYPE_FORMATS = (nvbench.FORMAT, mamf_finder.FORMAT)  # formats whose sources may not name their dtype
+DTYPE_FORMATS = (nvbench.FORMAT, mamf_finder.FORMAT, tritonbench.FORMAT)  # sources that may not name their dtype
 
 __all__ = ["FORMATS", "ImportResult", "SourceError", "import_sources"]
 
@@ -48,12 +50,14 @@ def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevi
         raise SourceError(f"{str(path)!r}: no such file")
     if path.stat().st_size == 0:
         raise SourceError(f"{str(path)!r}: empty file")
+    kind = sniff(path)
+    if kind in NOT_IMPORTED:  # pyperf, Google Benchmark, a sweep ...: no reader may take them for its format
+        raise SourceError(f"{str(path)!r} is not {fmt} output; {describe(kind, str(path))}")
     try:
         got = READERS[fmt](path, **kwargs)
     except SourceError as exc:
-        other = sniff(path)
-        if other is not None and other != fmt:
-            raise SourceError(f"{exc} (it looks like {other} output: mfu-sweep import {other} ...)") from None
+        if kind is not None and kind != fmt:
+            raise SourceError(f"{exc} (it looks like {kind} output: mfu-sweep import {kind} ...)") from None
         raise
     return [replace(d, source=str(path)) for d in got]
 
@@ -93,15 +97,16 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     it; nothing is returned for a partly bad input. ``chip_overrides`` and
     ``labels`` map a source device key (e.g. ``sm_90``, ``NV_P100``), in every
     file, or ``FILE:KEY`` in one file, to a chip id or an output label; ``only``
-    keeps just those source devices. ``dtype`` (nvbench, mamf-finder) is the
-    dtype where the source names none; ``axes`` (nvbench) maps ``M``, ``N``,
+    keeps just those source devices. ``dtype`` (nvbench, mamf-finder, tritonbench) is
+    the dtype where the source names none; ``axes`` (nvbench) maps ``M``, ``N``,
     ``K``, ``B``, ``T`` to the source's axis names.
     """
     if fmt not in READERS:
         raise SourceError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
     chips = load_chips() if chips is None else chips
     if dtype is not None and fmt not in DTYPE_FORMATS:
-        raise SourceError(f"--dtype applies to {' and '.join(DTYPE_FORMATS)} only; {fmt} sources name their dtypes")
+        named = f"{', '.join(DTYPE_FORMATS[:-1])} and {DTYPE_FORMATS[-1]}"
+        raise SourceError(f"--dtype applies to {named} only; {fmt} sources name their dtypes")
     if dtype is not None and dtype not in DTYPES:
         raise SourceError(f"--dtype {dtype!r} unknown (known: {', '.join(DTYPES)})")
     if axes and fmt != nvbench.FORMAT:

@@ -182,11 +182,20 @@ def bands_table(comparisons: Iterable[Comparison]) -> Table:
     return Table(header=header, rows=tuple(rows), align="lllllllrl", notes=notes)
 
 
+def csv_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The header of ``rows``: every key of any row, in the order keys first appear (row by row).
+
+    Rows of one kind need not share their keys (a fit bounded by a plausible bandwidth range has
+    ``bandwidth_range_*`` columns, an unbounded one none); a row without a column gets an empty cell.
+    """
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
 def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Rows as CSV with a header (empty cells for None)."""
+    """Rows as CSV with a header: the union of the rows' keys (:func:`csv_columns`), empty cells for None."""
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer = csv.DictWriter(buf, fieldnames=csv_columns(rows), lineterminator="\n", restval="")
         writer.writeheader()
         writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
