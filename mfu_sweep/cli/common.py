@@ -82,6 +82,15 @@ def json_output(ctx: click.Context, param: click.Parameter, value: str | None) -
     return value
 
 
+def label_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Option callback of a series label: one line of text with something in it (the file name made from it is
+    :func:`mfu_sweep.names.safe_name`'s; the label itself goes into the JSON as given)."""
+    if value is not None and (not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+        raise click.BadParameter(f"{value!r} must be one line of printable text (no control characters) and not "
+                                 "blank", ctx=ctx, param=param)
+    return value
+
+
 # --spec-file, shared by every command that looks up peak specs
 spec_file_option = click.option("--spec-file", type=str, default=None, metavar="FILE",
                                 help="TOML with extra or replacement [[chip]] entries (as in specs/chips.toml).")
