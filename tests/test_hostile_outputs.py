@@ -100,7 +100,9 @@ def test_sweep_names_its_default_output_inside_sweeps(label: str) -> None:
     res = run("sweep", "--device", "cpu", "--shape", "64x64x64", "--label", label, "--dry-run")
     assert res.exit_code == 0, res.output
     (out,) = re.findall(r"^output: (.*)$", res.output, re.M)
-    assert Path(out).parent == Path("sweeps") and SAFE.fullmatch(Path(out).stem) and len(Path(out).name) < 255
+    stem = Path(out).stem
+    assert Path(out).parent == Path("sweeps") and SAFE.fullmatch(stem) and not stem.startswith((".", "-"))
+    assert len(Path(out).name) < 255
     assert not Path("sweeps").exists()  # a dry run writes nothing
 
 
