@@ -211,6 +211,19 @@ def test_cli_reference_is_every_commands_help(site: Path) -> None:
     assert not missing, f"options missing from the CLI reference: {missing}"
 
 
+def test_cli_reference_is_verbatim_help() -> None:
+    """Each section of the CLI reference is what ``mfu-sweep [COMMAND] --help`` prints, ``-h, --help`` included."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks_generate", DOCS / "hooks" / "generate.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.cli_markdown(main, width=80)  # CliRunner's width
+    for name in ["", *COMMANDS]:
+        shown = CliRunner().invoke(main, [*([name] if name else []), "--help"], prog_name="mfu-sweep").output
+        assert "-h, --help" in shown and shown.rstrip("\n") in page, f"the reference differs from {name} --help"
+
+
 def test_schema_reference_lists_every_field_of_the_schema(site: Path) -> None:
     schema = json.loads((ROOT / "mfu_sweep" / "schema" / "v1.json").read_text())
     html = (site / "reference" / "schema" / "index.html").read_text()
