@@ -183,6 +183,21 @@ def test_user_docs_carry_no_history_notes() -> None:
     assert not found, f"history belongs in CHANGELOG.md: {found}"
 
 
+def _paragraphs(text: str) -> list[str]:
+    """The prose of a page outside code blocks: each paragraph and each bullet, its lines joined."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    pieces = re.split(r"\n\s*\n|\n(?=\s*[-*] )", text)
+    return [" ".join(p.split()) for p in pieces if len(p.split()) >= 12]  # short ones (a heading) may repeat
+
+
+def test_no_page_repeats_a_paragraph_or_bullet() -> None:
+    repeated = []
+    for page, text in {**_doc_pages(), "README.md": README}.items():
+        seen: set[str] = set()
+        repeated += [f"{page}: {p[:80]}" for p in _paragraphs(text) if p in seen or seen.add(p)]
+    assert not repeated, f"said twice, word for word: {repeated}"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built once, strictly (any warning fails): a broken link or anchor, a missing page in nav."""
