@@ -16,6 +16,7 @@ import io
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -186,6 +187,16 @@ def test_refine_replaces_a_symlinked_shape_file(tmp_path: Path) -> None:
     assert res.exit_code in (0, 3), res.output
     assert target.read_text() == PRECIOUS
     assert out.is_symlink() == (res.exit_code == 3)  # written (and the link replaced) only when it proposes shapes
+
+
+def test_refine_quotes_the_commands_it_prints_for_a_shell(tmp_path: Path) -> None:
+    a, b = example_pair()
+    hostile = write_sweep(tmp_path / "in", a, name="a b;touch pwned.json")
+    res = run("refine", hostile, write_sweep(tmp_path / "in", b), "-o", tmp_path / "next.csv")
+    assert res.exit_code == 0, res.output
+    (line,) = [ln for ln in res.output.splitlines() if "--resume -o" in ln and "pwned" in ln]
+    argv = shlex.split(line)
+    assert argv[-2:] == ["-o", str(hostile)] and argv.count("sweep") == 1
 
 
 def test_plot_names_figures_safely_and_replaces_symlinks(tmp_path: Path) -> None:
