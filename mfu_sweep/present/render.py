@@ -33,13 +33,17 @@ def md_text(text: str) -> str:
     HTML's ``<`` and ``&`` become entities (no tag, comment or autolink survives, whatever renders the
     page: Python-Markdown, as MkDocs, passes raw HTML through); the characters that make code spans,
     emphasis and links are backslash-escaped (``]`` only where it would close a link's text, so
-    ``[95%]`` and ``sm_90`` stay as they are); a heading, quote, list or link-definition marker at the start is escaped;
-    line breaks become spaces (:func:`plain`).
+    ``[95%]`` and ``sm_90`` stay as they are); a heading, quote, list or link-definition marker at the
+    start is escaped; line breaks become spaces (:func:`plain`).
     """
     text = html.escape(plain(text), quote=False).replace("&gt;", ">")
-    text = _MD_INLINE.sub(r"\\\1", text)
-    return _MD_LEADING.sub(lambda m: m.group(0) + "\\" if m.group(2)[0].isdigit() else f"{m.group(1)}\\{m.group(2)}",
-                           text, count=1)
+    return _MD_LEADING.sub(_escape_marker, _MD_INLINE.sub(r"\\\1", text), count=1)
+
+
+def _escape_marker(m: re.Match[str]) -> str:
+    """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (the dot is what makes the list)."""
+    space, marker = m.group(1), m.group(2)
+    return f"{space}{marker}\\" if marker[0].isdigit() else f"{space}\\{marker}"
 
 
 def md_cell(text: str) -> str:
