@@ -13,7 +13,7 @@ import os
 import select
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -78,16 +78,24 @@ class ArgvGroup(click.Group):
             _quiet_echo("\ninterrupted")
             raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
-            if not _output_closed():
-                raise click.ClickException("a pipe to a worker or a helper process closed early") from None
-            _silence_output()
-            raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
+            _broken_pipe()
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        try:  # --help and --version print while the arguments are parsed
+            ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        except BrokenPipeError:
+            _broken_pipe()
         ctx.meta["mfu_sweep.argv"] = ["mfu-sweep", *args]
         return ctx
+
+
+def _broken_pipe() -> NoReturn:
+    """End quietly with 141 when our output's reader has gone; any other closed pipe is an error."""
+    if not _output_closed():
+        raise click.ClickException("a pipe to a worker or a helper process closed early") from None
+    _silence_output()
+    raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
 
 
 def _quiet_echo(message: str) -> None:
