@@ -18,6 +18,7 @@ get the lock.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
@@ -97,7 +98,13 @@ class OutputLock:
     def acquire(self) -> OutputLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            try:  # never through a symlink planted at the lock's path: the holder would overwrite its target
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+            except OSError as exc:
+                if exc.errno != errno.ELOOP:
+                    raise
+                self.path.unlink()  # replaced, as every write replaces a symlink
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -1,4 +1,5 @@
-"""Where a command writes: one up-front check for every writer, and one way to say why a write failed.
+"""Where a command writes: one up-front check for every writer, one way to say why a write failed, and
+writes that replace a file (or a whole report) instead of writing through a symlink or leaving half of one.
 
 Every command that writes (``sweep``, ``merge``, ``export``, ``import``, ``ceilings``,
 ``plot``, ``report``) calls :func:`check_output_file` or :func:`check_output_dir`
@@ -9,7 +10,9 @@ work) and applies the one overwrite rule: an existing output is replaced only
 with ``--force``. Failures are :class:`OutputError` (a ``ValueError``: the
 CLI prints it as one line) whose message names the path, the reason and the
 fix. :func:`os_error_message` words an ``OSError`` met later (a disk that
-fills during a sweep) the same way.
+fills during a sweep) the same way. :func:`replacing` writes one file through a temporary file and a
+rename (a symlink in its place is replaced, never followed); :func:`staged` does the same for all the
+files of a report at once. File names made from labels are :func:`mfu_sweep.names.safe_name`'s.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 PROBE_BYTES = 4096  # a write this small still fails on a full file system; an empty file may not
@@ -184,6 +189,80 @@ def check_output_dir(path: str | Path, force: bool = False, products: Iterable[s
         raise OutputError(f"{str(out)!r} already holds {existing[0]}{more}; pass --force to overwrite, "
                           f"or {flag} a new directory")
     return out
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """``with replacing(path) as tmp:`` write ``tmp``; on success it replaces ``path``, on an error it is removed.
+
+    ``tmp`` is a new file beside ``path`` (one file system, so the final rename is atomic: readers see the old
+    file or the new one). A symlink at ``path`` is replaced by the new file, never written through, so a
+    link planted in an output directory cannot make a command overwrite the file it points to. The new
+    file gets the permissions a plain ``open`` would give (``0o666`` less the umask).
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        yield tmp
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def staged(directory: str | Path, products: Sequence[str]) -> Iterator[Path]:
+    """``with staged(out, names) as stage:`` write the files and directories ``names`` into ``stage``; when the
+    block ends without an error they replace ``out``'s, else ``out`` is left as it was.
+
+    ``stage`` is a new hidden directory inside ``out`` (so inside what the user named, and on its file
+    system), removed at the end in every case: an interrupted report leaves the previous report, or none,
+    never half of the new one beside half of the old. A file replaces its old version in one atomic rename;
+    a directory (``figures/``) moves the old one into the stage first, so it goes with the stage. A symlink
+    among the old products is replaced, never followed. Ctrl-C is held back during the renames (it takes
+    effect right after them).
+    """
+    directory = Path(directory)
+    stage = Path(tempfile.mkdtemp(prefix=".mfu-sweep-stage-", dir=directory))
+    try:
+        yield stage
+        with _signals_held():
+            for name in products:
+                _swap_in(stage / name, directory / name, stage / f".old-{name}")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _swap_in(new: Path, old: Path, aside: Path) -> None:
+    if not new.exists():
+        return
+    if new.is_dir() or (old.is_dir() and not old.is_symlink()):
+        if old.exists() or old.is_symlink():
+            os.rename(old, aside)
+        os.rename(new, old)
+    else:
+        os.replace(new, old)
+
+
+HELD_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (where the platform can block signals)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 # The table formats of `export` and the suffixes that name them (the first is the one a fix suggests).

@@ -239,12 +239,13 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     The columns ``mfu-sweep shapes --csv`` adds to describe a row (``DESCRIPTIVE_COLUMNS``)
     are read and ignored; any other column is refused by name, and so is a row
     with more or fewer values than the header has columns. Lines starting with
-    ``#`` are comments. Errors name the file and the line as the file numbers it.
+    ``#`` are comments. The file is UTF-8, with or without the byte-order mark Excel writes before a CSV.
+    Errors name the file and the line as the file numbers it.
     """
     path = Path(path)
     name = str(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ShapeError(f"shape file {name!r}: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

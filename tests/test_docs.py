@@ -183,6 +183,21 @@ def test_user_docs_carry_no_history_notes() -> None:
     assert not found, f"history belongs in CHANGELOG.md: {found}"
 
 
+def _paragraphs(text: str) -> list[str]:
+    """The prose of a page outside code blocks: each paragraph and each bullet, its lines joined."""
+    text = re.sub(r"```.*?```", "", text, flags=re.S)
+    pieces = re.split(r"\n\s*\n|\n(?=\s*[-*] )", text)
+    return [" ".join(p.split()) for p in pieces if len(p.split()) >= 12]  # short ones (a heading) may repeat
+
+
+def test_no_page_repeats_a_paragraph_or_bullet() -> None:
+    repeated = []
+    for page, text in {**_doc_pages(), "README.md": README}.items():
+        seen: set[str] = set()
+        repeated += [f"{page}: {p[:80]}" for p in _paragraphs(text) if p in seen or seen.add(p)]
+    assert not repeated, f"said twice, word for word: {repeated}"
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The site built once, strictly (any warning fails): a broken link or anchor, a missing page in nav."""
@@ -211,6 +226,19 @@ def test_cli_reference_is_every_commands_help(site: Path) -> None:
     assert not missing, f"options missing from the CLI reference: {missing}"
 
 
+def test_cli_reference_is_verbatim_help() -> None:
+    """Each section of the CLI reference is what ``mfu-sweep [COMMAND] --help`` prints, ``-h, --help`` included."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_hooks_generate", DOCS / "hooks" / "generate.py")
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    page = hook.cli_markdown(main, width=80)  # CliRunner's width
+    for name in ["", *COMMANDS]:
+        shown = CliRunner().invoke(main, [*([name] if name else []), "--help"], prog_name="mfu-sweep").output
+        assert "-h, --help" in shown and shown.rstrip("\n") in page, f"the reference differs from {name} --help"
+
+
 def test_schema_reference_lists_every_field_of_the_schema(site: Path) -> None:
     schema = json.loads((ROOT / "mfu_sweep" / "schema" / "v1.json").read_text())
     html = (site / "reference" / "schema" / "index.html").read_text()
@@ -235,10 +263,12 @@ def _runnable_blocks() -> list[tuple[str, list[tuple[str, list[str]]]]]:
     return blocks
 
 
-def test_runnable_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_runnable_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     blocks = _runnable_blocks()
     assert len(blocks) >= 4, "the marked blocks were not found (did the mark change?)"
-    monkeypatch.chdir(ROOT)
+    for name in ("sweeps", "tests", "data"):  # what the blocks read; what they write stays in tmp_path
+        (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
     for page, steps in blocks:
         for command, shown in steps:
             argv = shlex.split(command)
@@ -249,6 +279,40 @@ def test_runnable_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -
             lines = {ln.strip() for ln in res.output.splitlines()}
             stale = [ln for ln in shown if ln not in lines]
             assert not stale, f"{page}: `{command}` no longer prints: {stale}"
+
+
+def _command_lines(text: str) -> list[list[str]]:
+    """Every ``mfu-sweep`` command of a page's fenced blocks (``$ `` prompts and bare lines), split, without
+    its comment."""
+    lines = [ln.removeprefix("$ ").split("  #")[0] for block in re.findall(r"```[a-z]*\n(.*?)\n```", text, re.S)
+             for ln in block.splitlines()]
+    return [shlex.split(ln) for ln in lines if ln.startswith("mfu-sweep ")]
+
+
+def _written(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-o", "--output", "--output-dir")]
+
+
+def test_the_tours_write_into_their_own_ignored_directories() -> None:
+    """The README's tour and the docs' tour can be followed one after the other in one checkout: neither writes
+    what the other does (the second would refuse to overwrite it), and both write under out/, which git ignores."""
+    readme = {o for argv in _command_lines(README) for o in _written(argv)}
+    tour = {o for argv in _command_lines((DOCS / "tour.md").read_text()) for o in _written(argv)}
+    assert readme and tour and not readme & tour, readme & tour
+    assert all(o.startswith("out/") for o in readme | tour), readme | tour
+    assert "out/" in (ROOT / ".gitignore").read_text().split()
+
+
+def test_the_whole_pipeline_reads_only_files_that_exist_or_an_earlier_line_writes() -> None:
+    (pipeline,) = re.findall(r"## The whole pipeline\n.*?```\n(.*?)\n```", (DOCS / "tour.md").read_text(), re.S)
+    written: set[str] = set()
+    for argv in _command_lines(f"```\n{pipeline}\n```"):
+        outputs = _written(argv)
+        inputs = [a for a in argv[2:] if a.endswith((".json", ".csv")) and a not in outputs]
+        missing = [a for a in inputs if a not in written and not glob.glob(str(ROOT / a))]
+        assert not missing, f"`{shlex.join(argv)}` reads {missing}, which nothing before it writes"
+        written.update(outputs)
+    assert len(written) >= 5
 
 
 def test_ci_runs_make_test_only() -> None:

@@ -22,6 +22,7 @@ from click.testing import CliRunner  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
+from mfu_sweep.present.render import md_text  # noqa: E402
 from mfu_sweep.present.report import analyse, write_report  # noqa: E402
 from mfu_sweep.present.report_compare import adds_segments  # noqa: E402
 from mfu_sweep.results import Sweep, parse_document
@@ -93,7 +94,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
         assert fact in md, fact
     # crossover verdicts and their intervals, as the analysis returns them
     for c in analysis.comparisons:
-        assert c.summary() in md and (c.sentence() in md) == adds_segments(c)
+        assert md_text(c.summary()) in md and (md_text(c.sentence()) in md) == adds_segments(c)
         assert c.method == "shapes" and "[method shapes; run-to-run variation not measured]" in c.sentence()
     assert "method runs" in md and "method shapes" in md  # "How to read" explains both
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
@@ -103,7 +104,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
 
     for x in crossing:
         assert f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}" in md
-        assert crossover_text(x) in md  # also in the series' own table
+        assert md_text(crossover_text(x)) in md  # also in the series' own table
     assert "| vs chip-b |" in md and "| vs chip-a |" in md
     [compiled] = analysis.compile_comparisons.values()
     escaped = compiled.sentence().replace("|", "\\|")  # Markdown table cells escape pipes
@@ -186,9 +187,10 @@ def test_every_comparison_has_its_summary(report: tuple[Path, Any, list[Path]]) 
     for c, js in zip(analysis.comparisons, data["comparisons"], strict=True):
         text = c.summary()
         assert "of the shared FLOP range" in text
-        segments = f"\n\nSegment by segment: {c.sentence()}" if adds_segments(c) else ""
-        assert f"In short: {text}{segments}\n\n" in md  # the summary first; the segments when they say more
-        assert md.count(f"In short: {text}") == 1
+        segments = f"\n\nSegment by segment: {md_text(c.sentence())}" if adds_segments(c) else ""
+        # the summary first; the segments when they say more (a label's markup escaped: chip-c<b>&"$x)
+        assert f"In short: {md_text(text)}{segments}\n\n" in md
+        assert md.count(f"In short: {md_text(text)}") == 1
         assert f"<p>In short: {html.escape(text)}</p>" in page
         assert js["summary"]["text"] == text and js["summary"]["share_a"] == c.lead_summary().share_a
 

@@ -1,8 +1,9 @@
 """MkDocs hook: pages and files generated at build time from the repository itself.
 
-- ``reference/cli.md``: every command's ``--help``, exactly as Click prints it (mkdocs-click was tried: with
-  Click 8.3 it shows ``Sentinel.UNSET`` as defaults and renders the docstrings as Markdown, so an
-  ``<output>`` placeholder became an HTML tag and the example lines ran into one paragraph);
+- ``reference/cli.md``: every command's ``--help``, exactly as Click prints it on a terminal of 100 columns or
+  more, ``-h, --help`` included (mkdocs-click was tried: with Click 8.3 it shows ``Sentinel.UNSET`` as
+  defaults and renders the docstrings as Markdown, so an ``<output>`` placeholder became an HTML tag and the
+  example lines ran into one paragraph);
 - ``reference/schema.md``: the result-format reference, rendered from ``mfu_sweep/schema/v1.json`` (so the
   page can never drift from the schema ``mfu-sweep validate`` uses);
 - ``changelog.md``: ``CHANGELOG.md`` from the repository root;
@@ -111,15 +112,22 @@ def schema_markdown(schema: dict[str, Any]) -> str:
 CLI_INTRO = """# Command line reference
 
 Generated from the commands themselves: each section is exactly what `mfu-sweep COMMAND --help`
-prints. Every command reads and writes the files described in [Result format](../results.md); bad
+prints on a terminal 100 or more columns wide. Every command reads and writes the files described in [Result format](../results.md); bad
 input gets a one-line error naming the field and the value and a non-zero exit. Shell completion:
 see [Installation](../install.md#shell-completion).
 """
 
 
-def cli_markdown(group: click.Group, prog: str = "mfu-sweep") -> str:
-    """The CLI reference page: the group's ``--help``, then every command's, each in a text block."""
-    root = click.Context(group, info_name=prog)
+HELP_WIDTH = 98  # what --help fills on a terminal of 100 columns or more (max_content_width 100, less 2)
+
+
+def cli_markdown(group: click.Group, prog: str = "mfu-sweep", width: int = HELP_WIDTH) -> str:
+    """The CLI reference page: the group's ``--help``, then every command's, each in a text block.
+
+    The contexts get the group's own settings (``-h, --help``, the content width), as an invocation does, and a
+    fixed ``width``, so the page is the same whichever terminal builds it.
+    """
+    root = click.Context(group, info_name=prog, terminal_width=width, **group.context_settings)
     sections = [CLI_INTRO, f"## {prog}", "", "```text", group.get_help(root), "```", ""]
     for name in sorted(group.commands):
         cmd = group.commands[name]

@@ -7,10 +7,13 @@ command modules.
 from __future__ import annotations
 
 import functools
+import io
 import math
+import os
+import select
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -32,6 +35,8 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:  # the reader of our output went away (| head): ArgvGroup ends quietly
+            raise
         except BackendError as exc:
             raise click.ClickException(with_hint(str(exc))) from None
         except ValueError as exc:
@@ -64,18 +69,85 @@ def require_torch(what: str) -> None:
                                    f"analysis-only install); add the measuring part: {MEASURE_INSTALL}")
 
 
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, what a shell reports for a command Ctrl-C stopped
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell reports for `yes | head`'s yes
+
+
 class ArgvGroup(click.Group):
-    """A group that remembers the arguments it was invoked with, for the result's ``run.argv``.
+    """A group that remembers the arguments it was invoked with, for the result's ``run.argv``, and ends
+    every command the way a shell tool does.
 
     ``sys.argv`` would be wrong for in-process callers (CliRunner, notebooks):
-    it holds the host program's command line, not this invocation's.
+    it holds the host program's command line, not this invocation's. Ctrl-C ends a command with
+    ``interrupted`` and exit status 130 (Click would say ``Aborted!`` and exit 1); a closed output pipe
+    (``mfu-sweep compare ... | head``) ends it silently with 141, as a tool killed by SIGPIPE; text
+    that the terminal's encoding cannot show (a file name that is not UTF-8) is printed with backslash
+    escapes instead of failing.
     """
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:
+        for stream in (sys.stdout, sys.stderr):
+            if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+                stream.reconfigure(errors="backslashreplace")
+        return super().main(*args, **kwargs)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _quiet_echo("\ninterrupted")
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            _broken_pipe()
 
     def make_context(self, info_name: str | None, args: list[str], parent: click.Context | None = None,
                      **extra: Any) -> click.Context:
-        ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        try:  # --help and --version print while the arguments are parsed
+            ctx = super().make_context(info_name, list(args), parent=parent, **extra)
+        except BrokenPipeError:
+            _broken_pipe()
         ctx.meta["mfu_sweep.argv"] = ["mfu-sweep", *args]
         return ctx
+
+
+def _broken_pipe() -> NoReturn:
+    """End quietly with 141 when our output's reader has gone; any other closed pipe is an error."""
+    if not _output_closed():
+        raise click.ClickException("a pipe to a worker or a helper process closed early") from None
+    _silence_output()
+    raise click.exceptions.Exit(EXIT_BROKEN_PIPE) from None
+
+
+def _quiet_echo(message: str) -> None:
+    try:
+        click.echo(message, err=True)
+    except OSError:  # stderr is gone too
+        pass
+
+
+def _output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has gone (poll reports an error on it)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (OSError, ValueError, AttributeError):  # CliRunner's streams have no descriptor
+            continue
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(event & select.POLLERR for _, event in poller.poll(0)):
+            return True
+    return False
+
+
+def _silence_output() -> None:
+    """Point stdout and stderr at /dev/null, so flushing them at exit cannot raise again (Python's advice)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+    os.close(devnull)
 
 
 def invoked_argv() -> list[str]:
@@ -99,6 +171,15 @@ def json_output(ctx: click.Context, param: click.Parameter, value: str | None) -
             check_suffix(value, ".json", "JSON", param.opts[0])
         except OutputError as exc:
             raise click.BadParameter(str(exc), ctx=ctx, param=param) from None
+    return value
+
+
+def label_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """Option callback of a series label: one line of text with something in it (the file name made from it is
+    :func:`mfu_sweep.names.safe_name`'s; the label itself goes into the JSON as given)."""
+    if value is not None and (not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+        raise click.BadParameter(f"{value!r} must be one line of printable text (no control characters) and not "
+                                 "blank", ctx=ctx, param=param)
     return value
 
 

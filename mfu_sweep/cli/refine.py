@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -129,9 +130,10 @@ def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
             opts = "".join(f" --dtype {d}" for d in dtypes) + "".join(f" --mode {m}" for m in modes)
             threads = own[0].settings.get("threads")
             opts += f" --threads {threads}" if threads else ""
-            target = source if len(mine) == 1 else f"<{label}'s own sweep file>"
-            out.append(f"mfu-sweep sweep --device {own[0].device.get('backend', 'auto')}{opts} "
-                       f"--shape-file {shape_file} --resume -o {target}")
+            target = shlex.quote(source) if len(mine) == 1 else f"<{label}'s own sweep file>"
+            backend = shlex.quote(str(own[0].device.get("backend", "auto")))  # copied into a shell: quoted
+            out.append(f"mfu-sweep sweep --device {backend}{opts} --shape-file {shlex.quote(shape_file)} --resume "
+                       f"-o {target}")
     return out
 
 

@@ -15,6 +15,7 @@ from mfu_sweep.cli.common import (
     domain_errors,
     invoked_argv,
     json_output,
+    label_text,
     positive_float,
     require_torch,
     spec_file_option,
@@ -67,7 +68,9 @@ def _range_default(end: int) -> str:
               help="Square family: round sizes to a multiple of this.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=json_output,
               help="Result file, JSON [sweeps/<label>.json].")
-@click.option("--label", default=None, help="Series label [<chip or name>-<backend>].")
+@click.option("--label", default=None, callback=label_text,
+              help="Series label, kept as given in the file [<chip or name>-<backend>]; the default file name is "
+                   "the label with characters other than letters, digits and _.+- turned into -.")
 @click.option("--budget-s", type=float, default=None, callback=positive_float,
               help=f"Measurement time budget per shape and pass after the first call "
                    f"[{BUDGET_ONE_PASS_S:g} with one pass, {BUDGET_PER_PASS_S:g} with several].")
@@ -225,7 +228,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
                       records_done(plan.output) if resume else 0,
-                      f"{device} (label {_default_output(device, label, cache).stem})")
+                      f"{device} (label {label if label is not None else _default_output(device, label, cache).stem})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return
@@ -353,8 +356,10 @@ def cache_suffix(cache: str) -> str:
 
 
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:
-    """``sweeps/<label>.json`` for ``--device`` and ``--label`` (plus :func:`cache_suffix` of ``--cache``)."""
+    """``sweeps/<label>.json`` for ``--device`` and ``--label`` (plus :func:`cache_suffix` of ``--cache``), the
+    label made a safe file name (:func:`mfu_sweep.names.safe_name`: never outside ``sweeps/``)."""
     from mfu_sweep.measure.backends import auto_backend
+    from mfu_sweep.names import safe_name
     from mfu_sweep.specs.cpu import default_cpu_label
 
     if suffix is None:
@@ -362,7 +367,7 @@ def _default_output(device: str, label: str | None, cache: str = "rotate", suffi
     if label is None:
         picked = auto_backend() if device == "auto" else device
         label = default_cpu_label() if picked.startswith("cpu") else picked.replace(":", "-")
-    return Path("sweeps") / f"{label}{suffix}.json"
+    return Path("sweeps") / f"{safe_name(label + suffix)}.json"
 
 
 LINE_WIDTH = 160  # the peak's basis runs to ~550 characters; wrapped, a log stays readable

@@ -18,8 +18,9 @@ from pathlib import Path
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.foreign import NOT_IMPORTED, describe
 from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, xla_perf_table
-from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip, slug
+from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip
 from mfu_sweep.importers.sniff import sniff
+from mfu_sweep.names import safe_name
 from mfu_sweep.results import Sweep
 from mfu_sweep.specs import ChipSpec, load_chips
 
@@ -124,7 +125,7 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     kept = [(i, dev) for i, dev in enumerate(devices) if not only or i in keep]
     warnings: list[str] = []
     short = grouping.short_uuids(d.identity.uuid for _, d in kept if d.identity.uuid)
-    labelled = [(dev, slug(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
+    labelled = [(dev, safe_name(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
     groups = _group(labelled, devices)
     chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
                for i, dev in kept}

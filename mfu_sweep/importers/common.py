@@ -20,7 +20,6 @@ Timing vocabulary: each record's ``timer`` names how the source timed it, its
 from __future__ import annotations
 
 import hashlib
-import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,12 +136,6 @@ def read_provenance(path: Path) -> dict[str, Any]:
         if isinstance(entry.get(k), str):
             out[k] = entry[k]
     return out
-
-
-def slug(text: str) -> str:
-    """A file-name-safe label that keeps the source's own spelling where it can."""
-    s = re.sub(r"[^A-Za-z0-9_.+-]+", "-", text.strip()).strip("-.")
-    return s or "device"
 
 
 def parse_pairs(values: Iterable[str], option: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
+from mfu_sweep.present.render import md_cell, md_text, plain
 from mfu_sweep.present.words import band_call, metric_name
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
@@ -192,13 +194,33 @@ def csv_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Rows as CSV with a header: the union of the rows' keys (:func:`csv_columns`), empty cells for None."""
+    """Rows as CSV with a header: the union of the rows' keys (:func:`csv_columns`), empty cells for None, text
+    neutralised against formulas (:func:`csv_cell`)."""
     buf = io.StringIO()
     if rows:
-        writer = csv.DictWriter(buf, fieldnames=csv_columns(rows), lineterminator="\n", restval="")
+        writer = csv.DictWriter(buf, fieldnames=[csv_cell(k) for k in csv_columns(rows)], lineterminator="\n",
+                                restval="")
         writer.writeheader()
-        writer.writerows({k: ("" if v is None else v) for k, v in r.items()} for r in rows)
+        writer.writerows({csv_cell(k): csv_cell(v) for k, v in r.items()} for r in rows)
     return buf.getvalue()
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula (OWASP)
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV value: None as an empty cell; text that a spreadsheet would run as a formula (``=HYPERLINK(...)``,
+    ``+cmd``, ``@SUM``, a leading tab or CR) behind a ``'``, as OWASP's CSV-injection advice says.
+
+    Numbers stay numbers: a float or int is written as it is, and so is text that is a plain number
+    (``-0.05``, ``1e-3``), so negative values are never mangled.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _NUMBER.fullmatch(value):
+        return "'" + value
+    return value
 
 
 # -- display tables ----------------------------------------------------------------
@@ -313,8 +335,8 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX special characters in plain text."""
-    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in text)
+    """Escape LaTeX special characters in plain text, on one line (a blank line would end the tabular's row)."""
+    return "".join(LATEX_SPECIAL.get(ch, ch) for ch in plain(text))
 
 
 def _latex_cell(value: str, unc: str | None) -> str:
@@ -338,16 +360,17 @@ def to_latex(table: Table) -> str:
 
 
 def to_markdown(table: Table) -> str:
-    """A GitHub-flavoured Markdown table, notes below it."""
+    """A GitHub-flavoured Markdown table, notes below it; every text escaped as the report's
+    (:func:`mfu_sweep.present.render.md_cell`: no markup from a label survives)."""
     def cell(v: str, u: str | None) -> str:
-        return (f"{v} ± {u}" if u is not None else v).replace("|", "\\|")
+        return md_cell(f"{v} ± {u}" if u is not None else v)
 
     sep = ["---:" if a == "r" else ":---" for a in table.align]
-    lines = ["| " + " | ".join(table.header) + " |", "| " + " | ".join(sep) + " |"]
+    lines = ["| " + " | ".join(md_cell(h) for h in table.header) + " |", "| " + " | ".join(sep) + " |"]
     lines += ["| " + " | ".join(cell(v, u) for v, u in row) + " |" for row in table.rows]
     if not table.rows:
         lines.append("| " + " | ".join([cell(table.empty, None)] + [""] * (len(table.header) - 1)) + " |")
-    lines += ([""] + [f"_{n}_" for n in table.notes]) if table.notes else []
+    lines += ([""] + [f"_{md_text(n)}_" for n in table.notes]) if table.notes else []
     return "\n".join(lines) + "\n"
 
 

@@ -20,6 +20,7 @@ from matplotlib.colors import TwoSlopeNorm
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.analysis.verdicts.margin import margin_words
+from mfu_sweep.names import safe_name
 from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 from mfu_sweep.present.words import ahead_words, metric_name
 
@@ -75,7 +76,7 @@ def plot_fleet_heatmap(view: FleetView | Leaderboard, *, ax: Axes | None = None,
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "series"
+    return safe_name(text, "series")
 
 
 def figure_stem(view: FleetView | Leaderboard) -> str:

@@ -17,6 +17,8 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.names import safe_name
+from mfu_sweep.outputs import replacing
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
 from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
@@ -314,8 +316,8 @@ def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Fi
 
 
 def slug(text: str) -> str:
-    """A label as a file-name part."""
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in text).strip("-") or "series"
+    """A label as a file-name part (:func:`mfu_sweep.names.safe_name`, the rule of every file named after a label)."""
+    return safe_name(text, "series")
 
 
 def save_figure(fig: Figure, directory: str | Path, stem: str, formats: Sequence[str] = ("png",),
@@ -333,7 +335,7 @@ def save_figure(fig: Figure, directory: str | Path, stem: str, formats: Sequence
         if fmt not in FORMATS:
             raise ValueError(f"format {fmt!r} must be one of {', '.join(FORMATS)}")
         path = directory / f"{stem}.{fmt}"
-        with mpl.rc_context(SAVE_RC):
-            fig.savefig(path, format=fmt, dpi=dpi, metadata=SAVE_METADATA[fmt])
+        with mpl.rc_context(SAVE_RC), replacing(path) as tmp:  # a symlink at path is replaced, not written through
+            fig.savefig(tmp, format=fmt, dpi=dpi, metadata=SAVE_METADATA[fmt])
         out.append(path)
     return out

@@ -8,34 +8,68 @@ from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Mapping, Sequence
 
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 
+_SURROGATE = re.compile("[\ud800-\udfff]")  # an undecodable byte of a file name (os.fsdecode) or a lone one
+# what makes code, emphasis and links inline: a backslash, a backtick, a star, an underscore at a word's edge (one
+# inside a word, as in sm_90, emphasises nothing) and a bracket that closes a link's text (](url), ][ref], ]: url)
+_MD_INLINE = re.compile(r"([\\`*]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|\](?=[(\[:]))")
+# a heading, quote, list, rule or link definition ([ref]: url) at a block's start
+_MD_LEADING = re.compile(r"^(\s*)([#>+\[-]|\d+(?=\.(\s|$)))")
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+
+def plain(text: str) -> str:
+    """``text`` as one line of valid Unicode: line breaks become spaces (a label cannot start a new block of
+    a document or a row of a table), a lone surrogate (a file name's undecodable byte) becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", " ".join(text.splitlines()))
+
+
+def md_text(text: str) -> str:
+    """Plain ``text`` as Markdown that renders as that text and nothing else.
+
+    HTML's ``<`` and ``&`` become entities (no tag, comment or autolink survives, whatever renders the
+    page: Python-Markdown, as MkDocs, passes raw HTML through); the characters that make code spans,
+    emphasis and links are backslash-escaped (``]`` only where it would close a link's text, so
+    ``[95%]`` and ``sm_90`` stay as they are); a heading, quote, list or link-definition marker at the
+    start is escaped; line breaks become spaces (:func:`plain`).
+    """
+    text = html.escape(plain(text), quote=False).replace("&gt;", ">")
+    return _MD_LEADING.sub(_escape_marker, _MD_INLINE.sub(r"\\\1", text), count=1)
+
+
+def _escape_marker(m: re.Match[str]) -> str:
+    """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (the dot is what makes the list)."""
+    space, marker = m.group(1), m.group(2)
+    return f"{space}{marker}\\" if marker[0].isdigit() else f"{space}\\{marker}"
+
+
+def md_cell(text: str) -> str:
+    """``text`` as one cell of a Markdown table: :func:`md_text`, and ``|`` escaped."""
+    return md_text(text).replace("|", "\\|")
 
 
 def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
-    """Markdown of the report; figures are referenced as ``<figure_dir>/<stem>.png``."""
+    """Markdown of the report, every text escaped (:func:`md_text`); figures are ``<figure_dir>/<stem>.png``."""
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
-            out.append(f"{'#' * b.level} {b.text}")
+            out.append(f"{'#' * b.level} {md_text(b.text)}")
         elif isinstance(b, Para):
-            out.append(f"**{b.text}**" if b.css == "warn" else b.text)
+            out.append(f"**{md_text(b.text)}**" if b.css == "warn" else md_text(b.text))
         elif isinstance(b, Bullets):
-            out.append("\n".join(f"- {item}" for item in b.items))
+            out.append("\n".join(f"- {md_text(item)}" for item in b.items))
         elif isinstance(b, Table):
-            header = [_md_cell(h) or " " for h in b.header]
+            header = [md_cell(h) or " " for h in b.header]
             lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-            lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
+            lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in b.rows]
             out.append("\n".join(lines))
         elif isinstance(b, FigureRef) and not b.embed:
-            out.append(f"- [{b.stem}]({figure_dir}/{b.stem}.png): {b.caption}")
+            out.append(f"- [{md_text(b.stem)}]({figure_dir}/{b.stem}.png): {md_text(b.caption)}")
         elif isinstance(b, FigureRef):
-            out.append(f"![{b.stem}]({figure_dir}/{b.stem}.png)\n\n*{b.caption}*")
+            out.append(f"![{md_text(b.stem)}]({figure_dir}/{b.stem}.png)\n\n*{md_text(b.caption)}*")
     return "\n\n".join(out) + "\n"
 
 
@@ -62,7 +96,9 @@ def to_html(blocks: Sequence[Block], images: Mapping[str, bytes], title: str = "
 
     Figures not embedded are links to ``<figure_dir>/<stem>.png``.
     """
-    esc = html.escape
+    def esc(text: str) -> str:
+        return html.escape(_SURROGATE.sub("\ufffd", text))
+
     body: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):

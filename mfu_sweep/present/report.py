@@ -33,6 +33,7 @@ from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_flee
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
+from mfu_sweep.outputs import staged
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
@@ -426,8 +427,20 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     """
     analysis = analysis or analyse(sweeps, metric)
     out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    with staged(out, REPORT_PRODUCTS) as stage:  # an interrupted report leaves the old one (or none), not half
+        written = _write_products(sweeps, stage, analysis, y_scale, detail, progress)
+    return [out / path.relative_to(stage) for path in written]
+
+
+REPORT_PRODUCTS = ("figures", "analysis.json", "index.md", "index.html")  # in the order they replace the old ones
+
+
+def _write_products(sweeps: Sequence[Sweep], out: Path, analysis: Analysis, y_scale: str, detail: bool,
+                    progress: Callable[[int, int], None] | None) -> list[Path]:
+    """Draw and write the report's files into the new directory ``out``; the paths written."""
     fig_dir = out / "figures"
-    fig_dir.mkdir(parents=True, exist_ok=True)
+    fig_dir.mkdir()
     choice = choose_figures(sweeps, analysis.fleets)
     figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
@@ -446,8 +459,8 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     written = [path for paths in saved for path in paths]
     images = {path.stem: path.read_bytes() for path in written if path.stem not in linked}
     md, page = out / "index.md", out / "index.html"
-    md.write_text(to_markdown(blocks))
-    page.write_text(to_html(blocks, images))
+    md.write_text(to_markdown(blocks), encoding="utf-8")
+    page.write_text(to_html(blocks, images), encoding="utf-8")
     return [*written, md, page, out / "analysis.json"]
 
 
