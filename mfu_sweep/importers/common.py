@@ -20,6 +20,7 @@ Timing vocabulary: each record's ``timer`` names how the source timed it, its
 from __future__ import annotations
 
 import hashlib
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
