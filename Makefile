@@ -110,16 +110,18 @@ calibration: $(STAMP)
 
 # Time to N steps on this CPU (docs/time-to-steps.md): one small model family, eager and compile, with warm
 # caches (filled by a first, discarded pass) and cold ones (a fresh cache per shape); tool output only, into
-# sweeps/ and plots/. ~15-20 min on the loaded 2-core VM, most of it cold compiles and fresh workers.
+# sweeps/ and plots/. Cold compiles dominate: a fresh worker and inductor's first compile per shape and pass
+# (~20 s each on an idle 2-core VM, ~75 s under load 8), hence two cold passes against three warm ones.
 STEPS_FAMILY ?= llm:llama-3-8b:tokens=32:tp=8:lm_head=0
 STEPS_REPEATS ?= 3
+STEPS_COLD_REPEATS ?= 2
 STEPS_ARGS ?= --device cpu --dtype fp32 --mode eager --mode compile --shapes $(STEPS_FAMILY) --budget-s 0.2
 STEPS_SWEEPS = sweeps/$(MACHINE)-steps-warm.json sweeps/$(MACHINE)-steps-cold.json
 steps-reference: $(STAMP)
 	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats 1 --label $(MACHINE)-warm -o $(OUT)/steps-prime.json --force --quiet
 	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats $(STEPS_REPEATS) --label $(MACHINE)-warm \
 	  -o sweeps/$(MACHINE)-steps-warm.json --force --quiet
-	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats $(STEPS_REPEATS) --cold-compile --label $(MACHINE)-cold \
+	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats $(STEPS_COLD_REPEATS) --cold-compile --label $(MACHINE)-cold \
 	  -o sweeps/$(MACHINE)-steps-cold.json --force --quiet
 	$(BIN)/mfu-sweep predict $(STEPS_SWEEPS) --model $(STEPS_FAMILY) --dtype fp32 --steps 1-100000
 	$(BIN)/mfu-sweep plot $(STEPS_SWEEPS) --figure steps -o plots/ --force

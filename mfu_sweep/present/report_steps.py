@@ -55,8 +55,8 @@ def ratio_cell(iv: Interval | None) -> str:
     if iv is None:
         return "-"
     if iv.low is None or iv.high is None:
-        return f"{iv.value:.3g}x"
-    return f"{iv.value:.3g}x [{iv.low:.3g}, {iv.high:.3g}]"
+        return f"{iv.value:#.3g}x"
+    return f"{iv.value:#.3g}x [{iv.low:#.3g}, {iv.high:#.3g}]"
 
 
 def series_name(key: StepKey) -> str:

@@ -28,6 +28,8 @@ from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from mfu_sweep.analysis.predict import LEFT_OUT
 from mfu_sweep.analysis.steps.costs import FINISHED, SeriesCosts, StepKey, collect_costs
 from mfu_sweep.analysis.steps.counts import StepsError, auto_steps
@@ -100,8 +102,9 @@ def _times(costs: SeriesCosts, line: StepLine | None, steps: Sequence[int], alph
     spread = line.spread
     first = interval(line.at(1), line.draws_at(1), alpha, spread)
     steady = interval(line.steady, line.steady_draws, alpha, spread)
-    ratio = interval(line.at(1) / line.steady if line.steady > 0 else math.inf,
-                     line.draws_at(1) / line.steady_draws, alpha, spread)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a steady draw of 0 (clipped): an infinite ratio
+        ratio_draws = np.where(line.steady_draws > 0, line.draws_at(1) / line.steady_draws, np.inf)
+    ratio = interval(line.at(1) / line.steady if line.steady > 0 else math.inf, ratio_draws, alpha, spread)
     times = tuple((n, interval(line.at(n), line.draws_at(n), alpha, spread)) for n in steps)
     return StepTimes(costs.key, costs.state, "", len(costs.shapes), costs.passes, first, steady, ratio, times)
 
