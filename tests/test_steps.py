@@ -224,7 +224,8 @@ def test_predict_steps_prints_every_series_and_writes_versioned_json(tmp_path) -
     data = json.loads(out.output)
     assert data["version"] == STEPS_VERSION and data["steps"] == [10] and data["family"] == FAMILY
     assert [s["mode"] for s in data["series"]] == ["eager", "compile"]
-    assert data["break_even"][0]["from_n_low"] <= data["break_even"][0]["from_n"] <= data["break_even"][0]["from_n_high"]
+    b = data["break_even"][0]
+    assert b["from_n_low"] <= b["from_n"] <= b["from_n_high"] and b["never"] is False
 
 
 def test_export_steps_in_every_format_and_a_clear_error_without_a_family(tmp_path) -> None:

@@ -149,7 +149,10 @@ def mode_pairs(keys: Sequence[StepKey]) -> list[tuple[StepKey, StepKey]]:
 
 
 def pair_crossings(lines: Mapping[StepKey, StepLine], alpha: float) -> list[Crossing]:
-    """Every pair of series whose leader changes in N (the point estimates' leaders at N = 1 and for large N)."""
+    """Every pair of series whose leader changes in N (the point estimates' leaders at N = 1 and for large N).
+
+    :func:`~mfu_sweep.analysis.steps.time_to_n.predict_steps` leaves out the pairs a break-even answers.
+    """
     out = []
     for a, b in combinations(sorted(lines), 2):
         la, lb = lines[a], lines[b]

@@ -201,7 +201,7 @@ def predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], *, dty
     by_key = {c.key: c for c in costs}
     pairs = mode_pairs([c.key for c in costs])
     break_evens = tuple(_break_even(by_key[e], by_key[c], lines, alpha) for e, c in pairs)
-    crossings = tuple(pair_crossings(lines, alpha))
+    crossings = tuple(x for x in pair_crossings(lines, alpha) if {x.before, x.after} not in map(set, pairs))
     marks = [b.n.value for b in break_evens if b.n is not None] + [x.n.value for x in crossings]
     steps = tuple(sorted(set(steps))) if steps is not None else auto_steps(marks)
     series = tuple(_times(c, lines.get(c.key), steps, alpha) for c in costs)
