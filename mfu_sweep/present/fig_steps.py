@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import matplotlib.ticker as mticker
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
@@ -31,6 +32,21 @@ from mfu_sweep.present.theme import (
 from mfu_sweep.results import Sweep
 
 MAX_MARKED = 6  # crossovers marked per panel: every break-even, then the earliest crossovers between devices
+# Ticks of the time axis at round durations, so a reader sees minutes and hours rather than kiloseconds.
+TIME_TICKS = ((1e-6, "1 µs"), (1e-5, "10 µs"), (1e-4, "100 µs"), (1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "100 ms"),
+              (1.0, "1 s"), (10.0, "10 s"), (60.0, "1 min"), (600.0, "10 min"), (3600.0, "1 h"), (36000.0, "10 h"),
+              (86400.0, "1 d"), (864000.0, "10 d"), (8640000.0, "100 d"), (86400000.0, "1000 d"))
+
+
+def time_axis(ax: Axes, max_ticks: int = 6) -> None:
+    """A log time axis ticked at round durations (1 s, 1 min, 1 h, 1 d ...), at most ``max_ticks`` of them."""
+    ax.set_yscale("log")
+    lo, hi = ax.get_ylim()
+    ticks = [(v, text) for v, text in TIME_TICKS if lo <= v <= hi]
+    while len(ticks) > max_ticks:
+        ticks = ticks[::2]
+    ax.set_yticks([v for v, _ in ticks], [text for _, text in ticks])
+    ax.yaxis.set_minor_formatter(mticker.NullFormatter())
 
 
 def _line(ax: Axes, t: StepTimes, steps: Sequence[int], color: str) -> None:
@@ -84,7 +100,7 @@ def plot_time_to_steps(result: StepsResult, *, colors: Mapping[str, str] | None 
     for n, text in _marks(result):
         _mark(ax, n, text, top)
     log_axis(ax, "x")
-    log_axis(ax, "y", unit="s")
+    time_axis(ax)
     ax.set_xlabel("Steps N")
     ax.set_ylabel("Time to N steps (GEMMs only)")
     ax.set_title(f"{result.family} · {result.dtype}", fontsize=7)

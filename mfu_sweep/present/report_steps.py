@@ -14,7 +14,7 @@ from typing import Any
 
 from mfu_sweep.analysis.steps.costs import StepKey
 from mfu_sweep.analysis.steps.counts import one_two_five
-from mfu_sweep.analysis.steps.crossings import DevicePayoffs, interval_text, n_text
+from mfu_sweep.analysis.steps.crossings import DevicePayoffs
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, predict_steps
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
@@ -95,7 +95,7 @@ def _no_time(state: str) -> str:
 def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
     """Per shape: steady time per call in each mode, compile's extra first call, calls until compile pays."""
     rows = [(str(s.shape), duration(s.eager_s), duration(s.compile_s), duration(s.extra_first_s),
-             f"{n_text(s.calls.value)} {interval_text(s.calls)}") for s in payoffs.shapes[:limit]]
+             s.text()) for s in payoffs.shapes[:limit]]
     if len(payoffs.shapes) > limit:
         rows.append(("…", "", "", "", f"and {len(payoffs.shapes) - limit} more shapes (predict --steps --json)"))
     return Table(("shape", "eager / call", "compile / call", "compile's extra first call",
@@ -177,7 +177,7 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0) -> list[Block]:
     results = steps_results(sweeps, seed)
     if results:
         blocks: list[Block] = [Heading(2, "Time to N steps"),
-                               Para("The seed's question: for N steps, which device and mode finishes first? "
+                               Para("The question: for an ablation of N steps, which device and mode finishes first? "
                                     + METHOD_NOTE + " Figure: time-to-steps, below.")]
         for r in results:
             blocks += result_blocks(r)

@@ -24,6 +24,8 @@ from mfu_sweep.analysis.steps.costs import StepKey
 from mfu_sweep.analysis.steps.draws import Interval, ShapeDraws, StepLine, interval
 from mfu_sweep.shapes import Shape
 
+IV = "interval "  # how a sentence introduces an interval of N: "from N = 48 [interval 39, 62]"
+
 
 def crossing(a: StepLine, b: StepLine) -> float:
     """``N×`` from which ``b`` finishes first for good: inf when b's steady step is not faster, 0 when b leads
@@ -59,11 +61,11 @@ def n_text(x: float | None) -> str:
     return "never" if n is None else (f"{n}" if n < 1e6 else f"{n:.3g}")
 
 
-def interval_text(iv: Interval) -> str:
-    """``[39, 62]``, ``[39, never]``, or ``(one pass: no interval)``."""
+def interval_text(iv: Interval, prefix: str = "") -> str:
+    """``[39, 62]``, ``[39, never]``, or ``(one pass: no interval)``; ``prefix`` goes inside the brackets."""
     if iv.low is None or iv.high is None:
         return "(one pass: no interval)"
-    return f"[{n_text(iv.low)}, {n_text(iv.high)}]"
+    return f"[{prefix}{n_text(iv.low)}, {n_text(iv.high)}]"
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class Crossing:
     n: Interval
 
     def sentence(self) -> str:
-        return (f"{self.after} finishes first from N = {n_text(self.n.value)} steps {interval_text(self.n)}; "
+        return (f"{self.after} finishes first from N = {n_text(self.n.value)} steps {interval_text(self.n, IV)}; "
                 f"below that, {self.before}")
 
     def to_json(self) -> dict[str, object]:
@@ -115,11 +117,11 @@ class BreakEven:
         if not math.isfinite(self.n.value):
             return (f"{self.device}: compile never finishes first: its steady step "
                     f"({_s(self.compile_step_s)}) is not faster than eager's ({_s(self.eager_step_s)}) "
-                    f"{interval_text(self.n)}")
+                    f"{interval_text(self.n, IV)}")
         n = first_n(self.n.value)
         beyond = f", beyond the N asked (at most {most_steps})" if most_steps and n and n > most_steps else ""
         start = "from the first step" if n == 1 else f"from N = {n_text(self.n.value)} steps"
-        return f"{self.device}: compile finishes first {start} {interval_text(self.n)}{beyond}"
+        return f"{self.device}: compile finishes first {start} {interval_text(self.n, IV)}{beyond}"
 
     def to_json(self) -> dict[str, object]:
         never = self.n is not None and not math.isfinite(self.n.value)
@@ -166,30 +168,47 @@ def pair_crossings(lines: Mapping[StepKey, StepLine], alpha: float) -> list[Cros
 @dataclass(frozen=True)
 class ShapePayoff:
     """One GEMM on one device: steady seconds per call in each mode, compile's extra first-call cost, and the
-    crossing in calls (value inf: compiling never pays for this shape)."""
+    crossing in calls (value inf: compiling never pays for this shape). ``failed`` names a mode in which the
+    shape timed out or failed in some pass: then there is no crossing (``calls`` None)."""
 
     shape: Shape
     eager_s: float
     compile_s: float
     extra_first_s: float
-    calls: Interval
+    calls: Interval | None
+    failed: str = ""
+
+    def text(self) -> str:
+        """``"19 [6, 125]"``, ``"never [31, never]"`` or ``"compile did not finish"``."""
+        if self.calls is None:
+            return f"{self.failed} did not finish"
+        return f"{n_text(self.calls.value)} {interval_text(self.calls)}"
 
     def to_json(self) -> dict[str, object]:
+        c = self.calls
         return {"shape": self.shape.to_json(), "eager_s": self.eager_s, "compile_s": self.compile_s,
-                "extra_first_s": self.extra_first_s, "crossing": self.calls.to_json(),
-                "never": not math.isfinite(self.calls.value), "from_calls": first_n(self.calls.value),
-                "from_calls_low": _n_json(self.calls.low), "from_calls_high": _n_json(self.calls.high)}
+                "extra_first_s": self.extra_first_s, "crossing": None if c is None else c.to_json(),
+                "never": c is not None and not math.isfinite(c.value),
+                "from_calls": None if c is None else first_n(c.value),
+                "from_calls_low": None if c is None else _n_json(c.low),
+                "from_calls_high": None if c is None else _n_json(c.high), "did_not_finish": self.failed or None}
 
 
-def shape_payoffs(eager: ShapeDraws, compiled: ShapeDraws, alpha: float) -> tuple[ShapePayoff, ...]:
-    """Per shape measured in both modes, how many calls until compile pays off, in the workload's order."""
+def shape_payoffs(eager: ShapeDraws, compiled: ShapeDraws, alpha: float,
+                  failed: Mapping[Shape, str] | None = None) -> tuple[ShapePayoff, ...]:
+    """Per shape measured in both modes, how many calls until compile pays off, in the workload's order.
+
+    ``failed`` maps a shape to the mode in which it did not finish in some pass: it gets no crossing.
+    """
     column = {s: i for i, s in enumerate(eager.shapes)}
     out = []
     for j, shape in enumerate(compiled.shapes):
         if shape not in column:
             continue
         e, c = eager.shape_line(column[shape]), compiled.shape_line(j)
-        out.append(ShapePayoff(shape, e.steady, c.steady, c.overhead - e.overhead, crossing_interval(e, c, alpha)))
+        mode = (failed or {}).get(shape, "")
+        calls = None if mode else crossing_interval(e, c, alpha)
+        out.append(ShapePayoff(shape, e.steady, c.steady, c.overhead - e.overhead, calls, mode))
     return tuple(out)
 
 

@@ -45,6 +45,7 @@ from mfu_sweep.analysis.steps.crossings import (
 from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, Interval, ShapeDraws, StepLine, draw_costs, interval
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.results import Sweep
+from mfu_sweep.shapes import Shape
 from mfu_sweep.workloads import WorkloadGemm
 
 # Version of the JSON of a StepsResult: the "steps" key of report's analysis.json and of
@@ -149,6 +150,11 @@ def _break_even(eager: SeriesCosts, comp: SeriesCosts, lines: dict[StepKey, Step
                      "; ".join(notes))
 
 
+def _failed(eager: SeriesCosts, comp: SeriesCosts) -> dict[Shape, str]:
+    """The shapes that did not finish in some pass, with the mode (compile first)."""
+    return {f.shape: mode for mode, costs in (("eager", eager), ("compile", comp)) for f in costs.failures}
+
+
 def _check(gemms: Sequence[WorkloadGemm], dtype: str, n_boot: int, alpha: float) -> None:
     if not gemms:
         raise StepsError("the workload has no GEMMs")
@@ -205,6 +211,6 @@ def predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], *, dty
     marks = [b.n.value for b in break_evens if b.n is not None] + [x.n.value for x in crossings]
     steps = tuple(sorted(set(steps))) if steps is not None else auto_steps(marks)
     series = tuple(_times(c, lines.get(c.key), steps, alpha) for c in costs)
-    payoffs = tuple(DevicePayoffs(e, c, shape_payoffs(draws[e], draws[c], alpha))
+    payoffs = tuple(DevicePayoffs(e, c, shape_payoffs(draws[e], draws[c], alpha, _failed(by_key[e], by_key[c])))
                     for e, c in pairs if e in draws and c in draws)
     return StepsResult(family, dtype, steps, series, break_evens, crossings, payoffs, n_boot, seed, alpha)
