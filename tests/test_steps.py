@@ -300,3 +300,16 @@ def test_the_reference_break_even_agrees_with_the_raw_records() -> None:
                                     "--steps", "1,100,10000"])
     assert out.exit_code == 0, out.output
     assert "first step [95%]" in out.output and "break-even" in out.output and "(cold)" in out.output
+
+
+def test_without_a_family_the_report_shows_per_shape_payoff_and_fleets_stay_bounded() -> None:
+    from mfu_sweep.present.report_steps import steps_blocks
+
+    sweep, _ = step_sweep(9)
+    plain = replace(sweep, records=tuple(replace(r, family="custom") for r in sweep.records))
+    blocks = steps_blocks([plain])
+    assert blocks[0].text == "Where compile pays, first call included"
+    assert any(getattr(b, "header", ("",))[-1] == "calls until compile pays [95%]" for b in blocks)
+    many = [step_sweep(i, label=f"chip-{i:02d}", repeats=2)[0] for i in range(9)]  # 18 series
+    result = predict_steps(many, GEMMS, dtype="bf16", n_boot=100)
+    assert result.crossings == () and "at most 16" in result.notes[0] and len(result.break_evens) == 9

@@ -44,6 +44,8 @@ def _echo_text(result: StepsResult, gemms: Sequence[WorkloadGemm]) -> None:
     click.echo(text_table(series_table(result)))
     click.echo("\ntime to N steps (first step + (N - 1) steady steps):")
     click.echo(text_table(times_table(result)))
+    for note in result.notes:
+        click.echo(f"note: {note}")
     if result.break_evens:
         click.echo("\nbreak-even: from which N compile finishes first (against eager):")
         for b in result.break_evens:

@@ -24,6 +24,8 @@ from mfu_sweep.workloads import NO_PASS, WorkloadGemm, resolve_family
 
 STEPS_FIGURE = "time-to-steps"
 MAX_PAYOFF_ROWS = 30
+MAX_COLUMNS = 8  # series up to which the report tabulates time to N (one column each)
+MAX_PAYOFF_DEVICES = 4  # devices whose per-shape payoff the report shows when the sweeps hold no model family
 UNITS = ((86400.0 * 2, 86400.0, "d"), (7200.0, 3600.0, "h"), (120.0, 60.0, "min"), (1.0, 1.0, "s"),
          (1e-3, 1e-3, "ms"), (0.0, 1e-6, "µs"))
 
@@ -104,9 +106,14 @@ def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
 
 def result_blocks(result: StepsResult, level: int = 3) -> list[Block]:
     """The tables and sentences of one result, under a heading of the given level."""
-    blocks: list[Block] = [
-        Heading(level, f"{result.family} · {result.dtype}"),
-        series_table(result), Para("Time to N steps (first step + (N − 1) steady steps):"), times_table(result)]
+    blocks: list[Block] = [Heading(level, f"{result.family} · {result.dtype}"), series_table(result)]
+    if len(result.series) <= MAX_COLUMNS:
+        blocks += [Para("Time to N steps (first step + (N − 1) steady steps):"), times_table(result)]
+    else:
+        blocks.append(Para(f"Time to N steps of the {len(result.series)} series: analysis.json (steps) or "
+                           "mfu-sweep export --what steps."))
+    if result.notes:
+        blocks.append(Bullets(result.notes))
     if result.break_evens:
         blocks += [Para("When compile pays for the whole step (break-even N, compile against eager):"),
                    Bullets(tuple(b.sentence(max(result.steps)) for b in result.break_evens))]
@@ -145,16 +152,20 @@ def family_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, str, list[Workl
     return out
 
 
-def swept_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, list[WorkloadGemm]]]:
-    """Per dtype with both modes on one label, the swept shapes as a workload of one call each."""
+def swept_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, list[str], list[WorkloadGemm]]]:
+    """Per dtype, the labels with both modes and the swept shapes as a workload of one call each."""
     modes: dict[tuple[str, str], set[str]] = {}
     shapes: dict[str, dict[Any, None]] = {}
     for sw in sweeps:
         for r in sw.records:
             modes.setdefault((sw.label, r.dtype), set()).add(r.mode)
             shapes.setdefault(r.dtype, {}).setdefault(r.shape, None)
-    both = sorted({dtype for (_, dtype), ms in modes.items() if {"eager", "compile"} <= ms})
-    return [(d, [WorkloadGemm(s, "swept shapes", "swept", NO_PASS, 1) for s in shapes[d]]) for d in both]
+    both: dict[str, list[str]] = {}
+    for (label, dtype), ms in sorted(modes.items()):
+        if {"eager", "compile"} <= ms:
+            both.setdefault(dtype, []).append(label)
+    return [(d, labels, [WorkloadGemm(s, "swept shapes", "swept", NO_PASS, 1) for s in shapes[d]])
+            for d, labels in both.items()]
 
 
 def steps_results(sweeps: Sequence[Sweep], seed: int = 0) -> list[StepsResult]:
@@ -183,10 +194,14 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0) -> list[Block]:
             blocks += result_blocks(r)
         return [*blocks, Para("Not included:"), Bullets(STEPS_LEFT_OUT)]
     blocks = []
-    for dtype, gemms in swept_workloads(sweeps):
-        for p in predict_steps(sweeps, gemms, dtype=dtype, seed=seed).payoffs:
+    for dtype, labels, gemms in swept_workloads(sweeps):
+        shown = set(labels[:MAX_PAYOFF_DEVICES])
+        for p in predict_steps([sw for sw in sweeps if sw.label in shown], gemms, dtype=dtype, seed=seed).payoffs:
             cache = f" · {p.compile.cache} cache" if p.compile.cache else ""
             blocks += [Heading(3, f"{p.compile.label} · {dtype}{cache}"), payoff_table(p)]
+        if len(labels) > len(shown):
+            blocks.append(Para(f"{len(labels) - len(shown)} more devices with both modes in {dtype}: mfu-sweep "
+                               "predict --steps on their files."))
     if not blocks:
         return []
     return [Heading(2, "Where compile pays, first call included"),

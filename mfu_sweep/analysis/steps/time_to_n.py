@@ -24,7 +24,7 @@ Entry point :func:`predict_steps`::
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,7 @@ from mfu_sweep.workloads import WorkloadGemm
 # predict --steps --json, and export --what steps. One constant, one place.
 # 1 - first version.
 STEPS_VERSION = 1
+MAX_PAIRED = 16  # finished series up to which every pair's crossover in N is looked for (120 pairs)
 STEPS_LEFT_OUT = (
     "compiling the model as a whole: torch.compile traces and compiles graphs (fusions, graph breaks, "
     "recompiles on new shapes), not one GEMM at a time, so a model's compile time is not the sum of its "
@@ -124,6 +125,7 @@ class StepsResult:
     n_boot: int = DEFAULT_N_BOOT
     seed: int = 0
     alpha: float = 0.05
+    notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -134,7 +136,7 @@ class StepsResult:
             "shape_payoff": [p.to_json() for p in self.payoffs],
             "settings": {"n_boot": self.n_boot, "seed": self.seed, "alpha": self.alpha,
                          "interval": "bootstrap over passes: t-scaled normal pass weights (analysis/steps/draws.py)"},
-            "left_out": list(STEPS_LEFT_OUT),
+            "notes": list(self.notes), "left_out": list(STEPS_LEFT_OUT),
         }
 
 
@@ -202,15 +204,48 @@ def predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], *, dty
     costs = collect_costs(sweeps, gemms, dtype, modes)
     if not costs:
         raise _nothing_matches(sweeps, family, dtype)
-    draws: dict[StepKey, ShapeDraws] = {c.key: draw_costs(c, n_boot, seed) for c in costs if c.shapes}
-    lines = {c.key: draws[c.key].line() for c in costs if c.state == FINISHED}
     by_key = {c.key: c for c in costs}
-    pairs = mode_pairs([c.key for c in costs])
+    pairs = mode_pairs(list(by_key))
+    lines, payoffs = _lines_and_payoffs(by_key, pairs, n_boot, seed, alpha)
     break_evens = tuple(_break_even(by_key[e], by_key[c], lines, alpha) for e, c in pairs)
-    crossings = tuple(x for x in pair_crossings(lines, alpha) if {x.before, x.after} not in map(set, pairs))
+    notes: tuple[str, ...] = ()
+    if len(lines) <= MAX_PAIRED:
+        crossings = tuple(x for x in pair_crossings(lines, alpha) if {x.before, x.after} not in map(set, pairs))
+    else:
+        crossings = ()
+        notes = (f"{len(lines)} series finished: crossovers between every pair are given for at most {MAX_PAIRED} "
+                 "(select devices with sweep files or --mode)",)
     marks = [b.n.value for b in break_evens if b.n is not None] + [x.n.value for x in crossings]
     steps = tuple(sorted(set(steps))) if steps is not None else auto_steps(marks)
     series = tuple(_times(c, lines.get(c.key), steps, alpha) for c in costs)
-    payoffs = tuple(DevicePayoffs(e, c, shape_payoffs(draws[e], draws[c], alpha, _failed(by_key[e], by_key[c])))
-                    for e, c in pairs if e in draws and c in draws)
-    return StepsResult(family, dtype, steps, series, break_evens, crossings, payoffs, n_boot, seed, alpha)
+    return StepsResult(family, dtype, steps, series, break_evens, crossings, payoffs, n_boot, seed, alpha, notes)
+
+
+Lines = dict[StepKey, StepLine]
+
+
+def _lines_and_payoffs(by_key: Mapping[StepKey, SeriesCosts], pairs: Sequence[tuple[StepKey, StepKey]],
+                       n_boot: int, seed: int, alpha: float) -> tuple[Lines, tuple[DevicePayoffs, ...]]:
+    """The line of every finished series and the per-shape payoffs of every mode pair, one pair's per-shape
+    draws in memory at a time (a fleet has thousands of series)."""
+    lines: dict[StepKey, StepLine] = {}
+    payoffs = []
+
+    def draw(key: StepKey) -> ShapeDraws | None:
+        costs = by_key[key]
+        if not costs.shapes:
+            return None
+        d = draw_costs(costs, n_boot, seed)
+        if costs.state == FINISHED:
+            lines.setdefault(key, d.line())
+        return d
+
+    for e, c in pairs:
+        de, dc = draw(e), draw(c)
+        if de is not None and dc is not None:
+            payoffs.append(DevicePayoffs(e, c, shape_payoffs(de, dc, alpha, _failed(by_key[e], by_key[c]))))
+    paired = {k for pair in pairs for k in pair}
+    for key in by_key:
+        if key not in paired:
+            draw(key)
+    return lines, tuple(payoffs)
