@@ -81,11 +81,13 @@ def _record(shape: Shape, mode: str, value: float, first: float, run_pass: int, 
 def step_sweep(seed: int, *, repeats: int = 3, label: str = "synthetic-chip", family: str = FAMILY,
                speedup: float = 1.28, compile_s: tuple[float, float] = (0.5, 3.0), eager_first_s: float = 0.002,
                steady_noise: NoiseModel = STEADY_NOISE, first_noise: NoiseModel = FIRST_NOISE,
-               cache: str = "warm", failures: dict[tuple[Shape, str], str] | None = None) -> tuple[Sweep, Truth]:
+               cache: str = "warm", failures: dict[tuple[Shape, str], str] | None = None,
+               noise_seed: int | None = None) -> tuple[Sweep, Truth]:
     """One SYNTHETIC sweep of ``family``'s shapes, eager and compile, ``repeats`` passes, and its truth.
 
     ``failures`` maps (shape, mode) to a status (``timeout``, ``error`` ...) that replaces that task's
-    record in the last pass.
+    record in the last pass. ``noise_seed`` draws the noise apart from the truth: one ``seed`` with two
+    noise seeds is the same machine measured twice.
     """
     gemms: list[WorkloadGemm] = resolve_family(family)
     calls = step_calls(gemms)
@@ -95,6 +97,8 @@ def step_sweep(seed: int, *, repeats: int = 3, label: str = "synthetic-chip", fa
     tau["compile"] = tau["eager"] / speedup
     kappa = np.exp(rng.uniform(math.log(compile_s[0]), math.log(compile_s[1]), len(shapes)))
     first = {"eager": tau["eager"] + eager_first_s, "compile": tau["compile"] + kappa}
+    if noise_seed is not None:
+        rng = np.random.default_rng([seed, noise_seed])
     tasks = [(i, m) for m in ("eager", "compile") for i in range(len(shapes))]
     steady_mult = np.exp(log_noise(steady_noise, len(tasks), repeats=repeats, n_samples=1, rng=rng)[..., 0])
     first_mult = np.exp(log_noise(first_noise, len(tasks), repeats=repeats, n_samples=1, rng=rng)[..., 0])
@@ -110,7 +114,7 @@ def step_sweep(seed: int, *, repeats: int = 3, label: str = "synthetic-chip", fa
                   *(math.fsum(c * tau[m] * fs) for m in ("eager", "compile")))
     sweep = Sweep(
         tool={"name": "mfu-sweep-synthetic", "version": "1"},
-        run={"id": f"synthetic-steps-{label}-{seed}", "started_at": STAMP, "finished_at": STAMP,
+        run={"id": f"synthetic-steps-{label}-{seed}-{noise_seed}", "started_at": STAMP, "finished_at": STAMP,
              "argv": ["tests/synthetic_steps.py"], "host": "synthetic-host", "git_sha": None},
         environment={"synthetic": True, "note": "SYNTHETIC: made-up numbers for tests"},
         device={"backend": "synthetic", "name": f"Synthetic {label}", "chip": None, "index": 0, "count": 1,

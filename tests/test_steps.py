@@ -169,6 +169,18 @@ def test_a_crossover_between_devices_is_where_their_lines_meet() -> None:
     assert result.break_evens == ()  # one mode asked: no compile-against-eager answer
 
 
+def test_the_same_machine_measured_twice_never_shows_a_crossover_in_n() -> None:
+    """Two SYNTHETIC runs of one planted machine (noise apart): their eager lines and their compile lines cross
+    at the estimate about half the time, at some large N; no such crossover is claimed."""
+    claimed, noted = 0, 0
+    for seed in range(20):
+        runs = [step_sweep(seed, label=f"run-{k}", noise_seed=k)[0] for k in (1, 2)]
+        result = predict_steps(runs, GEMMS, dtype="bf16", steps=(1,), n_boot=400)
+        claimed += sum(x.before.mode == x.after.mode for x in result.crossings)
+        noted += bool(result.notes)
+    assert claimed == 0 and noted >= 5
+
+
 # ---------------------------------------------------------------------------- the interval
 
 

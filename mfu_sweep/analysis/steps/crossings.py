@@ -65,6 +65,8 @@ def interval_text(iv: Interval, prefix: str = "") -> str:
     """``[39, 62]``, ``[39, never]``, or ``(one pass: no interval)``; ``prefix`` goes inside the brackets."""
     if iv.low is None or iv.high is None:
         return "(one pass: no interval)"
+    if n_text(iv.low) == n_text(iv.high):
+        return f"[{prefix}{n_text(iv.low)}]"
     return f"[{prefix}{n_text(iv.low)}, {n_text(iv.high)}]"
 
 
@@ -150,19 +152,33 @@ def mode_pairs(keys: Sequence[StepKey]) -> list[tuple[StepKey, StepKey]]:
     return out
 
 
-def pair_crossings(lines: Mapping[StepKey, StepLine], alpha: float) -> list[Crossing]:
-    """Every pair of series whose leader changes in N (the point estimates' leaders at N = 1 and for large N).
+def pair_crossings(lines: Mapping[StepKey, StepLine], alpha: float,
+                   skip: Sequence[tuple[StepKey, StepKey]] = ()) -> tuple[list[Crossing], int]:
+    """Every pair of series whose leader changes in N, and how many more cross only at the estimate.
 
-    :func:`~mfu_sweep.analysis.steps.time_to_n.predict_steps` leaves out the pairs a break-even answers.
+    A pair crosses when the leader at N = 1 is not the one with the faster steady step (point estimates).
+    The crossing is claimed when its interval ends short of never: the later leader's steady step is
+    faster in 1 − alpha of the draws. Pairs that cross at the estimate only (two steady steps the passes
+    do not tell apart put a "crossover" at some large N) are counted, not listed. With one pass there is
+    no interval and every crossing at the estimate is listed. Pairs in ``skip`` (those a break-even
+    answers) are left out.
     """
-    out = []
+    out, unresolved = [], 0
+    left_out = {frozenset(p) for p in skip}
     for a, b in combinations(sorted(lines), 2):
+        if frozenset((a, b)) in left_out:
+            continue
         la, lb = lines[a], lines[b]
         early = a if la.at(1) <= lb.at(1) else b
         late = a if la.steady < lb.steady else b
-        if early != late:
-            out.append(Crossing(early, late, crossing_interval(lines[early], lines[late], alpha)))
-    return sorted(out, key=lambda c: (c.n.value, c.before, c.after))
+        if early == late:
+            continue
+        x = Crossing(early, late, crossing_interval(lines[early], lines[late], alpha))
+        if x.n.high is not None and not math.isfinite(x.n.high):
+            unresolved += 1
+        else:
+            out.append(x)
+    return sorted(out, key=lambda c: (c.n.value, c.before, c.after)), unresolved
 
 
 @dataclass(frozen=True)

@@ -46,10 +46,11 @@ from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, Interval, ShapeDraws,
 from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import Shape
+from mfu_sweep.text import counted
 from mfu_sweep.workloads import WorkloadGemm
 
-# Version of the JSON of a StepsResult: the "steps" key of report's analysis.json and of
-# predict --steps --json, and export --what steps. One constant, one place.
+# Version of the JSON of a StepsResult (predict --steps --json, each object of analysis.json's "steps"
+# list); one constant, one place; a reader checks "version".
 # 1 - first version.
 STEPS_VERSION = 1
 MAX_PAIRED = 16  # finished series up to which every pair's crossover in N is looked for (120 pairs)
@@ -69,7 +70,7 @@ class StepTimes:
 
     ``state`` is ``finished``, ``did not finish`` (a shape timed out or failed: ``why`` names it and
     ``limit_s`` is the sweep's per-shape limit) or ``incomplete`` (shapes without a time). ``ratio`` is
-    first step / steady step (the seed's 30x and 55x). ``times`` pairs each N with the time to N steps.
+    first step / steady step (the article's 30x and 55x). ``times`` pairs each N with the time to N steps.
     """
 
     key: StepKey
@@ -210,7 +211,12 @@ def predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], *, dty
     break_evens = tuple(_break_even(by_key[e], by_key[c], lines, alpha) for e, c in pairs)
     notes: tuple[str, ...] = ()
     if len(lines) <= MAX_PAIRED:
-        crossings = tuple(x for x in pair_crossings(lines, alpha) if {x.before, x.after} not in map(set, pairs))
+        found, unresolved = pair_crossings(lines, alpha, skip=pairs)
+        crossings = tuple(found)
+        if unresolved:
+            notes = (f"{counted(unresolved, 'more pair')} of series whose lines cross only at the estimate: their "
+                     "steady steps are not told apart by the passes (the crossing's interval ends in never), so no "
+                     "crossover is claimed",)
     else:
         crossings = ()
         notes = (f"{len(lines)} series finished: crossovers between every pair are given for at most {MAX_PAIRED} "
