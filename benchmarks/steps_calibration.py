@@ -11,7 +11,7 @@ The truth is the expected one-time cost and steady step, so the planted break-ev
 Per case it prints how often the 95% interval of the break-even N holds the planted N, with its two-sided
 95% Clopper-Pearson interval, and the median width of the interval relative to N. The goal (issue 39):
 90-98% at every case. The last table shows why the library does not resample each shape's passes with
-replacement (a percentile bootstrap of the mean of R values): too narrow at R = 2, too wide above.
+replacement (a percentile bootstrap of the mean of R values): too narrow with few passes.
 """
 
 from __future__ import annotations
