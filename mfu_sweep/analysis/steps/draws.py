@@ -17,8 +17,9 @@ shape in one pass share the multiplier too.
 Why not resample each shape's passes with replacement: with the 2 to 5 passes sweeps make, the
 bootstrap distribution of a mean of R values is too narrow (79% coverage of the break-even at R = 2,
 89% at R = 3, 94% at R = 5 on SYNTHETIC sweeps); the t-scaled weights keep it at 89-97% for every R
-and noise ``benchmarks/steps_calibration.py`` tries. A shape measured in one pass contributes no spread: with only such shapes there is no
-interval (``spread`` is false), and ``sweep --repeats`` gives one.
+and noise ``benchmarks/steps_calibration.py`` tries. A shape measured in one pass contributes no
+spread: with only such shapes there is no interval (``spread`` is false), and ``sweep --repeats``
+gives one.
 """
 
 from __future__ import annotations
