@@ -282,6 +282,32 @@ def test_report_section_figure_and_json(tmp_path) -> None:
     assert "stuck-chip compile (warm): did not finish" in legend
 
 
+def check_against_raw_records(result, paths: list[Path], calls: dict[str, int]) -> int:
+    """Recompute each device's break-even from its raw JSON records; return how many were finite."""
+    finite = 0
+    for path in paths:
+        data = json.loads(path.read_text())
+        raw = raw_sums(data["records"], calls)
+        [b] = [b for b in result.break_evens if b.compile.label == data["device"]["label"]]
+        assert b.n.low is not None and b.n.high is not None
+        gain = raw["eager"][2] - raw["compile"][2]
+        if gain <= 0:  # compile's steady step is not faster: it never finishes first
+            assert first_n(b.n.value) is None
+            continue
+        ratio = (raw["compile"][0] - raw["eager"][0]) / gain  # (Σ first-call difference) / (Σ steady difference)
+        exact = ratio - (raw["compile"][1] - raw["eager"][1]) / gain  # the first call includes one call
+        assert b.n.value == pytest.approx(exact, rel=1e-9)
+        assert b.n.low - 1 <= ratio <= b.n.high + 1  # within the interval, give or take that one call
+        finite += 1
+    return finite
+
+
+def test_the_break_even_agrees_with_the_raw_records_where_compile_pays(tmp_path) -> None:
+    paths = [write_sweep(tmp_path, step_sweep(seed, label=f"chip-{seed}")[0].to_json()) for seed in (11, 12)]
+    result = predict_steps(load_sweeps(paths), GEMMS, dtype="bf16", n_boot=400)
+    assert check_against_raw_records(result, paths, {str(s): n for s, n in step_calls(GEMMS).items()}) == 2
+
+
 # ---------------------------------------------------------------------------- the CPU reference run
 
 
@@ -295,19 +321,7 @@ def test_the_reference_break_even_agrees_with_the_raw_records() -> None:
     result = predict_steps(sweeps, gemms, dtype="fp32", steps=(1, 100, 10_000))
     assert {t.key.cache for t in result.series} == {"cold", "warm"}
     assert all(t.state == FINISHED and t.first.low < t.first.high for t in result.series)
-    for path in REFERENCE:
-        raw = raw_sums(json.loads(path.read_text())["records"], calls)
-        label = json.loads(path.read_text())["device"]["label"]
-        [b] = [b for b in result.break_evens if b.compile.label == label]
-        assert b.n.low is not None and b.n.high is not None
-        gain = raw["eager"][2] - raw["compile"][2]
-        if gain <= 0:  # compile's steady step is not faster: it never finishes first
-            assert first_n(b.n.value) is None
-            continue
-        ratio = (raw["compile"][0] - raw["eager"][0]) / gain
-        exact = ratio - (raw["compile"][1] - raw["eager"][1]) / gain  # the first call includes one call
-        assert b.n.value == pytest.approx(exact, rel=1e-9)
-        assert b.n.low - 1 <= ratio <= b.n.high + 1  # within the interval, give or take the one call
+    check_against_raw_records(result, REFERENCE, calls)
     out = CliRunner().invoke(main, ["predict", *map(str, REFERENCE), "--model", REFERENCE_FAMILY, "--dtype", "fp32",
                                     "--steps", "1,100,10000"])
     assert out.exit_code == 0, out.output
