@@ -30,11 +30,11 @@ UNITS = ((86400.0 * 2, 86400.0, "d"), (7200.0, 3600.0, "h"), (120.0, 60.0, "min"
          (1e-3, 1e-3, "ms"), (0.0, 1e-6, "µs"))
 
 
-def duration(seconds: float | None, unit: tuple[float, str] | None = None) -> str:
+def duration(seconds: float | None) -> str:
     """``"24.1 s"``, ``"3.2 h"``, ``"850 µs"``: three significant digits in the unit the value calls for."""
     if seconds is None:
         return "-"
-    scale, name = unit or _unit(seconds)
+    scale, name = _unit(seconds)
     return f"{seconds / scale:.3g} {name}"
 
 
@@ -85,13 +85,9 @@ def times_table(result: StepsResult) -> Table:
     cols = list(result.series)
     rows = []
     for i, n in enumerate(result.steps):
-        cells = [time_cell(t.times[i][1]) if t.finished else _no_time(t.state) for t in cols]
+        cells = [time_cell(t.times[i][1]) if t.finished else t.state for t in cols]
         rows.append((f"{n:,}", *cells))
     return Table(("N steps", *(series_name(t.key) for t in cols)), tuple(rows))
-
-
-def _no_time(state: str) -> str:
-    return "did not finish" if state == "did not finish" else state
 
 
 def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
@@ -200,8 +196,8 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0) -> list[Block]:
             cache = f" · {p.compile.cache} cache" if p.compile.cache else ""
             blocks += [Heading(3, f"{p.compile.label} · {dtype}{cache}"), payoff_table(p)]
         if len(labels) > len(shown):
-            blocks.append(Para(f"{len(labels) - len(shown)} more devices with both modes in {dtype}: mfu-sweep "
-                               "predict --steps on their files."))
+            blocks.append(Para(f"{len(labels) - len(shown)} more devices with both modes in {dtype}: a report of "
+                               "their files alone shows theirs."))
     if not blocks:
         return []
     return [Heading(2, "Where compile pays, first call included"),
