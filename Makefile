@@ -21,7 +21,8 @@ XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
-.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs
+.PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs \
+	steps-reference steps-calibration
 
 # pip prints only errors and warnings (no progress bars, no notice of a newer pip): the make log stays short.
 PIP_QUIET := --quiet --disable-pip-version-check --progress-bar off
@@ -106,6 +107,28 @@ mutants: $(STAMP)
 # The full calibration table of docs/statistics-calibration.md (SYNTHETIC; minutes).
 calibration: $(STAMP)
 	$(BIN)/python benchmarks/calibration.py
+
+# Time to N steps on this CPU (docs/time-to-steps.md): one small model family, eager and compile, with warm
+# caches (filled by a first, discarded pass) and cold ones (a fresh cache per shape); tool output only, into
+# sweeps/ and plots/. Cold compiles dominate: a fresh worker and inductor's first compile per shape and pass
+# (~20 s each on an idle 2-core VM, ~75 s under load 8), hence two cold passes against three warm ones.
+STEPS_FAMILY ?= llm:llama-3-8b:tokens=32:tp=8:lm_head=0
+STEPS_REPEATS ?= 3
+STEPS_COLD_REPEATS ?= 2
+STEPS_ARGS ?= --device cpu --dtype fp32 --mode eager --mode compile --shapes $(STEPS_FAMILY) --budget-s 0.2
+STEPS_SWEEPS = sweeps/$(MACHINE)-steps-warm.json sweeps/$(MACHINE)-steps-cold.json
+steps-reference: $(STAMP)
+	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats 1 --label $(MACHINE)-warm -o $(OUT)/steps-prime.json --force --quiet
+	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats $(STEPS_REPEATS) --label $(MACHINE)-warm \
+	  -o sweeps/$(MACHINE)-steps-warm.json --force --quiet
+	$(BIN)/mfu-sweep sweep $(STEPS_ARGS) --repeats $(STEPS_COLD_REPEATS) --cold-compile --label $(MACHINE)-cold \
+	  -o sweeps/$(MACHINE)-steps-cold.json --force --quiet
+	$(BIN)/mfu-sweep predict $(STEPS_SWEEPS) --model $(STEPS_FAMILY) --dtype fp32 --steps 1-100000
+	$(BIN)/mfu-sweep plot $(STEPS_SWEEPS) --figure steps -o plots/ --force
+
+# The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds (minutes).
+steps-calibration: $(STAMP)
+	$(BIN)/python benchmarks/steps_calibration.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks

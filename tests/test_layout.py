@@ -172,9 +172,9 @@ def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> No
 
 
 # Inside analysis/, parts in order of the question they answer; a part imports only parts of a lower rank
-# (docs/layout.md). predict sits beside verdicts, above fits, and nothing in analysis imports it.
+# (docs/layout.md). predict sits beside verdicts, above fits; only steps (time to N steps) imports it.
 ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2, "predict": 2,
-                 "fleet": 3, "refine": 4}
+                 "fleet": 3, "steps": 3, "refine": 4}
 
 
 def analysis_part(module: str) -> str | None:

@@ -11,6 +11,8 @@ Split by the question each part answers, bottom to top (``tests/test_layout.py``
 - ``fleet/``: many devices at once (leaderboards against a reference, the fleet view, replicate spread).
 - ``refine/``: where to measure next (proposals, curve bends).
 - ``predict``: the GEMM time of a workload step from the fits.
+- ``steps/``: time to N steps of a workload, first calls included; when compile pays.
 
-A part imports only the parts listed before it (``predict`` only the ground and ``fits/``).
+A part imports only the parts listed before it (``predict`` only the ground and ``fits/``; ``steps/`` the
+ground and ``predict``).
 """

@@ -430,10 +430,11 @@ def _compare_fix(message: str) -> str:
                    "the records as nvbench JSON for nvbench's scripts (-o FILE.json, samples in FILE.json-bin/). "
                    "Default: the format -o's suffix names (.csv, .md, .tex), else csv; a --format that "
                    "contradicts -o's suffix is refused.")
-@click.option("--what", type=click.Choice(["records", "fits", "crossovers", "bands"]), default="records",
+@click.option("--what", type=click.Choice(["records", "fits", "crossovers", "bands", "steps"]), default="records",
               show_default=True,
               help="records: one row per measured shape and pass; fits: the roofline fit of each series; "
-                   "crossovers: where the leader changes; bands: compare's verdict per FLOP band.")
+                   "crossovers: where the leader changes; bands: compare's verdict per FLOP band; steps: time to "
+                   "N steps of the model family the records hold (sweep --shapes llm:...).")
 @click.option("--metric", type=click.Choice(["mfu", "tflops"]), default="mfu", show_default=True,
               help="Metric of the comparison (--what crossovers or bands).")
 @margin_option
@@ -475,7 +476,7 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         return
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot, "margin": margin},
-          "bands": {"margin": margin}}[what]
+          "bands": {"margin": margin}, "steps": {}}[what]
     fmt = table_format(output, fmt)
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while

@@ -17,6 +17,7 @@ from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_s
 from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.models import load_models
+from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import ShapeError
 from mfu_sweep.workloads import KINDS, WorkloadGemm, resolve_family, step_flops
 
@@ -198,14 +199,22 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--tp", type=click.IntRange(1), default=None, help="Tensor-parallel degree [1].")
 @click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
               help="Dtype of the records to match.")
-@click.option("--mode", default="eager", show_default=True, type=click.Choice(["eager", "compile"]),
-              help="Mode of the records to match (eager or torch.compile).")
+@click.option("--mode", default=None, type=click.Choice(["eager", "compile"]),
+              help="Mode of the records to match (eager or torch.compile) [eager; with --steps: both].")
 @click.option("--no-fit", is_flag=True, help="Never fill unmeasured shapes from a roofline fit.")
 @click.option("--allow-partial", is_flag=True, help="Show series that miss shapes, labelled partial.")
+@click.option("--steps", "steps", multiple=True, metavar="N[,N...]|LO-HI",
+              help="Time to N steps, first-call costs included, for these step counts (a list, or a range LO-HI "
+                   "in 1-2-5 steps); with break-even N of compile and crossovers in N. Repeatable.")
+@click.option("--n-boot", type=click.IntRange(100, 1_000_000), default=2000, show_default=True,
+              help="Bootstrap draws over the passes for the --steps intervals.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="Seed of the --steps bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @one_line_errors
 def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | None, tp: int | None, dtype: str,
-            mode: str, no_fit: bool, allow_partial: bool, as_json: bool) -> None:
+            mode: str | None, no_fit: bool, allow_partial: bool, steps: tuple[str, ...], n_boot: int, seed: int,
+            as_json: bool) -> None:
     """Predict the GEMM time and GEMM-only MFU of one training step from sweep files.
 
     Each GEMM of the step is matched to a record by shape, dtype and mode;
@@ -215,16 +224,28 @@ def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | N
     else the series is incomplete. Only GEMMs are counted: see the list printed
     at the end for what is left out.
 
+    With --steps: time to N steps per device, mode and compile cache (cold
+    and warm apart): the first step (every distinct GEMM's first call, so
+    compile, once), the steady step and N steps, each with a 95% interval
+    from the passes; from which N compile finishes first, the N where the
+    leader changes between series, and per shape the calls until compile
+    pays. A shape that timed out or failed makes its series "did not finish".
+
     \b
     Example:
         mfu-sweep sweep --device cuda --shapes llm:qwen3-32b:tokens=8192 -o h100.json
         mfu-sweep predict h100.json trn2.json --model qwen3-32b --tokens 8192
         mfu-sweep predict sweeps/*.json --model llama-3-70b:lm_head=0 --tp 8 --json
+        mfu-sweep predict h100.json --model qwen3-32b --tokens 8192 --steps 1,100,10000
     """
     from mfu_sweep.results import load_sweeps
 
     gemms = resolve_family(family_for(model, tokens, seq, tp))
-    preds = predict_step(load_sweeps(files), gemms, dtype=dtype, mode=mode, use_fit=not no_fit)
+    if steps:
+        _predict_steps(load_sweeps(files), gemms, dtype, mode, steps, n_boot, seed, as_json,
+                       ignored={"--no-fit": no_fit, "--allow-partial": allow_partial})
+        return
+    preds = predict_step(load_sweeps(files), gemms, dtype=dtype, mode=mode or "eager", use_fit=not no_fit)
     if as_json:
         click.echo(json.dumps({"family": gemms[0].family, "predictions": [p.to_json() for p in preds]}, indent=1))
     else:
@@ -255,3 +276,18 @@ def _print_report(gemms: Sequence[WorkloadGemm], preds: Sequence[StepPrediction]
     click.echo("\nGEMM-only prediction; not included:")
     for item in LEFT_OUT:
         click.echo(f"  - {item}")
+
+
+def _predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype: str, mode: str | None,
+                   steps: tuple[str, ...], n_boot: int, seed: int, as_json: bool, ignored: dict[str, bool]) -> None:
+    from mfu_sweep.analysis.steps.counts import parse_steps
+    from mfu_sweep.analysis.steps.time_to_n import predict_steps
+    from mfu_sweep.cli.steps import echo_steps
+
+    given = [name for name, on in ignored.items() if on]
+    if given:
+        raise click.UsageError(f"{' and '.join(given)} do not apply to --steps: a first call cannot be fitted, and "
+                               "a series that misses a shape has no first step")
+    result = predict_steps(sweeps, gemms, dtype=dtype, modes=None if mode is None else (mode,),
+                           steps=parse_steps(steps), n_boot=n_boot, seed=seed)
+    echo_steps(result, gemms, as_json)

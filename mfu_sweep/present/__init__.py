@@ -5,5 +5,6 @@ Never imports device code, torch or Click (``tests/test_layout.py``).
 
 # What `plot --figure` picks from (kept here, free of matplotlib, so the CLI can offer it without
 # importing the figures): the MFU (or TFLOP/s) vs FLOPs panels, the roofline, first-call cost, compile
-# speedup, fleet and leaderboard heatmaps, MFU heatmaps of grids, and the status overview.
-FIGURE_KINDS = ("vs-flops", "roofline", "first-call", "speedup", "fleet", "heatmap", "status")
+# speedup, fleet and leaderboard heatmaps, MFU heatmaps of grids, the status overview, and time to N steps
+# of a model family.
+FIGURE_KINDS = ("vs-flops", "roofline", "first-call", "speedup", "fleet", "heatmap", "status", "steps")

@@ -22,6 +22,7 @@ from typing import Any
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
+from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
 from mfu_sweep.present.words import band_call, metric_name
 from mfu_sweep.results import Record, Sweep
@@ -29,7 +30,7 @@ from mfu_sweep.stats import median_ci
 from mfu_sweep.text import format_flops
 
 FORMATS = ("csv", "markdown", "latex")
-WHATS = ("records", "fits", "crossovers", "bands")
+WHATS = ("records", "fits", "crossovers", "bands", "steps")
 UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
                     "(two digits when that digit is 1)")
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
@@ -376,8 +377,9 @@ def to_markdown(table: Table) -> str:
 
 def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv", *, metric: str = "mfu",
                  **kw: Any) -> str:
-    """Render ``what`` (records, fits, crossovers or bands) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
+    """Render ``what`` (records, fits, crossovers, bands or steps) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
+    ``steps`` is time to N steps of every model family in the records (:mod:`mfu_sweep.present.export_steps`).
     Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
     :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers, bands: e.g. ``margin``).
     """
@@ -393,6 +395,8 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
     elif what == "fits":
         fits = fit_all(sweeps, **kw)
         rows, table = (fit_rows(fits), None) if fmt == "csv" else ([], fits_table(fits))
+    elif what == "steps":
+        rows, table = (steps_rows(sweeps, **kw), None) if fmt == "csv" else ([], Table(*steps_display(sweeps, **kw)))
     elif what == "crossovers":
         comps = compare_all(sweeps, metric, **kw)
         rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], crossovers_table(comps))

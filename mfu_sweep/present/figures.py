@@ -25,9 +25,11 @@ from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, p
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
 from mfu_sweep.present.fig_mfu import plot_mfu
 from mfu_sweep.present.fig_roofline import plot_roofline
+from mfu_sweep.present.fig_steps import figure_results, plot_time_to_steps
 from mfu_sweep.present.figure_choice import FigureChoice
 from mfu_sweep.present.group_metric import GroupMetrics
 from mfu_sweep.present.marks import mark_incomplete
+from mfu_sweep.present.report_steps import STEPS_FIGURE, family_workloads
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.theme import (
     BARS_PREFIX,
@@ -173,7 +175,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
     ``first-call`` (per dtype: time and ratio), ``speedup`` (where a device has
     both modes), ``heatmap-<label>-<dtype>-<mode>-k<k>`` (per measured m × n
-    grid), ``status`` (when any record is not ok), and a device x FLOP band heatmap
+    grid), ``status`` (when any record is not ok), ``time-to-steps`` (when the records hold a model family's
+    shapes, ``sweep --shapes llm:...``), and a device x FLOP band heatmap
     per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
     in ``boards`` (``leaderboard-<dtype>-<mode>``; none for a leaderboard that is a fleet's own, whose
     heatmap would be the same picture). ``fits``, ``comparisons`` and
@@ -240,6 +243,9 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
             plot_status(sweeps, ax=ax)
             figs["status"] = fig
+        steps = figure_results(shown) if "steps" in want else []
+        if steps:
+            figs[STEPS_FIGURE] = _panels(shown, lambda ax, r: plot_time_to_steps(r, colors=colors, ax=ax), steps)
     mark_incomplete(figs, sweeps)
     return figs
 
@@ -302,6 +308,8 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
                   if (label, dtype, mode) in have]
     if "status" in want and has_failures(sweeps):
         stems.append("status")
+    if "steps" in want and family_workloads(sweeps):
+        stems.append(STEPS_FIGURE)
     return stems
 
 

@@ -54,6 +54,7 @@ from mfu_sweep.present.report_numbers import (
     summaries_json,
 )
 from mfu_sweep.present.report_numbers import summaries as summarise_all
+from mfu_sweep.present.report_steps import steps_blocks, steps_json
 from mfu_sweep.present.report_text import caption, figure_metric, method_blocks
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, write_json_atomic
@@ -356,6 +357,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     blocks += board_blocks(analysis.leaderboards, (), figures, analysis.fleets)
     if analysis.comparisons or not analysis.leaderboards:
         blocks += comparison_blocks(analysis.comparisons, ())
+    blocks += steps_blocks(sweeps)
     blocks.append(Heading(2, "Figures"))
     if choice_note:
         blocks.append(Para(choice_note))
@@ -465,7 +467,7 @@ def _write_products(sweeps: Sequence[Sweep], out: Path, analysis: Analysis, y_sc
 
 
 def _write_analysis(path: Path, analysis: Analysis, sweeps: Sequence[Sweep]) -> None:
-    write_json_atomic(path, {**analysis_json(analysis), "machine": machine_json(sweeps)})
+    write_json_atomic(path, {**analysis_json(analysis), "machine": machine_json(sweeps), "steps": steps_json(sweeps)})
 
 
 def _figures_done(progress: Callable[[int, int], None] | None, before: int, n: int

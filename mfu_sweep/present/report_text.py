@@ -33,6 +33,11 @@ FIGURE_CAPTIONS = {
     "status": (
         "Status of every record by GEMM size: failures (timeout, oom, mismatch, error) stand out against grey "
         "ok dots."),
+    "time-to-steps": (
+        "Time to N steps against N (log-log), GEMMs only: one line per device, mode (eager solid, compile "
+        "dashed) and compile cache (markers filled: cold, hollow: warm), its 95% interval shaded; dotted "
+        "vertical lines: where the leader changes (compile against eager, and between devices), interval "
+        "shaded. A series that did not finish (a shape timed out or failed) has no line; the legend says so."),
     "heatmap": (
         "{metric} over the m × n grid at fixed k; grey cells failed (T/O timeout, OOM out of memory, ERR error, "
         "n/a unsupported)."),
