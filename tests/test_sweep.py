@@ -14,8 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
+from mfu_sweep.journal import journal_path
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.results import Sweep, load_sweeps, validate_file
+from mfu_sweep.results import ResultError, Sweep, load_sweeps, read_json, validate_file
 
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
@@ -25,7 +26,8 @@ def cli(*args: str, env: dict | None = None):
 
 
 def records(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["records"]
+    """The file's records as every reader sees them: with a running or killed sweep's journal folded in."""
+    return read_json(path)["records"]
 
 
 def test_in_process_sweep_end_to_end(tmp_path: Path) -> None:
@@ -194,7 +196,7 @@ def test_progress_into_a_file_is_plain_lines_never_frames(tmp_path: Path) -> Non
     assert proc.returncode == 0, log
     assert "\r" not in log
     lines = log.splitlines()
-    closing = [ln.split(",")[0] for ln in lines if ln.startswith("pass ") and ln.endswith(" s in all")]
+    closing = [ln.split(",")[0] for ln in lines if ln.startswith("pass ") and " s in all" in ln]
     assert closing == ["pass 1/2: 2/2 shapes", "pass 2/2: 2/2 shapes"]  # (a slow pass adds a line every 15 s)
     assert max(map(len, lines)) <= 300, max(lines, key=len)
 
@@ -220,19 +222,22 @@ def test_sigkill_parent_then_resume(tmp_path: Path) -> None:
         try:
             if len(records(out)) >= 2:
                 break
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        except (ResultError, KeyError):
             pass
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert out.exists(), (tmp_path / "log.txt").read_text()
-    before = records(out)  # the file is whole: atomic writes
+    assert json.loads(out.read_text())["records"] == []  # whole: written once at the start, records since journalled
+    assert journal_path(out).exists()
+    before = records(out)  # every finished record: the journal folded in
     assert 2 <= len(before) < len(shapes)
     res = run_cli_subprocess([*args, "--resume"], timeout=300)
     assert res.returncode == 0, res.stderr
     after = records(out)
     assert after[: len(before)] == before
     assert sorted(r["shape"]["m"] for r in after) == [64 + 32 * i for i in range(8)]
+    assert not journal_path(out).exists() and json.loads(out.read_text())["records"] == after  # folded at the end
 
 
 def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
@@ -304,7 +309,7 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
         try:
             if len(records(out)) == 2:
                 break
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        except (ResultError, KeyError):
             pass
         time.sleep(0.05)
     time.sleep(0.5)  # the worker is now hanging in the last shape
@@ -316,6 +321,7 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     assert "--resume" in err and str(out) in err
     assert [r["shape"]["m"] for r in records(out)] == [first, second]
     assert json.loads(out.read_text())["run"]["finished_at"] is None
+    assert not journal_path(out).exists()  # Ctrl-C folds the journal: the file stands alone
 
 
 def _default_labelled_sweep(tmp_path: Path, monkeypatch, cache: str, suffix: str) -> tuple[Path, Sweep]:

@@ -216,7 +216,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if dry_run:
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else 0,
+                      records_done(plan.output) if resume else [],
                       f"{device} (label {_default_output(device, label, cache).stem})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
@@ -248,6 +248,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
+    from mfu_sweep.measure.checkpoint import sweep_cost
+
+    cost = sweep_cost(result.records[bar.before:])
+    if cost.shapes:
+        click.echo(cost.line())
     cap = result.settings.get("memory_cap")
     if cap:
         one = len(cap["dropped"]) == 1
@@ -367,16 +372,21 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
+        self.left = 0  # shapes of the passes not started yet: the ETA counts them
+        self.before = 0  # records in the file before this run
 
     def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
         from mfu_sweep.progress import Progress
 
         self.close()
         desc = f"pass {index + 1}/{repeats}" if repeats > 1 else "sweep"
-        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True)
+        self.left = max(0, self.left - (todo or 0))
+        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True, after=self.left)
 
     def start(self, sweep: Any, total: int) -> None:
         import textwrap
+
+        self.left, self.before = total, len(sweep.records)
 
         line = f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}"
         click.echo(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False), err=True)
