@@ -5,20 +5,25 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
+from fractions import Fraction
 from functools import lru_cache
 
 SUMMED_MAX_N = 1023
-"""Largest n whose binomial tail is summed term by term in floating point (2.0**1024 overflows)."""
+"""Largest n whose binomial tail is summed term by term, in exact integers (the float sum of earlier versions
+overflowed at 2.0**1024; up to here both give the same indices)."""
 
 
 def _lower_summed(n: int, tail: float) -> int:
     """Largest k with P(X <= k) <= ``tail`` for X ~ binomial(n, 1/2), by summing the terms (0 when none is)."""
-    cdf, lower = 0.0, 0
+    num, den = Fraction(tail).as_integer_ratio()
+    bound = num << n  # P(X <= k) <= num/den  <=>  den * sum(comb(n, j) for j <= k) <= num * 2**n
+    term, cum, lower = 1, 0, 0
     for k in range(n):
-        cdf += math.comb(n, k) / 2.0**n
-        if cdf > tail:
+        cum += term
+        if den * cum > bound:
             break
         lower = k
+        term = term * (n - k) // (k + 1)  # comb(n, k + 1)
     return lower
 
 

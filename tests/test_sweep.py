@@ -209,37 +209,6 @@ def test_injected_oom_is_status_oom(tmp_path: Path) -> None:
     assert [r["status"] for r in records(out)] == ["oom", "ok"]
 
 
-def test_sigkill_parent_then_resume(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    shapes = [f"{64 + 32 * i}x{64 + 32 * i}x{64 + 32 * i}" for i in range(8)]
-    args = ["sweep", "--device", "cpu", "--budget-s", "0.3", "--quiet", "--repeats", "1", "-o", str(out)]
-    for s in shapes:
-        args += ["--shape", s]
-    log = (tmp_path / "log.txt").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=log, stderr=log)
-    deadline = time.time() + 300  # generous: two busy loops beside the suite slow the worker's start
-    while time.time() < deadline:
-        try:
-            if len(records(out)) >= 2:
-                break
-        except (ResultError, KeyError):
-            pass
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert out.exists(), (tmp_path / "log.txt").read_text()
-    assert json.loads(out.read_text())["records"] == []  # whole: written once at the start, records since journalled
-    assert journal_path(out).exists()
-    before = records(out)  # every finished record: the journal folded in
-    assert 2 <= len(before) < len(shapes)
-    res = run_cli_subprocess([*args, "--resume"], timeout=300)
-    assert res.returncode == 0, res.stderr
-    after = records(out)
-    assert after[: len(before)] == before
-    assert sorted(r["shape"]["m"] for r in after) == [64 + 32 * i for i in range(8)]
-    assert not journal_path(out).exists() and json.loads(out.read_text())["records"] == after  # folded at the end
-
-
 def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     res = cli("sweep", *FAST, "--isolate", "none", "--shape", "128x128x128", "--mode", "eager", "--mode", "compile",
