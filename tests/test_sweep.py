@@ -60,20 +60,6 @@ def test_square_family_default_output_path(tmp_path: Path) -> None:
     assert {r["family"] for r in records(files[0])} == {"square"}
 
 
-def test_resume_skips_finished(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    assert cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)).exit_code == 0
-    first = records(out)[0]
-    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "96x96x96", "-o", str(out),
-              "--resume")
-    assert res.exit_code == 0, res.output
-    recs = records(out)
-    assert [r["shape"]["m"] for r in recs] == [64, 96]
-    assert recs[0] == first, "a finished record must not be re-measured"
-    run = json.loads(out.read_text())["run"]
-    assert len(run["resumed_at"]) == len(run["resumed_argv"]) == 1
-
-
 def _bad(*args: str) -> str:
     res = CliRunner().invoke(main, list(args))
     assert res.exit_code != 0, res.output
@@ -400,3 +386,33 @@ def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
     assert status == "ok" and not [m for m in mods if m.startswith(("torch._dynamo", "torch._inductor.compile_fx",
                                                                       "torch.fx", "sympy"))], mods
     assert got["env"]["compile_init_s"] > 0 and "compile_init_error" not in got["env"]
+
+
+def test_a_resume_with_other_shapes_counts_what_the_file_holds_and_what_the_run_costs(tmp_path: Path) -> None:
+    """Issue 36: a file of 4 records resumed with 3 other shapes over its 2 passes is 6 measurements to make,
+    none of them in the file (not "4 already in the file ... each of 2"), and afterwards 10 planned, 10 held."""
+    out = tmp_path / "r.json"
+    res = cli("sweep", *FAST, "--isolate", "none", "--repeats", "2", "--shape", "64x64x64", "--shape", "96x96x96",
+              "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert "device time:" in res.output and "timing loops of 4 shapes" in res.output
+    assert "the sweep's own overhead: median" in res.output
+    recs = load_sweeps([out])[0].records
+    assert all(r.extra["worker_s"] >= r.extra["measure_wall_s"] and r.extra["overhead_s"] >= 0 for r in recs)
+    new = ["--shape", "32x32x32", "--shape", "48x48x48", "--shape", "80x80x80"]
+    res = cli("sweep", "--resume", "--dry-run", "-o", str(out), *new)
+    assert res.exit_code == 0, res.output
+    assert "6 measurements, none in the file yet; the file's 4 other records stay as they are\n" in res.output
+    assert "each of 6 measurements stops" in res.output
+    assert "device time" in res.output and "medians of the file's 4 records" in res.output
+    first = records(out)
+    res = cli("sweep", "--resume", "-o", str(out), *new)
+    assert res.exit_code == 0, res.output
+    assert records(out)[:4] == first, "a finished record must not be re-measured"
+    (sweep,) = load_sweeps([out])
+    assert sweep.run["planned"] == len(sweep.records) == 10
+    assert len(sweep.run["resumed_at"]) == len(sweep.run["resumed_argv"]) == 1
+    assert validate_file(out) == [] and cli("validate", str(out)).output.strip().endswith(": ok")
+    res = cli("sweep", "--resume", "--dry-run", "-o", str(out), "--shape", "32x32x32", "--shape", "64x64x64")
+    assert "4 measurements, 4 already in the file; the file's 6 other records stay as they are" in res.output
+    assert "estimated time: 0.0 s (nothing is left to measure" in res.output

@@ -104,6 +104,21 @@ def _key(task: Task) -> tuple[Hashable, ...]:
     return (task.shape, task.dtype, task.mode)  # Record.key of its records
 
 
+def _basis(tasks: Sequence[Task], todo: int, timing: TimingConfig, peaks: Mapping[str, float]) -> str:
+    """What the time rests on, in words."""
+    if not todo:
+        return "nothing is left to measure: every measurement is in the file"
+    each = "the one measurement stops" if todo == 1 else f"each of {todo} measurements stops"
+    basis = (f"cost model, not a measurement: {each} at its {timing.target_rel_ci:.0%} "
+             f"CI target (low) or its {timing.budget_s:g} s budget (high), plus first call, check and "
+             f"{WORKER_START_S:g} s per worker start")
+    if any(t.mode == "compile" for t in tasks):
+        basis += f", {COMPILE_S:g} s per compile"
+    known = [d for d in dict.fromkeys(t.dtype for t in tasks) if peaks.get(d)]
+    return basis + (f"; calls at {ASSUMED_FRACTION:.0%} of the peak of {', '.join(known)}" if known
+                    else "; peak unknown before the device opens, so call times count as zero")
+
+
 def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, peaks: Mapping[str, float],
                    isolate: str = "sweep", done: Collection[tuple[int, Hashable]] = frozenset(),
                    per_shape: PerShape | None = None) -> SweepEstimate:
@@ -122,20 +137,11 @@ def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, pe
     workers = {"shape": len(todo), "none": 1}.get(isolate, len({p for p, _ in todo})) if todo else 0
     around = workers * WORKER_START_S + len(todo) * (per_shape.setup_s + per_shape.overhead_s)
     flops = [t.shape.flops for t in tasks] or [0.0]
-    known = [d for d in dict.fromkeys(t.dtype for t in tasks) if peaks.get(d)]
-    each = "the one measurement stops" if len(todo) == 1 else f"each of {len(todo)} measurements stops"
-    basis = (f"cost model, not a measurement: {each} at its {timing.target_rel_ci:.0%} "
-             f"CI target (low) or its {timing.budget_s:g} s budget (high), plus first call, check and "
-             f"{WORKER_START_S:g} s per worker start")
-    if any(t.mode == "compile" for t in tasks):
-        basis += f", {COMPILE_S:g} s per compile"
-    basis += (f"; calls at {ASSUMED_FRACTION:.0%} of the peak of {', '.join(known)}" if known
-              else "; peak unknown before the device opens, so call times count as zero")
     return SweepEstimate(
         shapes=len({t.shape for t in tasks}), dtypes=tuple(dict.fromkeys(t.dtype for t in tasks)),
         modes=tuple(dict.fromkeys(t.mode for t in tasks)), passes=repeats, planned=len(slots),
         in_file=len(slots) - len(todo), kept=len(set(done) - {(p, _key(t)) for p, t in slots}),
         measurements=len(todo), workers=workers, min_flops=min(flops), max_flops=max(flops),
         device_low_s=device_low, device_high_s=device_high, low_s=device_low + around, high_s=device_high + around,
-        per_shape=per_shape, basis=basis,
+        per_shape=per_shape, basis=_basis(tasks, len(todo), timing, peaks),
     )
