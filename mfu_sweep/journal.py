@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,16 +143,19 @@ def discard(target: str | Path) -> None:
 class Journal:
     """The writer: :meth:`open` writes the header, :meth:`append` one synced line per record.
 
-    ``bytes`` and ``records`` count what was appended (``benchmarks/sweep_overhead.py`` reads them).
+    A line is written at once, so a killed sweep loses none (the kernel keeps what was written); its sync
+    to disk, which guards against a power cut and costs milliseconds, runs in the background while the
+    next shape is measured. The next :meth:`append` and :meth:`close` wait for it: one line at most is
+    written and not yet synced, and a failed sync is raised there, naming the journal.
     """
 
     def __init__(self, target: str | Path) -> None:
         self.target = Path(target)
         self.path = journal_path(self.target)
-        self.bytes = 0
-        self.records = 0
         self._fd: int | None = None
         self._size = 0
+        self._sync: threading.Thread | None = None
+        self._sync_error: OSError | None = None
 
     def open(self, run_id: str, base_records: int) -> Journal:
         """Start an empty journal extending a file of ``base_records`` records of run ``run_id``.
@@ -181,30 +185,58 @@ class Journal:
         return self
 
     def append(self, record: Mapping[str, Any]) -> int:
-        """Append one record and sync it to disk; returns the bytes written.
+        """Append one record and start its sync to disk; returns the bytes written.
 
         A failed write (a full disk) is cut back off, so the journal never holds
         half a line before a whole one; the OSError names the journal.
         """
         if self._fd is None:
             raise RuntimeError("journal not open")
+        self._wait()
         line = dumps({"record": record}) + b"\n"
         try:
             _write_all(self._fd, line)
-            os.fdatasync(self._fd)  # the data and the file's new size: what a reader after a crash needs
         except OSError as exc:
             try:
                 os.ftruncate(self._fd, self._size)
             except OSError:
                 pass  # a reader drops a cut-short last line anyway
-            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+            raise self._named(exc) from exc
         self._size += len(line)
-        self.bytes += len(line)
-        self.records += 1
+        self._sync = threading.Thread(target=self._datasync, args=(self._fd,), name="journal-sync", daemon=True)
+        self._sync.start()
         return len(line)
 
-    def close(self) -> None:
-        if self._fd is not None:
+    def _datasync(self, fd: int) -> None:
+        try:
+            os.fdatasync(fd)  # the data and the file's new size: what a reader after a power cut needs
+        except OSError as exc:
+            self._sync_error = exc
+
+    def _wait(self) -> None:
+        """The last line's sync has finished; raise its error, if any."""
+        if self._sync is not None:
+            self._sync.join()
+            self._sync = None
+        if self._sync_error is not None:
+            exc, self._sync_error = self._sync_error, None
+            raise self._named(exc) from exc
+
+    def _named(self, exc: OSError) -> OSError:
+        return OSError(exc.errno, exc.strerror, str(self.path))
+
+    def close(self, check: bool = True) -> None:
+        """Wait for the last sync and close the file. A failed sync is raised only with ``check``: after a fold
+        the records are in the result file, written whole and synced, and the journal's own sync no longer
+        matters; after an error the first error is the one to report."""
+        if self._fd is None:
+            return
+        try:
+            if not check and self._sync is not None:
+                self._sync.join()
+                self._sync_error = None
+            self._wait()
+        finally:
             os.close(self._fd)
             self._fd = None
 

@@ -102,22 +102,38 @@ def test_a_broken_line_before_the_last_is_an_error_naming_the_journal_and_line(t
         parse_journal(path, b'{"journal": "mfu-sweep", "format": 2}\n')
 
 
-def test_a_failed_append_is_cut_back_and_names_the_journal(tmp_path: Path, monkeypatch) -> None:
-    """A full disk mid-line: the half line is cut off, so the journal still reads (and the error names it)."""
+def test_a_failed_write_is_cut_back_and_a_failed_sync_is_raised_naming_the_journal(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    """A full disk in the middle of a line: the half line is cut off, so the journal still reads. A sync that
+    fails in the background is raised by the next append (or the close), naming the journal."""
     path, doc, extra = journalled(tmp_path, lines=1)
     journal = Journal(path)
     journal.open(doc["run"]["id"], len(doc["records"]))
     journal.append(extra[0])
+    real_write, calls = os.write, []
 
-    def full(fd: int) -> None:
+    def half_then_full(fd: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(fd, bytes(data[: len(data) // 2]))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("mfu_sweep.journal.os.fdatasync", full)
+    monkeypatch.setattr("mfu_sweep.journal.os.write", half_then_full)
     with pytest.raises(OSError, match="No space left") as err:
+        journal.append(extra[0])
+    assert err.value.filename == str(journal_path(path)) and len(calls) == 2
+    assert read_json(path)["records"] == doc["records"] + extra  # the half line is gone
+    monkeypatch.setattr("mfu_sweep.journal.os.write", real_write)
+
+    def failed_sync(fd: int) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("mfu_sweep.journal.os.fdatasync", failed_sync)
+    journal.append(extra[0])  # written; its sync fails in the background
+    with pytest.raises(OSError, match="Input/output error") as err:
         journal.append(extra[0])
     assert err.value.filename == str(journal_path(path))
     journal.close()
-    assert read_json(path)["records"] == doc["records"] + extra
 
 
 def test_the_checkpoint_writes_one_line_per_record_whatever_the_file_holds(tmp_path: Path) -> None:

@@ -54,12 +54,13 @@ class Checkpoint:
     def finish(self, sweep: Sweep) -> None:
         """Fold: write ``sweep`` (every record) whole and remove the journal."""
         save_sweep(self.path, sweep)
-        self.close()
+        self.close(check=False)  # the file holds every record, synced: the journal's last sync no longer matters
 
-    def close(self) -> None:
+    def close(self, check: bool = True) -> None:
+        """Close the journal (``mfu_sweep.journal.Journal.close``); it stays beside the file unless folded."""
         if self.journal is not None:
-            self.journal.close()
-            self.journal = None
+            journal, self.journal = self.journal, None
+            journal.close(check)
 
 
 @dataclass

@@ -485,4 +485,4 @@ def _fold_on_the_way_out(checkpoint: Checkpoint, sweep: Sweep) -> None:
     try:
         checkpoint.finish(sweep)
     except OSError:
-        pass  # the first error is the one to report; nothing is lost
+        checkpoint.close(check=False)  # the first error is the one to report; nothing is lost
