@@ -34,6 +34,12 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   gives them (one GPU, not a kind); files written before carry neither field, so
   their fingerprints are unchanged.
 
+* 1, added — records of a sweep carry ``worker_s`` (the worker's time on the
+  shape) and ``overhead_s`` (the sweep's own time beside it). While a sweep
+  runs, records since its start are lines of a journal beside the file
+  (``mfu_sweep.journal``), which :func:`read_json` folds in; the folded
+  document is a version-1 file like any other.
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.

@@ -316,11 +316,15 @@ def test_run_argv_is_this_invocation_not_the_host_program(tmp_path: Path) -> Non
 
 
 def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
-    """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py)."""
+    """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py).
+    Also on --resume -o FILE, which once imported torch to name the default output it did not need."""
+    out = str(tmp_path / "r.json")
     code = ("import sys; from mfu_sweep.cli import main; "
             f"main(['sweep', '--device', 'cpu', '--quiet', '--budget-s', '0.05', '--repeats', '2', "
             f"'--shape', '64x64x64', "
-            f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {str(tmp_path / 'r.json')!r}], "
+            f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {out!r}], "
+            "standalone_mode=False); "
+            f"main(['sweep', '--resume', '--quiet', '--shape', '64x64x64', '--shape', '80x80x80', '-o', {out!r}], "
             "standalone_mode=False); "
             "assert 'torch' not in sys.modules, 'the sweep parent imported torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

@@ -99,8 +99,9 @@ def _range_default(end: int) -> str:
                    "every row may add passes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file (not with --resume).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the shapes, passes, output and an estimated time (cost model), then exit without "
-                   "opening the device.")
+              help="Print the shapes, passes, output and the estimated device and wall time (cost model; with "
+                   "--resume, what is left and the file's own overhead per shape), then exit without opening the "
+                   "device.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--shard", default=None, metavar="I/N",
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
@@ -133,8 +134,10 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
-    The file is rewritten atomically after every shape; an interrupted sweep
-    continues with --resume.
+    The file is written whole when the run starts and ends, and every finished
+    shape is a line of its journal (.FILE.journal) in between, which every command
+    reads; an interrupted sweep continues with --resume. The sweep ends with its
+    device time and its own overhead per shape.
 
     \b
     Example:
@@ -168,7 +171,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
     if resume:
         ctx = click.get_current_context()
-        params = resumed_params(ctx, output, _default_output(device, label, cache))
+        params = resumed_params(ctx, output, Path(output) if output else _default_output(device, label, cache))
         if params is not None:
             return ctx.invoke(ctx.command, **params)
     loop = loop_settings(refine_against, until, refine_budget, refine_pair)
