@@ -29,8 +29,9 @@ ASSUMED_FRACTION = 0.5  # of the peak; the default CPU sweep reaches 20-60% of i
 WORKER_START_S = 3.0  # a fresh worker imports torch: 2-4 s on this project's 2-core VMs
 COMPILE_S = 10.0  # torch.compile of one shape (inductor on a CPU: 5-20 s)
 CALLS_OUTSIDE_SAMPLES = 3  # the first call and the float64 check (about two calls' time)
-# Medians per shape in benchmarks/sweep_overhead.py (tiny CPU shapes, 2-core VM, loaded by other work):
-SETUP_S = 0.1  # the worker's time on a shape outside its timing loop (inputs, check): worker_s - measure_wall_s
+# Medians per shape in benchmarks/sweep_overhead.py (tiny CPU shapes, 2-core VM at load average 8-11):
+SETUP_S = 0.02  # the worker's time on a shape outside its timing loop (inputs, check): worker_s - measure_wall_s;
+# a lower bound: larger shapes allocate and fill more operand sets (192^3-512^3 fp32: 1-2 s under that load)
 SWEEP_OVERHEAD_S = 0.015  # the parent's own time per shape (overhead_s): pipe, machine reading, journal line
 
 
@@ -54,7 +55,8 @@ def measured_costs(records: Iterable[Record]) -> PerShape:
         if overhead is not None:
             overheads.append(float(overhead))
     if not overheads:
-        return PerShape(SETUP_S, SWEEP_OVERHEAD_S, "benchmarks/sweep_overhead.py on a 2-core VM")
+        return PerShape(SETUP_S, SWEEP_OVERHEAD_S, "benchmarks/sweep_overhead.py, tiny CPU shapes: larger ones "
+                        "spend more on inputs; a resumed file's own medians replace these")
     return PerShape(statistics.median(setups) if setups else SETUP_S, statistics.median(overheads),
                     f"medians of the file's {len(overheads)} records that have them")
 
