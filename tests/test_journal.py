@@ -167,15 +167,20 @@ def _big_file(tmp_path: Path, n: int) -> Path:
     """A real one-shape sweep of this CPU, its record copied under ``n`` - 1 other shapes (SYNTHETIC padding).
 
     Run through the library in this process with the machine watch off (no clock probe: seconds saved);
-    its stored command says ``--isolate none``, so its resumes run in one process too.
+    its stored command says ``--isolate none``, so its resumes run in one process too, and names this
+    process's torch thread count (another in-process test may have set it), which the device's
+    fingerprint holds and the resumes must match.
     """
+    import torch
+
     path = tmp_path / "big.json"
-    timing = TimingConfig(budget_s=0.02, max_samples=5)
+    timing, threads = TimingConfig(budget_s=0.02, max_samples=5), torch.get_num_threads()
     argv = ["mfu-sweep", "sweep", "--device", "cpu", "--isolate", "none", "--repeats", "1", "--budget-s", "0.02",
-            "--max-samples", "5", "--shape", "64x64x64", "-o", str(path)]
+            "--max-samples", "5", "--threads", str(threads), "--shape", "64x64x64", "-o", str(path)]
     tasks = make_tasks([(parse_shape("64x64x64"), "custom")], ["fp32"], ["eager"], timing=timing)
     run_sweep(SweepPlan(device="cpu", tasks=tasks, output=path, isolate="none", argv=argv, watch=False,
-                        settings={"seed": 0, "timing": vars(timing), "dtypes": ["fp32"], "modes": ["eager"]}))
+                        settings={"seed": 0, "timing": vars(timing), "dtypes": ["fp32"], "modes": ["eager"],
+                                  "threads": threads}))
     doc = json.loads(path.read_text())
     (rec,) = doc["records"]
     doc["records"] += [dict(copy.deepcopy(rec), shape={"batch": 1, "m": 16 * i, "n": 16, "k": 16})
@@ -204,6 +209,7 @@ def test_sigkill_during_a_resume_of_a_big_file_then_a_second_resume_completes_it
                 break  # the header and three records (reading the journal alone leaves the cores to the sweep)
             time.sleep(0.05)
         time.sleep(0.3)  # now hanging in the fourth shape
+        assert proc.poll() is None, (tmp_path / "log.txt").read_text()
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert journal_path(path).exists(), (tmp_path / "log.txt").read_text()
