@@ -150,8 +150,7 @@ class Journal:
     """
 
     def __init__(self, target: str | Path) -> None:
-        self.target = Path(target)
-        self.path = journal_path(self.target)
+        self.path = journal_path(target)
         self._fd: int | None = None
         self._size = 0
         self._sync: threading.Thread | None = None

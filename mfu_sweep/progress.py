@@ -100,7 +100,7 @@ class Progress:
         if self.bar is not None:
             eta = self.eta_text() if self.after else ""  # the bar shows this step's own rate and time left
             if note or eta:
-                self.bar.set_postfix_str(", ".join(x for x in (note, eta and f"all {eta}") if x))
+                self.bar.set_postfix_str(", ".join(x for x in (note, eta and f"{eta} in all") if x))
             self.bar.update(n)
         elif not self.quiet and self.clock() - self.last_line >= self.every_s:
             self._line()
