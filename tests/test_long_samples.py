@@ -94,11 +94,23 @@ def test_export_and_report_take_1024_and_100000_samples_per_shape(tmp_path: Path
 
 
 def test_a_real_sweep_takes_1024_samples_of_a_shape(tmp_path: Path) -> None:
-    """A real CPU shape timed 1,024 times (blocks of ~2 ms: a few seconds), its interval the exact quantile's."""
+    """A real CPU shape timed 1,024 times (blocks of ~2 ms: a few seconds), its interval the exact quantile's.
+
+    One thread: two threads of one small GEMM wait for each other at every call, which on a machine busy
+    with other work stretches each ~2 ms block to tens of ms (a 64 s test where 4 s do). In this process
+    (``--isolate none``), so torch's thread count is put back afterwards for the tests that follow.
+    """
+    import torch
+
     out = tmp_path / "long.json"
-    res = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--isolate", "none", "--quiet", "--repeats", "1",
-                                    "--shape", "64x64x64", "--min-samples", "1024", "--max-samples", "1024",
-                                    "--target-ci", "1e-9", "--budget-s", "600", "--no-check", "-o", str(out)])
+    threads = torch.get_num_threads()
+    try:
+        res = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--isolate", "none", "--quiet", "--repeats",
+                                        "1", "--threads", "1", "--shape", "64x64x64", "--min-samples", "1024",
+                                        "--max-samples", "1024", "--target-ci", "1e-9", "--budget-s", "600",
+                                        "--no-check", "-o", str(out)])
+    finally:
+        torch.set_num_threads(threads)
     assert res.exit_code == 0, res.output
     (rec,) = json.loads(out.read_text())["records"]
     assert len(rec["samples_s"]) == 1024 and rec["stop_reason"] == "max_samples"
