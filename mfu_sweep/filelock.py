@@ -9,6 +9,10 @@ lock file left by a killed process is *stale*: the next writer takes it over and
 started ...: that process is gone; taken over``). The lock file is removed on
 release.
 
+A running sweep's journal (``.a.json.journal``, :mod:`mfu_sweep.journal`) is
+covered by the same lock: only the holder appends to it or folds it; readers
+take no lock and fold what they find.
+
 The lock is advisory: it stops mfu-sweep writers (sweep, ``--resume``,
 ``merge -o``, ``import -o``, ``ceilings --into``), not other programs. On a
 network file system ``flock`` works across hosts only where the file system

@@ -62,13 +62,17 @@ class Progress:
         Force the terminal (bar) or log (lines) mode; by default ``stream.isatty()``.
     clock:
         Seconds, monotonic (a test passes a fake one).
+    after:
+        Units of work that follow this step (a sweep's later passes): the ETA counts them at this
+        step's rate.
     """
 
     def __init__(self, desc: str = "", total: int | None = None, *, unit: str = "step", units: str | None = None,
                  stream: IO[str] | None = None, quiet: bool = False, every_s: float = PLAIN_EVERY_S,
                  close_line: bool = False, terminal: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, after: int = 0) -> None:
         self.desc, self.total, self.unit, self.units = desc, total, unit, units or f"{unit}s"
+        self.after = after
         self.stream = stream if stream is not None else sys.stderr
         self.quiet, self.every_s, self.close_line, self.clock = quiet, every_s, close_line, clock
         self.done = 0
@@ -94,8 +98,9 @@ class Progress:
         self.done += n
         self.note = note
         if self.bar is not None:
-            if note:
-                self.bar.set_postfix_str(note)
+            eta = self.eta_text() if self.after else ""  # the bar shows this step's own rate and time left
+            if note or eta:
+                self.bar.set_postfix_str(", ".join(x for x in (note, eta and f"{eta} in all") if x))
             self.bar.update(n)
         elif not self.quiet and self.clock() - self.last_line >= self.every_s:
             self._line()
@@ -116,8 +121,24 @@ class Progress:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def rate_text(self) -> str:
+        """How fast units finish: ``2.5 shapes/s``, or ``3.1 s per shape`` below one a second ("" before any)."""
+        elapsed = self.clock() - self.started
+        if not self.done or elapsed <= 0:
+            return ""
+        rate = self.done / elapsed
+        return f"{rate:.3g} {self.units}/s" if rate >= 1 else f"{1 / rate:.3g} s per {self.unit}"
+
+    def eta_text(self) -> str:
+        """Time left at this step's rate, with the work that follows it: ``ETA 3.2 min`` ("" when unknown)."""
+        elapsed = self.clock() - self.started
+        if self.total is None or not self.done or elapsed <= 0:
+            return ""
+        left = max(0, self.total - self.done) + self.after
+        return f"ETA {format_duration(left * elapsed / self.done)}" if left else ""
+
     def line_text(self, closing: bool = False) -> str:
-        """The plain line for now: ``desc: done/total units[, note][, what ran], N s``."""
+        """The plain line for now: ``desc: done/total units[, note][, what ran], N s[, rate][, ETA]``."""
         units = self.unit if (self.done if self.total is None else self.total) == 1 else self.units
         count = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}"
         parts = [f"{self.desc}: {count} {units}".lstrip(": ")]
@@ -126,6 +147,7 @@ class Progress:
         if self.note:
             parts.append(self.note)
         parts.append(f"{self.clock() - self.started:.0f} s" + (" in all" if closing else ""))
+        parts += [x for x in (self.rate_text(), self.eta_text()) if x]
         text = ", ".join(parts)
         return text if len(text) <= MAX_LINE else text[:MAX_LINE - 3] + "..."
 
@@ -134,3 +156,14 @@ class Progress:
         self.stream.flush()
         self.lines += 1
         self.last_line = self.clock()
+
+
+def format_duration(seconds: float) -> str:
+    """``0.4 s``, ``45 s``, ``3.2 min``, ``1.5 h``."""
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

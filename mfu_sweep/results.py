@@ -34,6 +34,12 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   gives them (one GPU, not a kind); files written before carry neither field, so
   their fingerprints are unchanged.
 
+* 1, added — records of a sweep carry ``worker_s`` (the worker's time on the
+  shape) and ``overhead_s`` (the sweep's own time beside it). While a sweep
+  runs, records since its start are lines of a journal beside the file
+  (``mfu_sweep.journal``), which :func:`read_json` folds in; the folded
+  document is a version-1 file like any other.
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.
@@ -42,7 +48,6 @@ versions with a message naming the file and the version.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import tempfile
@@ -53,6 +58,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep import journal, jsonio
 from mfu_sweep.foreign import hint as foreign_hint
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.specs import Peak
@@ -364,6 +370,14 @@ def _not_a_sweep(path: Path, data: bytes) -> ResultError:
 
 
 def read_json(path: str | Path) -> Any:
+    """The parsed JSON of ``path``; a sweep with a journal (a running or killed sweep) with its records folded in."""
+    try:
+        return journal.fold(path, _read_json_file(path))
+    except journal.JournalError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def _read_json_file(path: str | Path) -> Any:
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -408,21 +422,10 @@ def validate_file(path: str | Path) -> list[str]:
     return _schema_errors(data)
 
 
-def _clean(value: Any) -> Any:
-    """Replace non-finite floats by None so the JSON stays standard."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never half of one."""
-    # dumps, not dump: the same text, without a write call per token (an analysis.json has millions)
-    _write_atomic(path, lambda fh: fh.write(json.dumps(_clean(data), indent=1, allow_nan=False) + "\n"))
+    """Write JSON so that readers see the old file or the new one, never half of one (non-finite floats as null)."""
+    text = jsonio.dumps(data, indent=True) + b"\n"  # orjson: a 10,000-record sweep in a tenth of json's time
+    _write_atomic(path, lambda fh: fh.write(text), binary=True)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
@@ -430,13 +433,13 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     _write_atomic(path, lambda fh: fh.write(text))
 
 
-def _write_atomic(path: str | Path, write: Callable[[Any], Any]) -> None:
+def _write_atomic(path: str | Path, write: Callable[[Any], Any], binary: bool = False) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "wb" if binary else "w") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
@@ -458,7 +461,9 @@ def _umask() -> int:
 
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:
+    """Write ``sweep`` whole to ``path`` (atomically), then remove the journal it supersedes (``mfu_sweep.journal``)."""
     write_json_atomic(path, sweep.to_json())
+    journal.discard(path)
 
 
 # --------------------------------------------------------------------------- picking records

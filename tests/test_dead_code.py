@@ -25,7 +25,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("measure/backends/neuron.py", "NeuronBackend"): "looked up by device name in backends/__init__.py",
     ("analysis/verdicts/comparison.py", "verdict_method"): "field written to --json through dataclasses.asdict",
     ("analysis/verdicts/comparison.py", "trend_ratio"): "field written to --json through dataclasses.asdict",
-    ("measure/estimate.py", "measurements"): "field of the --dry-run estimate, printed through asdict",
     ("specs/__init__.py", "vendor_url"): "field read from chips.toml; the specs table's citation",
     ("workflow/loop.py", "shape_files"): "field of the loop's result: the shape file of every round",
     ("models.py", "tie_word_embeddings"): "field read from models.toml (config.json's own key)",

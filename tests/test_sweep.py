@@ -14,8 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
+from mfu_sweep.journal import journal_path
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.results import Sweep, load_sweeps, validate_file
+from mfu_sweep.results import ResultError, Sweep, load_sweeps, read_json, validate_file
 
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
@@ -25,7 +26,8 @@ def cli(*args: str, env: dict | None = None):
 
 
 def records(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["records"]
+    """The file's records as every reader sees them: with a running or killed sweep's journal folded in."""
+    return read_json(path)["records"]
 
 
 def test_in_process_sweep_end_to_end(tmp_path: Path) -> None:
@@ -56,20 +58,6 @@ def test_square_family_default_output_path(tmp_path: Path) -> None:
     files = list(Path("sweeps").glob("*.json"))
     assert len(files) == 1 and files[0].stem.endswith("-cpu")
     assert {r["family"] for r in records(files[0])} == {"square"}
-
-
-def test_resume_skips_finished(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    assert cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "-o", str(out)).exit_code == 0
-    first = records(out)[0]
-    res = cli("sweep", *FAST, "--isolate", "none", "--shape", "64x64x64", "--shape", "96x96x96", "-o", str(out),
-              "--resume")
-    assert res.exit_code == 0, res.output
-    recs = records(out)
-    assert [r["shape"]["m"] for r in recs] == [64, 96]
-    assert recs[0] == first, "a finished record must not be re-measured"
-    run = json.loads(out.read_text())["run"]
-    assert len(run["resumed_at"]) == len(run["resumed_argv"]) == 1
 
 
 def _bad(*args: str) -> str:
@@ -194,7 +182,7 @@ def test_progress_into_a_file_is_plain_lines_never_frames(tmp_path: Path) -> Non
     assert proc.returncode == 0, log
     assert "\r" not in log
     lines = log.splitlines()
-    closing = [ln.split(",")[0] for ln in lines if ln.startswith("pass ") and ln.endswith(" s in all")]
+    closing = [ln.split(",")[0] for ln in lines if ln.startswith("pass ") and " s in all" in ln]
     assert closing == ["pass 1/2: 2/2 shapes", "pass 2/2: 2/2 shapes"]  # (a slow pass adds a line every 15 s)
     assert max(map(len, lines)) <= 300, max(lines, key=len)
 
@@ -205,34 +193,6 @@ def test_injected_oom_is_status_oom(tmp_path: Path) -> None:
               env={"MFU_SWEEP_TEST_FAULT": "oom:64x64x64"})
     assert res.exit_code == 0
     assert [r["status"] for r in records(out)] == ["oom", "ok"]
-
-
-def test_sigkill_parent_then_resume(tmp_path: Path) -> None:
-    out = tmp_path / "r.json"
-    shapes = [f"{64 + 32 * i}x{64 + 32 * i}x{64 + 32 * i}" for i in range(8)]
-    args = ["sweep", "--device", "cpu", "--budget-s", "0.3", "--quiet", "--repeats", "1", "-o", str(out)]
-    for s in shapes:
-        args += ["--shape", s]
-    log = (tmp_path / "log.txt").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "mfu_sweep", *args], stdout=log, stderr=log)
-    deadline = time.time() + 300  # generous: two busy loops beside the suite slow the worker's start
-    while time.time() < deadline:
-        try:
-            if len(records(out)) >= 2:
-                break
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
-            pass
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert out.exists(), (tmp_path / "log.txt").read_text()
-    before = records(out)  # the file is whole: atomic writes
-    assert 2 <= len(before) < len(shapes)
-    res = run_cli_subprocess([*args, "--resume"], timeout=300)
-    assert res.returncode == 0, res.stderr
-    after = records(out)
-    assert after[: len(before)] == before
-    assert sorted(r["shape"]["m"] for r in after) == [64 + 32 * i for i in range(8)]
 
 
 def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
@@ -304,7 +264,7 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
         try:
             if len(records(out)) == 2:
                 break
-        except (FileNotFoundError, json.JSONDecodeError, KeyError):
+        except (ResultError, KeyError):
             pass
         time.sleep(0.05)
     time.sleep(0.5)  # the worker is now hanging in the last shape
@@ -316,6 +276,7 @@ def test_ctrl_c_abandons_the_shape_in_flight_and_says_how_to_resume(tmp_path: Pa
     assert "--resume" in err and str(out) in err
     assert [r["shape"]["m"] for r in records(out)] == [first, second]
     assert json.loads(out.read_text())["run"]["finished_at"] is None
+    assert not journal_path(out).exists()  # Ctrl-C folds the journal: the file stands alone
 
 
 def _default_labelled_sweep(tmp_path: Path, monkeypatch, cache: str, suffix: str) -> tuple[Path, Sweep]:
@@ -355,11 +316,15 @@ def test_run_argv_is_this_invocation_not_the_host_program(tmp_path: Path) -> Non
 
 
 def test_sweep_parent_process_never_imports_torch(tmp_path: Path) -> None:
-    """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py)."""
+    """The parent only schedules and writes; torch belongs to the worker (benchmarks/isolation_overhead.py).
+    Also on --resume -o FILE, which once imported torch to name the default output it did not need."""
+    out = str(tmp_path / "r.json")
     code = ("import sys; from mfu_sweep.cli import main; "
             f"main(['sweep', '--device', 'cpu', '--quiet', '--budget-s', '0.05', '--repeats', '2', "
             f"'--shape', '64x64x64', "
-            f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {str(tmp_path / 'r.json')!r}], "
+            f"'--timer', 'auto', '--soak', '0', '--threads', '1', '-o', {out!r}], "
+            "standalone_mode=False); "
+            f"main(['sweep', '--resume', '--quiet', '--shape', '64x64x64', '--shape', '80x80x80', '-o', {out!r}], "
             "standalone_mode=False); "
             "assert 'torch' not in sys.modules, 'the sweep parent imported torch'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
@@ -425,3 +390,33 @@ def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
     assert status == "ok" and not [m for m in mods if m.startswith(("torch._dynamo", "torch._inductor.compile_fx",
                                                                       "torch.fx", "sympy"))], mods
     assert got["env"]["compile_init_s"] > 0 and "compile_init_error" not in got["env"]
+
+
+def test_a_resume_with_other_shapes_counts_what_the_file_holds_and_what_the_run_costs(tmp_path: Path) -> None:
+    """Issue 36: a file of 4 records resumed with 3 other shapes over its 2 passes is 6 measurements to make,
+    none of them in the file (not "4 already in the file ... each of 2"), and afterwards 10 planned, 10 held."""
+    out = tmp_path / "r.json"
+    res = cli("sweep", *FAST, "--isolate", "none", "--repeats", "2", "--shape", "64x64x64", "--shape", "96x96x96",
+              "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert "device time:" in res.output and "timing loops of 4 shapes" in res.output
+    assert "the sweep's own overhead: median" in res.output
+    recs = load_sweeps([out])[0].records
+    assert all(r.extra["worker_s"] >= r.extra["measure_wall_s"] and r.extra["overhead_s"] >= 0 for r in recs)
+    new = ["--shape", "32x32x32", "--shape", "48x48x48", "--shape", "80x80x80"]
+    res = cli("sweep", "--resume", "--dry-run", "-o", str(out), *new)
+    assert res.exit_code == 0, res.output
+    assert "6 measurements, none in the file yet; the file's 4 other records stay as they are\n" in res.output
+    assert "each of 6 measurements stops" in res.output
+    assert "device time" in res.output and "medians of the file's 4 records" in res.output
+    first = records(out)
+    res = cli("sweep", "--resume", "-o", str(out), *new)
+    assert res.exit_code == 0, res.output
+    assert records(out)[:4] == first, "a finished record must not be re-measured"
+    (sweep,) = load_sweeps([out])
+    assert sweep.run["planned"] == len(sweep.records) == 10
+    assert len(sweep.run["resumed_at"]) == len(sweep.run["resumed_argv"]) == 1
+    assert validate_file(out) == [] and cli("validate", str(out)).output.strip().endswith(": ok")
+    res = cli("sweep", "--resume", "--dry-run", "-o", str(out), "--shape", "32x32x32", "--shape", "64x64x64")
+    assert "4 measurements, 4 already in the file; the file's 6 other records stay as they are" in res.output
+    assert "estimated time: 0.0 s (nothing is left to measure" in res.output

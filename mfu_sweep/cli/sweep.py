@@ -109,8 +109,9 @@ def _range_default(end: int) -> str:
                    "every row may add passes.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file (not with --resume).")
 @click.option("--dry-run", is_flag=True,
-              help="Print the shapes, passes, output and an estimated time (cost model), then exit without "
-                   "opening the device.")
+              help="Print the shapes, passes, output and the estimated device and wall time (cost model; with "
+                   "--resume, what is left and the file's own overhead per shape), then exit without opening the "
+                   "device.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--shard", default=None, metavar="I/N",
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
@@ -143,8 +144,10 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
 
-    The file is rewritten atomically after every shape; an interrupted sweep
-    continues with --resume.
+    The file is written whole when the run starts and ends, and every finished
+    shape is a line of its journal (.FILE.journal) in between, which every command
+    reads; an interrupted sweep continues with --resume. The sweep ends with its
+    device time and its own overhead per shape.
 
     \b
     Example:
@@ -179,7 +182,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
     if resume:
         ctx = click.get_current_context()
-        params = resumed_params(ctx, output, _default_output(device, label, cache))
+        params = resumed_params(ctx, output, Path(output) if output else _default_output(device, label, cache))
         if params is not None:
             return ctx.invoke(ctx.command, **params)
     loop = loop_settings(refine_against, until, refine_budget, refine_pair)
@@ -227,7 +230,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if dry_run:
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else 0,
+                      records_done(plan.output) if resume else [],
                       f"{device} (label {label if label is not None else _default_output(device, label, cache).stem})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
@@ -259,6 +262,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
+    from mfu_sweep.measure.checkpoint import sweep_cost
+
+    cost = sweep_cost(result.records[bar.before:])
+    if cost.shapes:
+        click.echo(cost.line())
     cap = result.settings.get("memory_cap")
     if cap:
         one = len(cap["dropped"]) == 1
@@ -380,16 +388,21 @@ class _Progress:
     def __init__(self, quiet: bool) -> None:
         self.quiet = quiet
         self.bar: Any = None
+        self.left = 0  # shapes of the passes not started yet: the ETA counts them
+        self.before = 0  # records in the file before this run
 
     def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
         from mfu_sweep.progress import Progress
 
         self.close()
         desc = f"pass {index + 1}/{repeats}" if repeats > 1 else "sweep"
-        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True)
+        self.left = max(0, self.left - (todo or 0))
+        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True, after=self.left)
 
     def start(self, sweep: Any, total: int) -> None:
         import textwrap
+
+        self.left, self.before = total, len(sweep.records)
 
         line = f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}"
         click.echo(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False), err=True)

@@ -119,12 +119,17 @@ def resumed_params(ctx: click.Context, output: str | None, default_output: Path)
 
 
 def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str, output: Path, peaks: dict[str, float],
-                  done: int, device: str) -> None:
-    """The ``--dry-run`` report: device, shapes, passes, output and the estimated time."""
-    from mfu_sweep.measure.estimate import estimate_sweep, format_duration
+                  records: Sequence[Any], device: str) -> None:
+    """The ``--dry-run`` report: device, shapes, passes, output, the device time and the wall time.
+
+    ``records``: those of the file a ``--resume`` continues (none for a new file): what the plan
+    finds done there, and the per-shape costs they measured.
+    """
+    from mfu_sweep.measure.estimate import estimate_sweep, measured_costs
     from mfu_sweep.text import counted
 
-    est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done)
+    done = {(r.run_pass, r.key) for r in records}
+    est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done, measured_costs(records))
     shapes = list(dict.fromkeys(str(t.shape) for t in tasks))
     shown = ", ".join(shapes[:12]) + (f", ... and {len(shapes) - 12} more" if len(shapes) > 12 else "")
     click.echo("dry run: nothing is measured or written")
@@ -133,11 +138,25 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
     click.echo(f"shapes: {est.shapes} ({flops} FLOP): {shown}")
     click.echo(f"dtypes: {', '.join(est.dtypes)}; modes: {', '.join(est.modes)}")
     order = ("" if len(tasks) < 2 else ", each in its own shuffled order" if repeats > 1 else ", in a shuffled order")
+    found = (f", {est.in_file} already in the file" if est.in_file else ", none in the file yet" if records else "")
+    kept = f"; the file's {counted(est.kept, 'other record')} stay as they are" if est.kept else ""
     click.echo(f"passes: {repeats} over the {'shapes' if est.shapes > 1 else 'shape'}{order}: "
-               f"{counted(len(tasks) * repeats, 'measurement')}" + (f", {done} already in the file" if done else ""))
+               f"{counted(est.planned, 'measurement')}{found}{kept}")
     click.echo(f"output: {output}")
-    low, high = format_duration(est.low_s), format_duration(est.high_s)
-    click.echo(f"estimated time: {low if low == high else f'{low} to {high}'} ({est.basis})")
+    click.echo(f"estimated time: {_time_range(est.low_s, est.high_s)} ({est.basis})")
+    if est.measurements:
+        each = est.per_shape
+        click.echo(f"  device time {_time_range(est.device_low_s, est.device_high_s)} (first calls, "
+                   f"warm-up, timing loops); around it {counted(est.workers, 'worker start')}, and per shape "
+                   f"{each.setup_s * 1e3:.0f} ms of inputs and check and {each.overhead_s * 1e3:.0f} ms of the "
+                   f"sweep's own overhead ({each.basis})")
+
+
+def _time_range(low: float, high: float) -> str:
+    from mfu_sweep.progress import format_duration
+
+    a, b = format_duration(low), format_duration(high)
+    return a if a == b else f"{a} to {b}"
 
 
 def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file: str | None,
@@ -156,10 +175,10 @@ def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file
     return {}
 
 
-def records_done(path: Path) -> int:
-    """Measurements already in ``path`` (0 when it does not exist)."""
+def records_done(path: Path) -> list[Any]:
+    """The records already in ``path``, journal included (none when it does not exist)."""
     from mfu_sweep.results import load_sweeps
 
     if not path.exists():
-        return 0
-    return sum(len(s.records) for s in load_sweeps([path]))
+        return []
+    return [r for s in load_sweeps([path]) for r in s.records]

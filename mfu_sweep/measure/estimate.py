@@ -3,40 +3,90 @@
 The time is a cost model, not a measurement: every (pass, shape) runs a first
 call, the float64 check and a warm-up, then samples until its 95% CI target or
 its budget (``TimingConfig.budget_s``); the upper bound spends the whole budget,
-the lower bound stops after ``min_samples`` blocks. Call times assume
-:data:`ASSUMED_FRACTION` of the peak (the CPU's estimated peak, a ``--chip``
-entry or ``--peak-tflops``); without a peak they count as zero, which the
-estimate says. Worker starts (importing torch) and CPU compiles use the
-constants below.
+the lower bound stops after ``min_samples`` blocks. That is the *device time*.
+The *wall time* adds what surrounds it: worker starts (importing torch), the
+worker's inputs and check per shape, and the sweep's own overhead per shape
+(the parent's bookkeeping, ``overhead_s`` in every record). Those two per-shape
+costs are the medians of the file's records when a resumed file has them
+(:func:`measured_costs`), else the constants below, measured by
+``benchmarks/sweep_overhead.py``. Call times assume :data:`ASSUMED_FRACTION` of
+the peak (the CPU's estimated peak, a ``--chip`` entry or ``--peak-tflops``);
+without a peak they count as zero, which the estimate says.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from mfu_sweep.measure.checkpoint import OVERHEAD_FIELD, WORKER_FIELD
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
+from mfu_sweep.results import Record
 
 ASSUMED_FRACTION = 0.5  # of the peak; the default CPU sweep reaches 20-60% of its estimated peak
 WORKER_START_S = 3.0  # a fresh worker imports torch: 2-4 s on this project's 2-core VMs
 COMPILE_S = 10.0  # torch.compile of one shape (inductor on a CPU: 5-20 s)
 CALLS_OUTSIDE_SAMPLES = 3  # the first call and the float64 check (about two calls' time)
+# Medians per shape in benchmarks/sweep_overhead.py (tiny CPU shapes, 2-core VM at load average 8-11):
+SETUP_S = 0.02  # the worker's time on a shape outside its timing loop (inputs, check): worker_s - measure_wall_s;
+# a lower bound: larger shapes allocate and fill more operand sets (192^3-512^3 fp32: 1-2 s under that load)
+SWEEP_OVERHEAD_S = 0.015  # the parent's own time per shape (overhead_s): pipe, machine reading, journal line
+
+
+@dataclass(frozen=True)
+class PerShape:
+    """Seconds per shape beside the device time: the worker's inputs and check, the sweep's own overhead."""
+
+    setup_s: float
+    overhead_s: float
+    basis: str
+
+
+def measured_costs(records: Iterable[Record]) -> PerShape:
+    """Medians of ``worker_s - measure_wall_s`` and ``overhead_s`` over ``records`` (a resumed file's), or the
+    constants :data:`SETUP_S` and :data:`SWEEP_OVERHEAD_S` when no record has them."""
+    setups, overheads = [], []
+    for r in records:
+        worker, wall, overhead = (r.extra.get(k) for k in (WORKER_FIELD, "measure_wall_s", OVERHEAD_FIELD))
+        if worker is not None and wall is not None:
+            setups.append(max(0.0, float(worker) - float(wall)))
+        if overhead is not None:
+            overheads.append(float(overhead))
+    if not overheads:
+        return PerShape(SETUP_S, SWEEP_OVERHEAD_S, "benchmarks/sweep_overhead.py, tiny CPU shapes: larger ones "
+                        "spend more on inputs; a resumed file's own medians replace these")
+    return PerShape(statistics.median(setups) if setups else SETUP_S, statistics.median(overheads),
+                    f"medians of the file's {len(overheads)} records that have them")
 
 
 @dataclass(frozen=True)
 class SweepEstimate:
-    """The plan's size and its time range in seconds, with what the time rests on."""
+    """The plan's size and its time range in seconds, with what the time rests on.
+
+    ``planned`` (pass, shape, dtype, mode) slots, ``in_file`` of them already in
+    the resumed file, ``measurements`` still to run; ``kept``: the file's records
+    this plan does not name (kept as they are). ``device_*``: first calls,
+    warm-up and timing loops; ``low_s``/``high_s``: wall time.
+    """
 
     shapes: int
     dtypes: tuple[str, ...]
     modes: tuple[str, ...]
     passes: int
+    planned: int
+    in_file: int
+    kept: int
     measurements: int
+    workers: int
     min_flops: float
     max_flops: float
+    device_low_s: float
+    device_high_s: float
     low_s: float
     high_s: float
+    per_shape: PerShape
     basis: str
 
 
@@ -52,39 +102,48 @@ def _task_s(task: Task, timing: TimingConfig, peaks: Mapping[str, float]) -> tup
     return fixed + low, fixed + max(low, timing.budget_s)
 
 
-def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, peaks: Mapping[str, float],
-                   isolate: str = "sweep", done: int = 0) -> SweepEstimate:
-    """Size and time range of a sweep of ``tasks`` over ``repeats`` passes, ``done`` measurements already in its file.
+def _key(task: Task) -> tuple[Hashable, ...]:
+    return (task.shape, task.dtype, task.mode)  # Record.key of its records
 
-    ``peaks`` maps dtype to peak TFLOP/s (empty when unknown before the device opens).
-    """
-    per = [_task_s(t, timing, peaks) for t in tasks]
-    todo = max(0, len(tasks) * repeats - done)
-    share = todo / (len(tasks) * repeats) if tasks else 0.0
-    workers = {"sweep": repeats, "shape": todo, "none": 1}.get(isolate, repeats)
-    low = share * repeats * sum(lo for lo, _ in per) + workers * WORKER_START_S
-    high = share * repeats * sum(hi for _, hi in per) + workers * WORKER_START_S
-    flops = [t.shape.flops for t in tasks] or [0.0]
-    known = [d for d in dict.fromkeys(t.dtype for t in tasks) if peaks.get(d)]
+
+def _basis(tasks: Sequence[Task], todo: int, timing: TimingConfig, peaks: Mapping[str, float]) -> str:
+    """What the time rests on, in words."""
+    if not todo:
+        return "nothing is left to measure: every measurement is in the file"
     each = "the one measurement stops" if todo == 1 else f"each of {todo} measurements stops"
     basis = (f"cost model, not a measurement: {each} at its {timing.target_rel_ci:.0%} "
              f"CI target (low) or its {timing.budget_s:g} s budget (high), plus first call, check and "
              f"{WORKER_START_S:g} s per worker start")
     if any(t.mode == "compile" for t in tasks):
         basis += f", {COMPILE_S:g} s per compile"
-    basis += (f"; calls at {ASSUMED_FRACTION:.0%} of the peak of {', '.join(known)}" if known
-              else "; peak unknown before the device opens, so call times count as zero")
+    known = [d for d in dict.fromkeys(t.dtype for t in tasks) if peaks.get(d)]
+    return basis + (f"; calls at {ASSUMED_FRACTION:.0%} of the peak of {', '.join(known)}" if known
+                    else "; peak unknown before the device opens, so call times count as zero")
+
+
+def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, peaks: Mapping[str, float],
+                   isolate: str = "sweep", done: Collection[tuple[int, Hashable]] = frozenset(),
+                   per_shape: PerShape | None = None) -> SweepEstimate:
+    """Size and time range of a sweep of ``tasks`` over ``repeats`` passes.
+
+    ``done``: the (pass, ``Record.key``) slots already in its file; ``peaks``
+    maps dtype to peak TFLOP/s (empty when unknown before the device opens);
+    ``per_shape``: the costs beside the device time [:func:`measured_costs` of no records].
+    """
+    per_shape = per_shape or measured_costs(())
+    slots = [(p, t) for t in tasks for p in range(min(repeats, t.passes or repeats))]
+    todo = [(p, t) for p, t in slots if (p, _key(t)) not in done]
+    cost = {id(t): _task_s(t, timing, peaks) for t in tasks}
+    device_low = sum(cost[id(t)][0] for _, t in todo)
+    device_high = sum(cost[id(t)][1] for _, t in todo)
+    workers = {"shape": len(todo), "none": 1}.get(isolate, len({p for p, _ in todo})) if todo else 0
+    around = workers * WORKER_START_S + len(todo) * (per_shape.setup_s + per_shape.overhead_s)
+    flops = [t.shape.flops for t in tasks] or [0.0]
     return SweepEstimate(
         shapes=len({t.shape for t in tasks}), dtypes=tuple(dict.fromkeys(t.dtype for t in tasks)),
-        modes=tuple(dict.fromkeys(t.mode for t in tasks)), passes=repeats, measurements=todo,
-        min_flops=min(flops), max_flops=max(flops), low_s=low, high_s=high, basis=basis,
+        modes=tuple(dict.fromkeys(t.mode for t in tasks)), passes=repeats, planned=len(slots),
+        in_file=len(slots) - len(todo), kept=len(set(done) - {(p, _key(t)) for p, t in slots}),
+        measurements=len(todo), workers=workers, min_flops=min(flops), max_flops=max(flops),
+        device_low_s=device_low, device_high_s=device_high, low_s=device_low + around, high_s=device_high + around,
+        per_shape=per_shape, basis=_basis(tasks, len(todo), timing, peaks),
     )
-
-
-def format_duration(seconds: float) -> str:
-    """``45 s``, ``3.2 min``, ``1.5 h``."""
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    if seconds < 5400:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"

@@ -65,3 +65,10 @@ def plan_passes(items: Sequence[T], repeats: int, seed: int, key: Callable[[T], 
                      and (passes_of is None or (passes_of(t) or repeats) > index))
         passes.append(Pass(index=index, seed=pseed, todo=todo))
     return passes
+
+
+def plan_slots(items: Sequence[T], repeats: int, key: Callable[[T], Hashable],
+               passes_of: Callable[[T], int | None] | None = None) -> set[tuple[int, Hashable]]:
+    """Every (pass, key) a sweep over ``items`` measures: what :func:`plan_passes` runs when nothing is done."""
+    return {(index, key(t)) for t in items
+            for index in range(min(repeats, (passes_of(t) if passes_of else None) or repeats))}

@@ -1,9 +1,10 @@
 """Sweep orchestration: plan tasks, run them isolated, checkpoint every record.
 
-``run_sweep`` makes ``repeats`` passes over the tasks (``passes.py``) and writes
-the result file atomically after every task, so a crash, a SIGKILL or Ctrl-C
-loses at most the task in flight; ``resume=True`` continues an existing file
-and skips the (pass, shape, dtype, mode) slots it holds.
+``run_sweep`` makes ``repeats`` passes over the tasks (``passes.py``) and
+checkpoints every task (``checkpoint.py``: the file written whole when the run
+starts and ends, one journal line per record between), so a crash, a SIGKILL or
+Ctrl-C loses at most the task in flight; ``resume=True`` continues an existing
+file and skips the (pass, shape, dtype, mode) slots it holds.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
-from mfu_sweep.measure.passes import order_seeds, plan_passes
+from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
+from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
@@ -35,7 +37,6 @@ from mfu_sweep.results import (
     Sweep,
     finish_record,
     load_sweeps,
-    save_sweep,
 )
 from mfu_sweep.shapes import (
     DEVICE_MEMORY_FRACTION,
@@ -413,6 +414,8 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
                 on_pass: Callable[[int, int, int], None] | None, notify: Callable[[str], None] | None = None) -> Sweep:
     runner = _make_runner(plan)
     watch = SweepWatch() if plan.watch else None
+    checkpoint = Checkpoint(plan.output)
+    sweep, records = None, []
     try:
         _check_dtypes(plan, runner.hello)
         sweep = _header(plan, runner.hello)
@@ -425,11 +428,14 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
             sweep = watch.on_header(sweep, plan.resume, notify)
         done = {(r.run_pass, r.key) for r in sweep.records}
         passes = plan_passes(plan.tasks, plan.repeats, _seed(plan), _task_key, done, passes_of=_task_passes)
-        sweep = replace(sweep, run={**sweep.run, "planned": sum(t.passes or plan.repeats for t in plan.tasks)})
+        # planned: the file's records and this plan's, once each (a resume may measure other shapes than the file's)
+        planned = len(done | plan_slots(plan.tasks, plan.repeats, _task_key, passes_of=_task_passes))
+        sweep = replace(sweep, run={**sweep.run, "planned": planned})
         if on_start:
             on_start(sweep, sum(len(p.todo) for p in passes))
-        save_sweep(plan.output, sweep)
+        checkpoint.start(sweep)  # whole, once; then one journal line per record
         records = list(sweep.records)
+        clock = ShapeClock()
         fresh = True  # the worker that answered hello has run nothing yet
         for p in passes:
             if not p.todo:
@@ -439,6 +445,7 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
             fresh = False
             if on_pass:
                 on_pass(p.index, plan.repeats, len(p.todo))
+            clock.restart()
             for task in p.todo:
                 if progress:
                     progress(task, None)
@@ -446,17 +453,36 @@ def _run_locked(plan: SweepPlan, progress: ProgressFn | None, on_start: Callable
                     watch.begin()
                 raw = runner.run(task, plan.timeout_s)
                 record = replace(finish_record(watch.end(raw) if watch else raw, sweep.peak), pass_index=p.index)
-                records.append(record)
-                sweep = watch.with_block(sweep.with_records(records)) if watch else sweep.with_records(records)
-                save_sweep(plan.output, sweep)
+                records.append(clock.stamp(record))
+                checkpoint.add(records[-1])
                 if progress:
-                    progress(task, record)
-        sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
-        save_sweep(plan.output, sweep)
+                    progress(task, records[-1])
+        sweep = _with_records(sweep, records, watch, finished=True)
+        checkpoint.finish(sweep)
         runner.close()
         return sweep
     except BaseException:
         runner.close(abandon=True)  # Ctrl-C or a crash: the shape in flight is abandoned at once
+        if checkpoint.journal is not None and sweep is not None:
+            _fold_on_the_way_out(checkpoint, _with_records(sweep, records, watch, finished=False))
         raise
     finally:
+        checkpoint.close()
         _cleanup_cold()
+
+
+def _with_records(sweep: Sweep, records: list[Record], watch: SweepWatch | None, finished: bool) -> Sweep:
+    """The sweep with its records and machine block; ``finished`` sets ``run.finished_at``."""
+    sweep = sweep.with_records(records)
+    if finished:
+        sweep = replace(sweep, run={**sweep.run, "finished_at": utc_now()})
+    return watch.with_block(sweep) if watch else sweep
+
+
+def _fold_on_the_way_out(checkpoint: Checkpoint, sweep: Sweep) -> None:
+    """Interrupted or failed: fold the journal so the file stands alone; if even that fails (a full disk), the
+    journal stays beside the file and every reader folds it."""
+    try:
+        checkpoint.finish(sweep)
+    except OSError:
+        checkpoint.close(check=False)  # the first error is the one to report; nothing is lost

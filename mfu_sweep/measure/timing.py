@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from bisect import insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -152,11 +153,13 @@ def measure(time_block: BlockTimer, cfg: TimingConfig = TimingConfig(),
         if wall() - start >= cfg.budget_s:
             break
     samples: list[float] = []
+    ordered: list[float] = []  # kept sorted as samples arrive: a check costs no sort, also at 100,000 samples
     reason = "max_samples"
     while len(samples) < cfg.max_samples:
         samples.append(time_block(n) / n)
+        insort(ordered, samples[-1])
         count = len(samples)
-        if count >= cfg.min_samples and relative_half_width(samples, cfg.confidence) <= cfg.target_rel_ci:
+        if count >= cfg.min_samples and relative_half_width(ordered, cfg.confidence, ordered=True) <= cfg.target_rel_ci:
             reason = "converged"
             break
         if count >= MIN_SAMPLES_FLOOR and wall() - start >= cfg.budget_s + first:

@@ -8,7 +8,8 @@ crashed worker end up in its record.
 
 Requests: ``{"op": "hello", "device": ..., "spec_file": ..., "chip": ...}``
 answered with the device description, environment and peak; then
-``{"op": "run", "task": {...}}`` answered with ``{"record": {...}}``.
+``{"op": "run", "task": {...}}`` answered with ``{"record": {...}, "busy_s": seconds}`` (the worker's
+own time on the task, which the parent keeps as the record's ``worker_s``).
 """
 
 from __future__ import annotations
@@ -144,7 +145,9 @@ class InProcessRunner:
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
         from mfu_sweep.measure.bench import run_task
 
-        return with_worker_pid(run_task(self.backend, task))
+        t0 = time.perf_counter()
+        record = with_worker_pid(run_task(self.backend, task))
+        return replace(record, extra={**record.extra, "worker_s": round(time.perf_counter() - t0, 6)})
 
     def close(self, abandon: bool = False) -> None:
         pass
@@ -309,7 +312,7 @@ class SubprocessRunner:
             self.worker = None
             return blank_record(task, exc.status, str(exc), **_start_fields(started_s))
         record = Record.from_json(answer["record"])
-        return replace(record, extra={**record.extra, **_start_fields(started_s)}) if started_s is not None else record
+        return replace(record, extra={**record.extra, **_start_fields(started_s), **_busy_fields(answer)})
 
     def close(self, abandon: bool = False) -> None:
         if self.worker is not None:
@@ -323,6 +326,12 @@ def _start_fields(started_s: float | None) -> dict[str, Any]:
     return {} if started_s is None else {"worker_start_s": started_s}
 
 
+def _busy_fields(answer: dict[str, Any]) -> dict[str, Any]:
+    """``worker_s``: the worker's own wall time on the shape, from its request to its answer (``busy_s``)."""
+    busy = answer.get("busy_s")
+    return {} if busy is None else {"worker_s": busy}
+
+
 def _serve() -> None:
     """Worker main loop (``python -m mfu_sweep.measure.worker``)."""
     channel = os.fdopen(os.dup(1), "w", buffering=1)
@@ -333,6 +342,7 @@ def _serve() -> None:
 
     for line in sys.stdin:
         request = json.loads(line)
+        t0 = time.perf_counter()
         try:
             if request["op"] == "hello":
                 backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds(),
@@ -343,6 +353,7 @@ def _serve() -> None:
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which decides
             key = "error" if request["op"] == "hello" else "fatal"
             answer = {key: f"{type(exc).__name__}: {exc}"}
+        answer["busy_s"] = round(time.perf_counter() - t0, 6)
         channel.write(json.dumps(answer) + "\n")
 
 
