@@ -49,9 +49,9 @@ def test_qwen3_32b_by_hand() -> None:
     gemms = resolve_family("llm:qwen3-32b")
     assert len(gemms) == (5 + 2 + 1) * 3         # 5 linear roles, 2 attention, lm-head; 3 passes each
     qkv = {g.pass_: g for g in gemms if g.role == "qkv"}
-    assert qkv["fwd"].shape == Shape(1, T, qkv_out, hidden) and qkv["fwd"].count == L
-    assert qkv["dgrad"].shape == Shape(1, T, hidden, qkv_out)
-    assert qkv["wgrad"].shape == Shape(1, hidden, qkv_out, T)
+    assert qkv["fwd"].shape == Shape(1, T, qkv_out, hidden, "nt") and qkv["fwd"].count == L   # x @ W.t()
+    assert qkv["dgrad"].shape == Shape(1, T, hidden, qkv_out, "nn")                           # dy @ W
+    assert qkv["wgrad"].shape == Shape(1, qkv_out, hidden, T, "tn")                           # dy.t() @ x
 
 
 def test_gpt_oss_20b_by_hand() -> None:
@@ -72,7 +72,7 @@ def test_gpt_oss_20b_by_hand() -> None:
     sliding = 2 * (2 * heads * (T // 128) * 128 * 256 * hd)
     assert flops_of("llm:gpt-oss-20b", ATTN) == 3 * (12 * full + 12 * sliding)
     up = [g for g in resolve_family("llm:gpt-oss-20b") if g.role == "experts-up" and g.pass_ == "fwd"]
-    assert [(g.shape, g.count) for g in up] == [(Shape(1, 512, 2880, 2880), L * experts)]
+    assert [(g.shape, g.count) for g in up] == [(Shape(1, 512, 2880, 2880, "nt"), L * experts)]
 
 
 @pytest.mark.parametrize(("spec", "L", "hidden", "heads", "ffn"), [
@@ -109,12 +109,12 @@ def _by_role_and_pass(spec: str) -> dict[str, dict[str, float]]:
 def test_tensor_parallel_shards_megatron_style() -> None:
     gemms = {(g.role, g.pass_): g for g in resolve_family("llm:llama-3-70b:tp=8")}
     T = 4096
-    assert gemms["qkv", "fwd"].shape == Shape(1, T, (64 // 8 + 2 * 8 // 8) * 128, 8192)   # column-parallel
-    assert gemms["mlp-up", "fwd"].shape == Shape(1, T, 28672 // 8, 8192)
-    assert gemms["attn-out", "fwd"].shape == Shape(1, T, 8192, 8192 // 8)                 # row-parallel
-    assert gemms["mlp-down", "fwd"].shape == Shape(1, T, 8192, 28672 // 8)
-    assert gemms["lm-head", "fwd"].shape == Shape(1, T, 128256 // 8, 8192)                 # vocab-parallel
-    assert gemms["attn-score", "fwd"].shape == Shape(64 // 8, T, T, 128)
+    assert gemms["qkv", "fwd"].shape == Shape(1, T, (64 // 8 + 2 * 8 // 8) * 128, 8192, "nt")   # column-parallel
+    assert gemms["mlp-up", "fwd"].shape == Shape(1, T, 28672 // 8, 8192, "nt")
+    assert gemms["attn-out", "fwd"].shape == Shape(1, T, 8192, 8192 // 8, "nt")                 # row-parallel
+    assert gemms["mlp-down", "fwd"].shape == Shape(1, T, 8192, 28672 // 8, "nt")
+    assert gemms["lm-head", "fwd"].shape == Shape(1, T, 128256 // 8, 8192, "nt")                 # vocab-parallel
+    assert gemms["attn-score", "fwd"].shape == Shape(64 // 8, T, T, 128, "nt")
     # every dimension divides evenly, so one rank does exactly 1/8 of the work
     assert step_flops(resolve_family("llm:llama-3-70b:tp=8")) * 8 == step_flops(resolve_family("llm:llama-3-70b"))
 
@@ -129,9 +129,9 @@ def test_moe_tokens_per_expert_and_expert_parallel() -> None:
         [g] = [g for g in resolve_family(spec) if g.role == "experts-up" and g.pass_ == "fwd"]
         return g.shape, g.count
 
-    assert up("llm:gpt-oss-20b:tokens=8192") == (Shape(1, 8192 * 4 // 32, 2880, 2880), 24 * 32)
+    assert up("llm:gpt-oss-20b:tokens=8192") == (Shape(1, 8192 * 4 // 32, 2880, 2880, "nt"), 24 * 32)
     # ep=4: 8 experts per rank, each fed by 4 ranks' tokens
-    assert up("llm:gpt-oss-20b:tokens=8192:ep=4") == (Shape(1, 4 * 8192 * 4 // 32, 2880, 2880), 24 * 8)
+    assert up("llm:gpt-oss-20b:tokens=8192:ep=4") == (Shape(1, 4 * 8192 * 4 // 32, 2880, 2880, "nt"), 24 * 8)
 
 
 def test_layout_options() -> None:
@@ -140,7 +140,7 @@ def test_layout_options() -> None:
     roles = {g.role for g in resolve_family("llm:llama-3-8b:gate_up=fused:lm_head=0:attn=0")}
     assert roles == {"qkv", "attn-out", "mlp-gate-up", "mlp-down"}
     score = [g for g in resolve_family("llm:llama-3-8b:tokens=8192:seq=2048") if g.role == "attn-score"]
-    assert score[0].shape == Shape(4 * 32, 2048, 2048, 128)
+    assert score[0].shape == Shape(4 * 32, 2048, 2048, 128, "nt")
 
 
 def test_canonical_family_names() -> None:
@@ -203,8 +203,11 @@ def test_deepbench_matches_the_published_list() -> None:
     assert max(flops) == 2 * 8448 * 48000 * 2816 == pytest.approx(2.28e12, rel=2e-3)
     assert deepbench_rows()[0] == ("train", 1760, 16, 1760, False, False)
     train = resolve_family("deepbench:train")
-    assert len(train) == 160 and len(sweep_shapes("deepbench:train")) == 83   # transposed duplicates
+    # 83 distinct M, N, K, most once untransposed and once with trans_a=1: every row is its own problem
+    assert len(train) == 160 and len(sweep_shapes("deepbench:train")) == 160
+    assert len({(s.m, s.n, s.k) for s, _ in sweep_shapes("deepbench:train")}) == 83
     assert {g.layout for g in train} == {"nn", "tn", "nt"}
+    assert [g.shape for g in train][:1] == [Shape(1, 1760, 16, 1760, "nn")]
     assert len(resolve_family("deepbench:all")) == 160 + 75 + 13
     assert set(DEEPBENCH_SETS) == set(counts)
 

@@ -1,7 +1,10 @@
 """Series: the measured curve of one device label, dtype and mode.
 
 A series is identified by ``SeriesKey(label, dtype, mode)``, where ``label`` is
-``device.label`` of the sweeps it comes from. ``group_series`` collects the
+``device.label`` of the sweeps it comes from. Records of an operand layout other
+than ``nn`` (``Shape.layout``) form series of their own, whose mode names the
+layout (``eager-nt``, :func:`series_mode`): layouts are never pooled into one
+curve, and compare, fits and figures treat each as its own series. ``group_series`` collects the
 usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
 series sorted by FLOPs; fitting, comparison, plots and reports start from here::
 
@@ -30,6 +33,7 @@ from typing import Any
 from mfu_sweep.fingerprint import describe as describe_fingerprint
 from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
+from mfu_sweep.shapes import DEFAULT_LAYOUT
 from mfu_sweep.shards import shard_plan
 from mfu_sweep.specs import Peak
 
@@ -50,9 +54,14 @@ def shape_seconds(records: Sequence[Record]) -> float:
         return float(records[0].median_s)  # type: ignore[arg-type]
     return statistics.median(float(r.median_s) for r in records)  # type: ignore[arg-type]
 
+def series_mode(mode: str, layout: str = DEFAULT_LAYOUT) -> str:
+    """A series' mode: the execution mode, followed by the operand layout when it is not nn (``eager-nt``)."""
+    return mode if layout == DEFAULT_LAYOUT else f"{mode}-{layout}"
+
+
 @dataclass(frozen=True, order=True)
 class SeriesKey:
-    """What identifies a series: device label, dtype and mode."""
+    """What identifies a series: device label, dtype and mode (with the operand layout, :func:`series_mode`)."""
 
     label: str
     dtype: str
@@ -313,7 +322,8 @@ def _group(sweeps: Sequence[Sweep]) -> dict[SeriesKey, Series]:
     for sw in ordered:
         for rec in sw.records:
             if usable(rec):
-                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.mode), []).append((sw, rec))
+                parts.setdefault(SeriesKey(sw.label, rec.dtype, series_mode(rec.mode, rec.shape.layout)),
+                                 []).append((sw, rec))
     out: dict[SeriesKey, Series] = {}
     for key in sorted(parts):
         pairs = parts[key]
