@@ -41,7 +41,13 @@ from mfu_sweep.measure.backends.cuda import (
     rotation_bytes_for,
     unsupported_reason,
 )
-from mfu_sweep.measure.backends.cuda_telemetry import Sampler, decode_throttle_reasons, summarize_telemetry
+from mfu_sweep.measure.backends.cuda_telemetry import (
+    THROTTLING,
+    Sampler,
+    decode_throttle_reasons,
+    reason_names,
+    summarize_telemetry,
+)
 from mfu_sweep.measure.backends.generic import event_flush_timer
 from mfu_sweep.measure.backends.neuron import (
     cache_delta,
@@ -51,8 +57,9 @@ from mfu_sweep.measure.backends.neuron import (
     neuron_peak,
     stats_dict,
 )
+from mfu_sweep.measure.backends.operands import _rows
 from mfu_sweep.measure.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
-from mfu_sweep.measure.bench import Task, _rows, run_task
+from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.measure.worker import SOAK_ENV, hello
 from mfu_sweep.shapes import Shape
@@ -219,10 +226,18 @@ def test_bf16_unsupported_when_torch_says_so() -> None:
     assert unsupported_reason("bf16", (7, 0), False, "sm_70", bf16_ok=False)
 
 
-def test_decode_throttle_reasons() -> None:
-    assert decode_throttle_reasons(0) == []
-    assert decode_throttle_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert decode_throttle_reasons(0x1000) == ["unknown_0x1000"]
+def test_decode_throttle_reasons_with_pynvmls_own_constants() -> None:
+    pynvml = pytest.importorskip("pynvml")  # nvidia-ml-py, a test dependency: its constants, not hand-copied bits
+    names = reason_names(pynvml)
+    assert decode_throttle_reasons(0, names) == []
+    mask = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    assert decode_throttle_reasons(mask, names) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert names[pynvml.nvmlClocksEventReasonGpuIdle] == "gpu_idle"
+    # the renamed bit keeps its first name; masks (All, None) are no reasons; older names fill the gaps
+    assert names[pynvml.nvmlClocksEventReasonUserDefinedClocks] == "applications_clocks_setting"
+    assert all(bit & (bit - 1) == 0 for bit in names) and "board_limit" in names.values()
+    assert THROTTLING <= set(names.values())
+    assert decode_throttle_reasons(1 << 30, names) == ["unknown_0x40000000"]
 
 
 def test_summarize_telemetry_flags_power_cap_and_low_clock() -> None:
