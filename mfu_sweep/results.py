@@ -34,6 +34,11 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   gives them (one GPU, not a kind); files written before carry neither field, so
   their fingerprints are unchanged.
 
+* 1, added (issue 41) — ``shape.layout`` (``nt``, ``tn``, ``tt``; absent means ``nn``, so files written
+  before are unchanged) and ``shape.groups``/``shape.group_dim`` (a grouped GEMM); records of the scaled
+  dtypes carry ``scales``, records measured with an energy counter ``energy``, and records of a sweep
+  with ``--on-throttle discard|wait`` ``throttle``.
+
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
 versions with a message naming the file and the version.

@@ -6,8 +6,9 @@ Three kinds of operand sets, all seeded:
   ``layout`` (``t``: the transpose is stored, rows contiguous, and the GEMM gets a transposed view);
 * grouped shapes (``Shape.groups``): one ``torch._grouped_mm`` call over all groups, with
   ``offs`` the cumulative group ends;
-* row- and block-scaled formats (``mfu_sweep.measure.backends.scaled``): float32 normals quantized
-  with the format's recipe; the unquantized operands of the first set are kept on the host for the check.
+* row- and block-scaled formats (``mfu_sweep.measure.backends.scaled``): float32 normals, their
+  magnitude varied from block to block, quantized with the format's recipe; the unquantized operands of
+  the first set are kept on the host for the check.
 
 The check recomputes ``CHECK_ROWS`` sampled output rows in float64 and returns their relative
 Frobenius error against the product of the operands the format stands for (for the quantized
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from mfu_sweep.dtypes import DType
-from mfu_sweep.measure.backends.scaled import quantize, scaled_op, swizzle_scales
+from mfu_sweep.measure.backends.scaled import quantize, scaled_op, spread_blocks, swizzle_scales
 from mfu_sweep.measure.layouts import shape_problem
 from mfu_sweep.shapes import Shape
 
@@ -112,8 +113,8 @@ def scaled_inputs(shape: Shape, dtype: DType, target: torch.dtype, sets: int, se
     a, b, out, scales = [], [], [], []
     reference = None
     for i in range(sets):
-        ref_a = torch.randn((shape.m, shape.k), generator=gen, dtype=torch.float32)
-        ref_b = torch.randn((shape.n, shape.k), generator=gen, dtype=torch.float32)  # B stored n x k: column-major
+        ref_a = spread_blocks(torch.randn((shape.m, shape.k), generator=gen, dtype=torch.float32), gen)
+        ref_b = spread_blocks(torch.randn((shape.n, shape.k), generator=gen, dtype=torch.float32), gen)  # B: n x k
         qa, qb = quantize(ref_a, dtype, target), quantize(ref_b, dtype, target)
         a.append(qa.data.to(device).unsqueeze(0))
         b.append(qb.data.to(device).t().unsqueeze(0))

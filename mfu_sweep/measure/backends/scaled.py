@@ -1,6 +1,7 @@
 """Row- and block-scaled low precision: quantizing operands, the scale layouts, and the scaled GEMM call.
 
-Every format here quantizes float32 operands (standard normals) with its own recipe, and the GEMM
+Every format here quantizes float32 operands (standard normals whose magnitude varies by up to 2^4 either
+way from one block of 32 elements to the next, :func:`spread_blocks`) with its own recipe, and the GEMM
 computes ``(A_q * scale_a) @ (B_q * scale_b)`` with the scales applied inside the kernel. FLOPs are
 ``2*m*n*k`` as for any GEMM: the scales cost no multiply-adds of their own (they are applied once
 per block product, or in the epilogue). Operands are laid out as the kernels want them, A row-major
@@ -15,8 +16,9 @@ and B column-major (layout ``nt``, both K-contiguous), with scales along K:
     rounded up so the block's largest element fits (``2**ceil(log2(amax / max))``).
 ``nvfp4``
     e2m1 elements, one e4m3 scale per 16 elements along K (``amax / 6``, rounded to e4m3). NVIDIA's
-    recipe adds a per-tensor float32 scale to keep the block scales in e4m3's range; for
-    unit-variance operands every block scale already is, so that scale is 1 and is not passed.
+    recipe adds a per-tensor float32 scale to keep the block scales in e4m3's range; for these
+    operands (block amax from about 2^-4 to 2^6) every block scale already is, so that scale is 1 and
+    is not passed.
 
 On NVIDIA (sm100+, cuBLASLt) the block scales of each operand are a ``rows x K/block`` matrix
 stored in 128 x 4 tiles, each tile as 32 x 16 bytes (cuBLAS's "block scaling factors layout",
@@ -64,10 +66,9 @@ def e2m1_codes(x: torch.Tensor) -> torch.Tensor:
     grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=x.device)
     mag = x.abs().to(torch.float64).clamp(max=E2M1_MAX)
     mids = (grid[1:] + grid[:-1]) / 2
-    code = torch.bucketize(mag, mids)  # index of the nearest value; a tie lands on the upper one
+    code = torch.bucketize(mag, mids)  # the nearest value's code; a tie (mag == mids[i]) gives the lower one, i
     tie = torch.isin(mag, mids)
-    odd = code % 2 == 1  # the upper neighbour of a tie has an odd code (odd mantissa): round to the even one
-    code = torch.where(tie & odd, code - 1, code)
+    code = torch.where(tie & (code % 2 == 1), code + 1, code)  # ties go to the even code (even mantissa)
     return (code + 8 * (x < 0).to(code.dtype)).to(torch.uint8)
 
 
@@ -83,6 +84,19 @@ def pack_e2m1(codes: torch.Tensor) -> torch.Tensor:
     pairs = codes.reshape(*codes.shape[:-1], codes.shape[-1] // 2, 2)
     packed = pairs[..., 0] | (pairs[..., 1] << 4)
     return packed.view(torch.float4_e2m1fn_x2)
+
+
+# ----- operands ---------------------------------------------------------------------------------
+def spread_blocks(x: torch.Tensor, gen: torch.Generator, block: int = 32, octaves: float = 4.0) -> torch.Tensor:
+    """``x`` with every run of ``block`` elements along K scaled by ``2**u``, ``u`` uniform in +-``octaves``.
+
+    Activations and gradients vary in magnitude from block to block; unit normals would not, and a
+    kernel applying a scale to the wrong block would then pass the check unnoticed.
+    """
+    rows, k = x.shape
+    blocks = math.ceil(k / block)
+    factor = torch.exp2((torch.rand((rows, blocks), generator=gen) * 2 - 1) * octaves)
+    return x * factor.repeat_interleave(block, dim=1)[:, :k]
 
 
 # ----- recipes ----------------------------------------------------------------------------------
