@@ -6,10 +6,10 @@ Run:  .venv/bin/python benchmarks/profiler_timer.py [--device cpu] [--size 1024]
 Each pair measures one square GEMM with the device's default timer (the host clock on the CPU, CUDA
 events on a GPU) and with the profiler timer (the matmul ops' time on the CPU, the kernels' on CUDA),
 in alternating order, in one process and on one operand set size; the pair's ratio is
-profiler median / default median. The goal (issue 41): the median ratio over the pairs within 5% of
-1 at 1024^3. On a loaded machine both timers see the load; the pairing and the median over pairs
-cancel most of it, the load average is printed with the result. With ``--check`` the exit status is 1
-when the goal is missed.
+profiler median / default median. The goal: the median ratio over the pairs within 5% of 1 at
+1024^3. On a loaded machine both timers see the load; the pairing and the median over pairs cancel
+most of it, the load average is printed with the result. With ``--check`` the exit status is 1 when
+the goal is missed.
 This is a report, not a test; docs/devices.md quotes its output.
 """
 

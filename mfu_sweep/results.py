@@ -111,6 +111,13 @@ class Record:
         return (self.shape, self.dtype, self.mode)
 
     @property
+    def series_mode(self) -> str:
+        """The mode of the series this record belongs to: ``mode``, followed by the operand layout when it is
+        not nn (``eager-nt``), so two layouts are never one series."""
+        layout = self.shape.layout
+        return self.mode if layout == "nn" else f"{self.mode}-{layout}"
+
+    @property
     def run_pass(self) -> int:
         """The pass that measured this record; 0 for files written before ``--repeats`` (one pass)."""
         return 0 if self.pass_index is None else self.pass_index

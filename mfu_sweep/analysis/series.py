@@ -3,7 +3,7 @@
 A series is identified by ``SeriesKey(label, dtype, mode)``, where ``label`` is
 ``device.label`` of the sweeps it comes from. Records of an operand layout other
 than ``nn`` (``Shape.layout``) form series of their own, whose mode names the
-layout (``eager-nt``, :func:`series_mode`): layouts are never pooled into one
+layout (``eager-nt``, ``Record.series_mode``): layouts are never pooled into one
 curve, and compare, fits and figures treat each as its own series. ``group_series`` collects the
 usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
 series sorted by FLOPs; fitting, comparison, plots and reports start from here::
@@ -33,7 +33,6 @@ from typing import Any
 from mfu_sweep.fingerprint import describe as describe_fingerprint
 from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
-from mfu_sweep.shapes import DEFAULT_LAYOUT
 from mfu_sweep.shards import shard_plan
 from mfu_sweep.specs import Peak
 
@@ -54,14 +53,9 @@ def shape_seconds(records: Sequence[Record]) -> float:
         return float(records[0].median_s)  # type: ignore[arg-type]
     return statistics.median(float(r.median_s) for r in records)  # type: ignore[arg-type]
 
-def series_mode(mode: str, layout: str = DEFAULT_LAYOUT) -> str:
-    """A series' mode: the execution mode, followed by the operand layout when it is not nn (``eager-nt``)."""
-    return mode if layout == DEFAULT_LAYOUT else f"{mode}-{layout}"
-
-
 @dataclass(frozen=True, order=True)
 class SeriesKey:
-    """What identifies a series: device label, dtype and mode (with the operand layout, :func:`series_mode`)."""
+    """What identifies a series: device label, dtype and mode (with the operand layout, ``Record.series_mode``)."""
 
     label: str
     dtype: str
@@ -322,8 +316,7 @@ def _group(sweeps: Sequence[Sweep]) -> dict[SeriesKey, Series]:
     for sw in ordered:
         for rec in sw.records:
             if usable(rec):
-                parts.setdefault(SeriesKey(sw.label, rec.dtype, series_mode(rec.mode, rec.shape.layout)),
-                                 []).append((sw, rec))
+                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.series_mode), []).append((sw, rec))
     out: dict[SeriesKey, Series] = {}
     for key in sorted(parts):
         pairs = parts[key]

@@ -30,7 +30,7 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_fleets
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series, series_mode, with_peak
+from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
@@ -182,7 +182,7 @@ def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep,
     out: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
     for sw in sweeps:
         for r in sw.records:
-            out.setdefault(SeriesKey(sw.label, r.dtype, series_mode(r.mode, r.shape.layout)), []).append((sw, r))
+            out.setdefault(SeriesKey(sw.label, r.dtype, r.series_mode), []).append((sw, r))
     return out
 
 
