@@ -517,3 +517,18 @@ def test_event_flush_timer_queues_flush_before_each_start_event() -> None:
     assert log == ["sync", *["flush", "record", "call", "record"] * 3, "sync-event", "sync"]
     timer(2)
     assert len(made) == 6  # event pairs are reused across blocks
+
+
+@pytest.mark.parametrize("dtype,cap,hip,arch,fragment", [
+    ("mxfp8", (9, 0), False, "sm_90", "mxfp8 needs compute capability 10.x, this GPU has 9.0"),
+    ("mxfp8", (10, 0), False, "sm_100", None), ("mxfp4", (10, 3), False, "sm_103", None),
+    ("nvfp4", (12, 0), False, "sm_120", "nvfp4 needs compute capability 10.x, this GPU has 12.0"),
+    ("nvfp4", (9, 5), True, "gfx950", "nvfp4 needs no AMD GPU (NVFP4 is NVIDIA's format), this is gfx950"),
+    ("mxfp4", (9, 5), True, "gfx950", None), ("mxfp8", (9, 4), True, "gfx942", "mxfp8 needs AMD gfx95x"),
+    ("fp8-rowwise", (8, 9), False, "sm_89", "fp8-rowwise needs compute capability >= 9.0, this GPU has 8.9"),
+    ("fp8-rowwise", (10, 0), False, "sm_100", None), ("fp8-rowwise", (9, 4), True, "gfx942", None),
+])
+def test_scaled_formats_by_gpu_architecture(dtype: str, cap: tuple, hip: bool, arch: str,
+                                            fragment: str | None) -> None:
+    reason = unsupported_reason(dtype, cap, hip, arch)
+    assert reason == fragment if fragment is None else reason.startswith(fragment)

@@ -128,3 +128,16 @@ def test_layouts_are_their_own_series_and_get_their_own_verdicts() -> None:
     assert all(p.shape.endswith(":nt") for p in comps["eager-nt"].points)
     assert comps["eager-nt"].lead_summary().share_a > 0.9  # b's nt is 40% slower: a leads there
     assert comps["eager"].lead_summary().share_a < 0.1 and comps["eager"].lead_summary().share_b < 0.1
+
+
+def test_figures_and_filters_see_each_layout() -> None:
+    from mfu_sweep.present.fig_mfu import plot_mfu
+    from mfu_sweep.summaries import available, filter_sweeps
+
+    sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
+    assert available(sweeps, "mode") == ["eager", "eager-nt"]
+    only_nt = filter_sweeps(sweeps, modes=["eager-nt"])
+    assert {r.shape.layout for sw in only_nt for r in sw.records} == {"nt"}
+    assert sum(len(sw.records) for sw in filter_sweeps(sweeps, modes=["eager"])) == 2 * 12 * 3  # every layout
+    ax = plot_mfu(sweeps, dtype="bf16", mode="eager-nt", show_fit=False, show_compare=False)
+    assert ax.get_title() == "bf16 · eager-nt" and ax.lines

@@ -244,3 +244,14 @@ def test_cpu_sweep_with_the_profiler_timer(monkeypatch) -> None:
     monkeypatch.setenv(TIMER_ENV, "graph")
     with pytest.raises(BackendError, match="the CPU times with auto or profiler"):
         CpuBackend()
+
+
+def test_profiler_timer_where_no_profiler_timer_exists_is_a_one_line_error() -> None:
+    from click.testing import CliRunner
+
+    from mfu_sweep.cli import main
+
+    out = CliRunner().invoke(main, ["sweep", "--device", "neuron", "--timer", "profiler", "--dry-run"])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert out.output.strip().splitlines()[-1] == \
+        "Error: Invalid value for --timer: 'profiler' applies to --device cuda or cpu only"

@@ -144,22 +144,22 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
 
     compiles_before = _compilation_count() if task.mode == "compile" else 0
     config = backend.timing_config(task.timing)
-    cache_info: dict[str, object] = {"cache": task.cache}
+    fields: dict[str, object] = {"cache": task.cache}
     if flushing:
         block_timer, timer_name = backend.flush_timer(call)
         config = replace(config, min_block_s=min(config.min_block_s, FLUSH_MIN_BLOCK_S))
-        cache_info["flush_bytes"] = backend.flush_bytes()
+        fields["flush_bytes"] = backend.flush_bytes()
     else:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     if dt.scaling != "none":
-        cache_info["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+        fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
     block_timer, guards = _guarded(backend, block_timer)
     backend.telemetry_start()
     try:
         m: Measurement = measure(block_timer, config)
     finally:
         seen = backend.telemetry_stop()
-    cache_info.update(_guard_fields(guards, task.shape.flops))
+    fields.update(_guard_fields(guards, task.shape.flops))
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
     if compile_s is None:
         compile_s = seen.compile_s
@@ -174,7 +174,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     error = None if status == "ok" else f"rel_error {rel:.3g} > tolerance {dt.rel_tolerance:g}"
     rec = blank_record(task, status, error,
                        input_sets=sets, stop_reason=m.stop_reason, measure_wall_s=m.elapsed_s,
-                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **cache_info, **seen.extra)
+                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **fields, **seen.extra)
     return replace(rec, samples_s=m.samples_s, block_size=m.block_size, first_call_s=m.first_call_s,
                    compile_s=compile_s, rel_error=rel, timer=timer_name, ci_low_s=m.ci_s[0], ci_high_s=m.ci_s[1],
                    flags=tuple(dict.fromkeys((*rec.flags, *seen.flags))))

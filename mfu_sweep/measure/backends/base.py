@@ -36,7 +36,7 @@ SCALED_NEEDS = {
     "mxfp4": f"torch.nn.functional.scaled_mm on block-scaled tensor cores: {_MX_GPUS}",
     "nvfp4": "torch.nn.functional.scaled_mm on block-scaled tensor cores: NVIDIA compute capability 10.x (B200, B300)",
 }
-PROBE_SHAPE = Shape(1, 32, 32, 64, "nt")
+PROBE_SHAPE = Shape(1, 128, 128, 128, "nt")  # multiples of every tile and block the scaled kernels ask for
 
 
 def scaled_probe(backend: TorchBackend, dtype: DType) -> str | None:
