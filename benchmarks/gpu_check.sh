@@ -141,12 +141,16 @@ for dt in fp8-rowwise mxfp8 mxfp4 nvfp4; do
   maybe "scaled-$dt" 45 "$(why_not dtype "$dt")" $MS sweep "${ONE[@]}" --dtype "$dt" $SHAPES_41 \
     -o "$OUT/scaled-$dt.json"
 done
-if [ -z "$MOE_ARGS" ]; then
-  $MS shapes "$MOE_FAMILY" --csv | grep -E '^(batch,|.*"[mk]=)' > "$OUT/moe.csv" && MOE_ARGS="--shape-file $OUT/moe.csv"
+if [ -z "$MOE_ARGS" ]; then  # the family's grouped rows only (its attention and dense GEMMs are swept elsewhere)
+  $MS shapes "$MOE_FAMILY" --csv | $PY -c "import csv, sys
+rows = [r for r in csv.DictReader(l for l in sys.stdin if not l.startswith('#')) if r['groups']]
+out = csv.DictWriter(sys.stdout, ['batch', 'm', 'n', 'k', 'layout', 'groups', 'family'], extrasaction='ignore')
+out.writeheader()
+out.writerows(rows)" > "$OUT/moe.csv" && [ "$(wc -l < "$OUT/moe.csv")" -gt 1 ] && MOE_ARGS="--shape-file $OUT/moe.csv"
 fi
 # shellcheck disable=SC2086
-step moe-grouped 90 $MS sweep "${ONE[@]}" --dtype "$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)" $MOE_ARGS \
-  -o "$OUT/moe.json"
+maybe moe-grouped 90 "$([ -z "$MOE_ARGS" ] && echo "no grouped shapes from MOE_FAMILY=$MOE_FAMILY")" $MS sweep \
+  "${ONE[@]}" --dtype "$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)" $MOE_ARGS -o "$OUT/moe.json"
 # shellcheck disable=SC2086
 maybe throttle-discard 60 "$(why_not throttle)" $MS sweep "${ONE[@]}" --dtype bf16 --on-throttle discard \
   $THROTTLE_SHAPES -o "$OUT/throttle.json"
