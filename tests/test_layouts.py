@@ -141,3 +141,17 @@ def test_figures_and_filters_see_each_layout() -> None:
     assert sum(len(sw.records) for sw in filter_sweeps(sweeps, modes=["eager"])) == 2 * 12 * 3  # every layout
     ax = plot_mfu(sweeps, dtype="bf16", mode="eager-nt", show_fit=False, show_compare=False)
     assert ax.get_title() == "bf16 · eager-nt" and ax.lines
+
+
+def test_a_grouped_shape_round_trips_and_refuses_inconsistent_groups() -> None:
+    g = Shape(1, 96, 40, 24, "nt", (32, 0, 48, 16))
+    assert str(g) == "96x40x24:nt:m=32,0,48,16" and parse_shape(str(g)) == g and Shape.from_json(g.to_json()) == g
+    balanced = Shape(1, 2048, 8, 8, "nn", (512,) * 4)
+    assert str(balanced) == "2048x8x8:m=512*4" and parse_shape(str(balanced)) == balanced
+    k = parse_shape("8x8x100:tn:k=70,30")
+    assert (k.group_dim, k.groups, k.operand_elements()) == ("k", (70, 30), (800, 800, 2 * 64))
+    for bad, fragment in [("96x40x24:m=32,48", "groups sum to 80, not m=96"), ("2x96x40x24:m=96", "batch 1"),
+                          ("8x8x8:q=8", "must be m=SIZES or k=SIZES"), ("8x8x8:m=4*x", "'4*x' is not SIZE")]:
+        with pytest.raises(ShapeError, match=".*") as err:
+            parse_shape(bad)
+        assert fragment in str(err.value), bad
