@@ -39,6 +39,10 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   runs, records since its start are lines of a journal beside the file
   (``mfu_sweep.journal``), which :func:`read_json` folds in; the folded
   document is a version-1 file like any other.
+* 1, added (issue 41) — ``shape.layout`` (``nt``, ``tn``, ``tt``; absent means ``nn``, so files written
+  before are unchanged) and ``shape.groups``/``shape.group_dim`` (a grouped GEMM); records of the scaled
+  dtypes carry ``scales``, records measured with an energy counter ``energy``, and records of a sweep
+  with ``--on-throttle discard|wait`` ``throttle``.
 
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown
@@ -111,6 +115,13 @@ class Record:
     def key(self) -> tuple[Shape, str, str]:
         """What was measured: shape, dtype and mode (several passes of a sweep share it)."""
         return (self.shape, self.dtype, self.mode)
+
+    @property
+    def series_mode(self) -> str:
+        """The mode of the series this record belongs to: ``mode``, followed by the operand layout when it is
+        not nn (``eager-nt``), so two layouts are never one series."""
+        layout = self.shape.layout
+        return self.mode if layout == "nn" else f"{self.mode}-{layout}"
 
     @property
     def run_pass(self) -> int:

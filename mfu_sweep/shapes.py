@@ -3,6 +3,21 @@
 A shape is ``(batch, m, n, k)``: ``batch`` independent products of an
 ``m x k`` by ``k x n`` matrix. FLOPs are ``2*batch*m*n*k``; the minimum memory
 traffic is every operand read once and the result written once.
+
+Two more fields make a shape the GEMM problem a kernel sees:
+
+``layout``
+    How the operands lie in memory, one letter for A and one for B, as BLAS's
+    op flags for row-major (PyTorch) tensors: ``n``, the operand is stored as the
+    product uses it (A ``m x k``, B ``k x n``, rows contiguous); ``t``, it is stored
+    transposed (A as ``k x m``, B as ``n x k``, rows contiguous) and the GEMM is
+    handed a transposed view. ``nt`` is ``x @ W.t()``, ``nn.Linear``'s forward.
+``groups``
+    A grouped GEMM (one call over many experts, ``torch._grouped_mm``): the sizes
+    of the groups along ``group_dim``. ``m``: ``len(groups)`` products of
+    ``groups[i] x k`` by its own ``k x n`` matrix (m is their sum); ``k``: products
+    ``m x groups[i]`` by ``groups[i] x n``, each into its own ``m x n`` result
+    (k is their sum; an MoE layer's weight gradients). FLOPs stay ``2*m*n*k``.
 """
 
 from __future__ import annotations
@@ -10,9 +25,10 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from mfu_sweep.dtypes import DType
 
@@ -27,10 +43,15 @@ DEVICE_MEMORY_FRACTION = 0.5
 MIN_SMALL_ALIGN = 16
 
 
+# Operand layouts (see the module docstring); nn is the default and the layout of files without one.
+LAYOUTS = ("nn", "nt", "tn", "tt")
+DEFAULT_LAYOUT = "nn"
+GROUP_DIMS = ("m", "k")
+
 # The columns of a shape file: the shape, and where it comes from and how many passes measure it.
-SHAPE_FILE_COLUMNS = ("batch", "m", "n", "k", "family", "passes")
+SHAPE_FILE_COLUMNS = ("batch", "m", "n", "k", "layout", "groups", "family", "passes")
 # Columns `mfu-sweep shapes --csv` adds to describe each row; a shape file may carry them, the sweep ignores them.
-DESCRIPTIVE_COLUMNS = ("role", "pass", "count", "layout", "flops", "bytes", "intensity")
+DESCRIPTIVE_COLUMNS = ("role", "pass", "count", "flops", "bytes", "intensity")
 KNOWN_COLUMNS = SHAPE_FILE_COLUMNS + DESCRIPTIVE_COLUMNS
 
 
@@ -40,12 +61,16 @@ class ShapeError(ValueError):
 
 @dataclass(frozen=True, order=True)
 class Shape:
-    """One GEMM problem: ``batch`` products of (m x k) @ (k x n)."""
+    """One GEMM problem: ``batch`` products of (m x k) @ (k x n), its operand ``layout`` and, for a grouped
+    GEMM, the ``groups`` along ``group_dim`` (see the module docstring)."""
 
     batch: int
     m: int
     n: int
     k: int
+    layout: str = DEFAULT_LAYOUT
+    groups: tuple[int, ...] = ()
+    group_dim: str = "m"
 
     def __post_init__(self) -> None:
         for field in ("batch", "m", "n", "k"):
@@ -56,27 +81,51 @@ class Shape:
                 raise ShapeError(f"shape field {field}={value} must be positive")
             if value > MAX_DIM:
                 raise ShapeError(f"shape field {field}={value} exceeds the limit {MAX_DIM}")
+        if self.layout not in LAYOUTS:
+            raise ShapeError(f"shape layout={self.layout!r} is not one of {', '.join(LAYOUTS)}")
+        if self.groups or self.group_dim != "m":
+            _check_groups(self)
+
+    @property
+    def grouped(self) -> bool:
+        """Whether this is a grouped GEMM (one call over ``len(groups)`` products)."""
+        return bool(self.groups)
 
     @property
     def flops(self) -> float:
         """Floating-point operations of the product (one multiply-add = 2)."""
         return 2.0 * self.batch * self.m * self.n * self.k
 
+    def operand_elements(self) -> tuple[int, int, int]:
+        """Elements of A, B and C (a grouped GEMM has one B, or one C, per group)."""
+        per = len(self.groups) or 1
+        a, b, c = self.m * self.k, self.k * self.n, self.m * self.n
+        if self.groups and self.group_dim == "m":
+            b *= per
+        elif self.groups:
+            c *= per
+        return self.batch * a, self.batch * b, self.batch * c
+
     def elements(self) -> int:
         """Elements of A, B and C together."""
-        return self.batch * (self.m * self.k + self.k * self.n + self.m * self.n)
+        return sum(self.operand_elements())
 
     def bytes(self, dtype: DType) -> float:
-        """Minimum bytes moved: read A and B once, write C once."""
-        inputs = self.batch * (self.m * self.k + self.k * self.n) * dtype.element_bytes
-        return float(inputs + self.batch * self.m * self.n * dtype.output_bytes)
+        """Minimum bytes moved: read A and B (and their block scales) once, write C once."""
+        a, b, c = self.operand_elements()
+        return float((a + b) * dtype.input_bytes_per_element + c * dtype.output_bytes)
 
     def intensity(self, dtype: DType) -> float:
         """Arithmetic intensity in FLOP per byte."""
         return self.flops / self.bytes(dtype)
 
-    def to_json(self) -> dict[str, int]:
-        return {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k}
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"batch": self.batch, "m": self.m, "n": self.n, "k": self.k}
+        if self.layout != DEFAULT_LAYOUT:
+            data["layout"] = self.layout
+        if self.groups:
+            data.update(groups=list(self.groups), group_dim=self.group_dim)
+        return data
 
     @classmethod
     def from_json(cls, data: object) -> Shape:
@@ -89,18 +138,83 @@ class Shape:
         missing = [f for f in ("m", "n", "k") if f not in data]
         if missing:
             raise ShapeError(f"shape {data!r} lacks field {missing[0]}")
-        return cls(int_field(data, "batch", 1), int_field(data, "m"), int_field(data, "n"), int_field(data, "k"))
+        groups = data.get("groups") or ()
+        if not isinstance(groups, (list, tuple)) or not all(type(g) is int for g in groups):
+            raise ShapeError(f"shape field groups={groups!r} must be a list of integers")
+        return _shape(int_field(data, "batch", 1), int_field(data, "m"), int_field(data, "n"), int_field(data, "k"),
+                      str(data.get("layout", DEFAULT_LAYOUT)), tuple(groups), str(data.get("group_dim", "m")))
 
     def __str__(self) -> str:
         core = f"{self.m}x{self.n}x{self.k}"
-        return core if self.batch == 1 else f"{self.batch}x{core}"
+        text = core if self.batch == 1 else f"{self.batch}x{core}"
+        if self.layout != DEFAULT_LAYOUT:
+            text += f":{self.layout}"
+        return text + (f":{format_groups(self)}" if self.groups else "")
+
+
+def _check_groups(shape: Shape) -> None:
+    if shape.group_dim not in GROUP_DIMS:
+        raise ShapeError(f"shape group_dim={shape.group_dim!r} is not one of {', '.join(GROUP_DIMS)}")
+    if not shape.groups:
+        raise ShapeError(f"shape group_dim={shape.group_dim!r} without groups")
+    if shape.batch != 1:
+        raise ShapeError(f"a grouped shape has batch 1, not {shape.batch}")
+    if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in shape.groups):
+        raise ShapeError(f"shape groups={list(shape.groups)!r} must be non-negative integers")
+    total, dim = sum(shape.groups), getattr(shape, shape.group_dim)
+    if total != dim:
+        raise ShapeError(f"shape groups sum to {total}, not {shape.group_dim}={dim}")
+
+
+def format_groups(shape: Shape) -> str:
+    """``m=512*8`` or ``k=700,300*3``: the group sizes along ``group_dim``, runs of equal sizes as ``size*count``."""
+    runs: list[list[int]] = []
+    for g in shape.groups:
+        if runs and runs[-1][0] == g:
+            runs[-1][1] += 1
+        else:
+            runs.append([g, 1])
+    return f"{shape.group_dim}=" + ",".join(f"{g}*{c}" if c > 1 else str(g) for g, c in runs)
+
+
+def parse_groups(text: str) -> tuple[str, tuple[int, ...]]:
+    """``m=512*8`` -> ("m", (512,)*8): the inverse of :func:`format_groups`."""
+    dim, sep, body = text.strip().lower().partition("=")
+    if not sep or dim not in GROUP_DIMS or not body:
+        raise ShapeError(f"groups {text!r} must be m=SIZES or k=SIZES, e.g. m=512*8 or k=700,300*3")
+    sizes: list[int] = []
+    for token in body.split(","):
+        size, star, count = token.strip().partition("*")
+        if not (size.isascii() and size.isdigit()) or (star and not (count.isascii() and count.isdigit())):
+            raise ShapeError(f"groups {text!r}: {token.strip()!r} is not SIZE or SIZE*COUNT")
+        sizes += [int(size)] * (int(count) if star else 1)
+    return dim, tuple(sizes)
+
+
+def with_layout(shape: Shape, layout: str) -> Shape:
+    """``shape`` in another operand layout."""
+    return shape if shape.layout == layout else replace(shape, layout=layout)
+
+
+def parse_layouts(text: str) -> tuple[str, ...]:
+    """``nn,nt`` -> ("nn", "nt"); every layout once, in the order given; ShapeError naming a bad one."""
+    out: list[str] = []
+    for token in filter(None, (t.strip().lower() for t in text.split(","))):
+        if token not in LAYOUTS:
+            raise ShapeError(f"layout {token!r} is not one of {', '.join(LAYOUTS)}")
+        if token not in out:
+            out.append(token)
+    if not out:
+        raise ShapeError(f"layout list {text!r} is empty (use {','.join(LAYOUTS)})")
+    return tuple(out)
 
 
 @lru_cache(maxsize=1 << 16)
-def _shape(batch: int, m: int, n: int, k: int) -> Shape:
+def _shape(batch: int, m: int, n: int, k: int, layout: str = DEFAULT_LAYOUT, groups: tuple[int, ...] = (),
+           group_dim: str = "m") -> Shape:
     """One frozen ``Shape`` per distinct shape read (a fleet's files repeat 40 shapes 160,000 times);
     only ever called with plain ints, so ``True`` and ``1`` never share an entry."""
-    return Shape(batch, m, n, k)
+    return Shape(batch, m, n, k, layout, groups, group_dim)
 
 
 def int_field(data: dict, name: str, default: int | None = None) -> int:
@@ -117,7 +231,7 @@ def working_bytes(shape: Shape, dtype: DType) -> float:
     (inputs are drawn in float32 and converted on the device) and the float64
     copy of one batch entry of B for the numerical check.
     """
-    largest = max(shape.m * shape.k, shape.k * shape.n, shape.m * shape.n)
+    largest = max(shape.operand_elements()) // shape.batch
     return shape.bytes(dtype) + 4.0 * largest + 8.0 * shape.k * shape.n
 
 
@@ -143,21 +257,33 @@ def _parse_dim(text: str, spec: str) -> int:
 
 
 def parse_shape(spec: str) -> Shape:
-    """Parse ``MxNxK`` or ``BxMxNxK`` (``x`` or ``,`` separated).
+    """Parse ``MxNxK`` or ``BxMxNxK`` (``x`` or ``,`` separated), optionally followed by ``:LAYOUT`` and, for a
+    grouped GEMM, ``:m=SIZES`` or ``:k=SIZES`` (what ``str(shape)`` writes).
 
     >>> parse_shape("2x512x1024x256")
-    Shape(batch=2, m=512, n=1024, k=256)
+    Shape(batch=2, m=512, n=1024, k=256, layout='nn', groups=(), group_dim='m')
+    >>> str(parse_shape("512x1024x256:nt"))
+    '512x1024x256:nt'
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ShapeError(f"shape {spec!r} is empty")
-    parts = spec.lower().replace(",", "x").split("x")
+    head, *tails = spec.strip().lower().split(":")
+    parts = head.replace(",", "x").split("x")
     if len(parts) not in (3, 4):
         raise ShapeError(f"shape {spec!r} must be MxNxK or BxMxNxK")
     dims = [_parse_dim(p, spec) for p in parts]
     if len(dims) == 3:
         dims.insert(0, 1)
+    extra: dict[str, Any] = {}
     try:
-        return Shape(*dims)
+        for tail in tails:
+            if "=" in tail and "groups" not in extra:
+                extra["group_dim"], extra["groups"] = parse_groups(tail)
+            elif tail.strip() in LAYOUTS and "layout" not in extra:
+                extra["layout"] = tail.strip()
+            else:
+                raise ShapeError(f"{tail!r} is not a layout ({', '.join(LAYOUTS)}) or m=/k= group sizes")
+        return Shape(*dims, **extra)
     except ShapeError as exc:
         raise ShapeError(f"shape {spec!r}: {exc}") from None
 
@@ -231,11 +357,12 @@ class ShapeRow:
 
 
 def read_shape_rows(path: str | Path) -> list[ShapeRow]:
-    """Read a shape file: columns ``m,n,k`` and optional ``batch``, ``family`` and ``passes``.
+    """Read a shape file: columns ``m,n,k`` and optional ``batch``, ``layout``, ``groups``, ``family`` and ``passes``.
 
-    ``family`` names where a shape comes from (``mfu-sweep refine`` writes
-    ``refine-<round>``) and is kept in its records; ``passes`` is how many
-    passes of a ``--repeats`` sweep measure that shape (passes 0 .. passes-1).
+    ``layout`` is the operand layout (``nn``, ``nt``, ``tn``, ``tt``; empty is ``nn``) and ``groups``
+    a grouped GEMM's group sizes (``m=512*8``, see :func:`parse_groups`). ``family`` names where a
+    shape comes from (``mfu-sweep refine`` writes ``refine-<round>``) and is kept in its records;
+    ``passes`` is how many passes of a ``--repeats`` sweep measure that shape (passes 0 .. passes-1).
     The columns ``mfu-sweep shapes --csv`` adds to describe a row (``DESCRIPTIVE_COLUMNS``)
     are read and ignored; any other column is refused by name, and so is a row
     with more or fewer values than the header has columns. Lines starting with
@@ -308,7 +435,13 @@ def _shape_row(header: list[str], values: list[str], line: str) -> ShapeRow:
     passes = _column_int(row, "passes") if row.get("passes") else None
     if passes == 0:
         raise ShapeError("passes=0 must be at least 1")
-    return ShapeRow(Shape(*dims), row.get("family") or None, passes)
+    layout = (row.get("layout") or DEFAULT_LAYOUT).lower()
+    if layout not in LAYOUTS:
+        raise ShapeError(f"column 'layout' = {row['layout']!r} is not one of {', '.join(LAYOUTS)}")
+    grouped: dict[str, Any] = {}
+    if row.get("groups"):
+        grouped["group_dim"], grouped["groups"] = parse_groups(row["groups"])
+    return ShapeRow(Shape(*dims, layout=layout, **grouped), row.get("family") or None, passes)
 
 
 def unique_in_order(shapes: Iterable[Shape]) -> list[Shape]:

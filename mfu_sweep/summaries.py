@@ -81,23 +81,30 @@ def all_records(sweeps: Iterable[Sweep]) -> list[tuple[Sweep, Record]]:
 
 
 def available(sweeps: Iterable[Sweep], field: str) -> list[str]:
-    """Distinct ``dtype`` or ``mode`` values among the records, sorted (eager before compile)."""
-    values = {getattr(r, field) for _, r in all_records(sweeps)}
+    """Distinct ``dtype`` or ``mode`` values among the records, sorted (eager before compile); a mode is the
+    series' (``Record.series_mode``: ``eager-nt`` for records in layout nt)."""
+    attr = "series_mode" if field == "mode" else field
+    values = {getattr(r, attr) for _, r in all_records(sweeps)}
     return sorted(values, key=lambda v: (v != "eager", v))
 
 
+def _any_mode(sweeps: Sequence[Sweep], mode: str) -> bool:
+    return any(r.mode == mode for _, r in all_records(sweeps))
+
+
 def filter_sweeps(sweeps: Sequence[Sweep], dtypes: Sequence[str] = (), modes: Sequence[str] = ()) -> list[Sweep]:
-    """Keep only records of the given dtypes and modes (all when empty).
+    """Keep only records of the given dtypes and modes (all when empty); a mode is an execution mode
+    (``eager``: every layout) or a series' mode (``eager-nt``: layout nt only).
 
     Raises ``ValueError`` naming the filter and the values present when nothing is left.
     """
     for name, wanted in (("dtype", dtypes), ("mode", modes)):
         have = available(sweeps, name)
-        missing = [w for w in wanted if w not in have]
+        missing = [w for w in wanted if w not in have and not (name == "mode" and _any_mode(sweeps, w))]
         if missing:
             raise ValueError(f"--{name} {missing[0]} matches no records (present: {', '.join(have) or 'none'})")
     out = [sw.with_records(r for r in sw.records if (not dtypes or r.dtype in dtypes)
-                           and (not modes or r.mode in modes)) for sw in sweeps]
+                           and (not modes or r.mode in modes or r.series_mode in modes)) for sw in sweeps]
     if not any(sw.records for sw in out):
         raise ValueError(f"no records with dtype in {list(dtypes)} and mode in {list(modes)}")
     return out

@@ -10,31 +10,48 @@ it stands for, each with a role, a pass and a count per step:
     default 4096), ``seq`` (sequence length, default ``min(tokens, 4096)``),
     ``tp`` (Megatron-style tensor parallelism), ``ep`` (expert parallelism),
     ``lm_head=0|1``, ``attn=0|1`` (attention score/value GEMMs),
-    ``qkv=fused|split`` and ``gate_up=split|fused``.
+    ``qkv=fused|split`` and ``gate_up=split|fused``; for MoE models
+    ``moe=split|grouped`` (one GEMM per expert, or the experts of a layer as
+    one grouped GEMM, ``torch._grouped_mm``), ``routing=balanced|skewed``,
+    ``skew`` (Zipf exponent, default 1) and ``seed`` (of the skewed draw),
+    see :mod:`mfu_sweep.routing`.
 ``deepbench:train|inference-server|inference-device|all``
     Baidu DeepBench's GEMM list (``data/deepbench.csv``, transcribed with citation).
 ``grid:M:N:K[:batch=B]``
     Every combination of comma-separated values; ``lo-hi`` means the powers of
     two from ``lo`` doubling up to ``hi``, e.g. ``grid:256-8192:256-8192:4096``.
 
-Conventions for a linear layer ``y = x W`` with ``x`` (tokens x d_in):
-forward m=tokens, k=d_in, n=d_out; dgrad (dx = dy W^T) m=tokens, k=d_out,
-n=d_in; wgrad (dW = x^T dy) m=d_in, k=tokens, n=d_out. For the attention
-products ``S = Q K^T`` and ``O = P V`` (batched over sequences x heads),
-``dgrad`` is the gradient of the first operand (dQ, dP) and ``wgrad`` that of
-the second (dK, dV). Attention GEMMs are dense: a causal kernel skips about half
+Every GEMM is the product PyTorch's autograd runs, operand layout included
+(``tests/test_workloads.py`` records the ``aten`` calls of ``F.linear`` and of
+``q @ k.transpose`` / ``p @ v`` and their backward, and compares). For a linear
+layer ``y = F.linear(x, W)`` with ``x`` (tokens x d_in) and ``W`` stored
+(d_out x d_in): forward ``x @ W.t()`` m=tokens, n=d_out, k=d_in, layout ``nt``;
+dgrad ``dy @ W`` m=tokens, n=d_in, k=d_out, ``nn``; wgrad ``dy.t() @ x``
+m=d_out, n=d_in, k=tokens, ``tn``. For the attention products ``S = Q K^T``
+(``nt``) and ``O = P V`` (``nn``), batched over sequences x heads, ``dgrad``
+is the gradient of the first operand (dQ = dS K ``nn``, dP = dO V^T ``nt``)
+and ``wgrad`` that of the second (d(K^T) = Q^T dS, hd x kv x q, ``tn``;
+dV = P^T dO ``tn``). Attention GEMMs are dense: a causal kernel skips about half
 of the score/value FLOPs of full-attention layers. Sliding-window layers
 (gpt-oss) are tiled as blocks of ``window`` queries against ``2*window`` keys,
 about twice the FLOPs of the exact band, as a block-sparse kernel computes them.
-MoE expert GEMMs run at the expected tokens per expert under perfectly
-balanced routing, ``tokens*ep*top_k/experts`` rounded half up, with the expert
-width sharded by ``tp``; the router is replicated.
+MoE expert GEMMs run at the tokens per expert of a routing model
+(:mod:`mfu_sweep.routing`; balanced by default: ``tokens*ep*top_k/experts``
+rounded half up), with the expert width sharded by ``tp``; the router is
+replicated. With ``moe=grouped`` the experts of a layer are one grouped GEMM per
+role and pass (``Shape.groups``): forward and dgrad grouped along m (tokens),
+wgrad along k (each expert's weight gradient from its own tokens), as
+``torch._grouped_mm``'s autograd runs them; FLOPs are counted from the real
+token counts. DeepBench's rows keep their M, N, K and transposes as published
+(cuBLAS's column-major convention); the sweep applies the two letters to
+row-major operands.
 """
 
 from __future__ import annotations
 
 import csv
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
@@ -42,7 +59,8 @@ from importlib import resources
 from typing import Any
 
 from mfu_sweep.models import ModelConfig, find_model, load_models
-from mfu_sweep.shapes import Shape, ShapeError, grid_family, unique_in_order
+from mfu_sweep.routing import DEFAULT_SKEW, ROUTINGS, local_expert_tokens
+from mfu_sweep.shapes import Shape, ShapeError, format_groups, grid_family, unique_in_order
 
 NO_PASS = "n/a"
 DEEPBENCH_SETS = ("train", "inference-server", "inference-device")
@@ -67,9 +85,9 @@ class WorkloadGemm:
         ``fwd``, ``dgrad`` or ``wgrad``; ``n/a`` for lists without passes.
     count:
         Calls per step (for ``llm:`` families: per training step of one rank).
-    layout:
-        Operand transposes of the source list (DeepBench), ``nn`` otherwise;
-        mfu-sweep itself always times the untransposed product.
+
+    The operand layout is ``shape.layout`` (:attr:`layout`): what PyTorch runs for
+    ``llm:`` families, the source's transposes for DeepBench, ``nn`` for grids.
     """
 
     shape: Shape
@@ -77,7 +95,11 @@ class WorkloadGemm:
     role: str
     pass_: str
     count: int = 1
-    layout: str = "nn"
+
+    @property
+    def layout(self) -> str:
+        """The operand layout the GEMM runs in (``nn``, ``nt``, ``tn``, ``tt``)."""
+        return self.shape.layout
 
     @property
     def flops(self) -> float:
@@ -86,7 +108,8 @@ class WorkloadGemm:
 
     def to_json(self) -> dict[str, Any]:
         return {"shape": self.shape.to_json(), "family": self.family, "role": self.role, "pass": self.pass_,
-                "count": self.count, "layout": self.layout}
+                "count": self.count, "layout": self.layout, "groups": format_groups(self.shape) if self.shape.groups
+                else None}
 
 
 # ---------------------------------------------------------------------------
@@ -105,13 +128,18 @@ class LlmOptions:
     attn: bool = True
     qkv: str = "fused"
     gate_up: str = "split"
+    moe: str = "split"
+    routing: str = "balanced"
+    skew: float = DEFAULT_SKEW
+    seed: int = 0
 
     @property
     def seq_len(self) -> int:
         return self.seq if self.seq is not None else min(self.tokens, DEFAULT_SEQ)
 
 
-_CHOICES = {"qkv": ("fused", "split"), "gate_up": ("split", "fused")}
+_CHOICES = {"qkv": ("fused", "split"), "gate_up": ("split", "fused"), "moe": ("split", "grouped"),
+            "routing": ROUTINGS}
 
 
 def _parse_int(key: str, text: str, family: str) -> int:
@@ -124,6 +152,16 @@ def _parse_flag(key: str, text: str, family: str) -> bool:
     if text not in ("0", "1"):
         raise ShapeError(f"family {family!r}: option {key}={text!r} must be 0 or 1")
     return text == "1"
+
+
+def _parse_skew(text: str, family: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0 <= value <= 10):
+        raise ShapeError(f"family {family!r}: option skew={text!r} must be a number from 0 to 10 (Zipf exponent)")
+    return value
 
 
 def parse_llm_options(parts: Sequence[str], family: str) -> LlmOptions:
@@ -139,6 +177,12 @@ def parse_llm_options(parts: Sequence[str], family: str) -> LlmOptions:
             raise ShapeError(f"family {family!r}: option {key!r} given twice")
         if key in ("lm_head", "attn"):
             kwargs[key] = _parse_flag(key, value, family)
+        elif key == "skew":
+            kwargs[key] = _parse_skew(value, family)
+        elif key == "seed":
+            if not value.isdigit():
+                raise ShapeError(f"family {family!r}: option seed={value!r} must be a non-negative integer")
+            kwargs[key] = int(value)
         elif key in _CHOICES:
             if value not in _CHOICES[key]:
                 raise ShapeError(f"family {family!r}: option {key}={value!r} must be one of {', '.join(_CHOICES[key])}")
@@ -162,7 +206,8 @@ def canonical_llm(model: ModelConfig, opts: LlmOptions) -> str:
                 continue
         elif value == getattr(default, f.name):
             continue
-        parts.append(f"{f.name}={int(value) if isinstance(value, bool) else value}")
+        text = int(value) if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else value
+        parts.append(f"{f.name}={text}")
     return ":".join(parts)
 
 
@@ -183,19 +228,27 @@ class _Collector:
             self.items[key] = self.items.get(key, 0) + count
 
     def linear(self, role: str, d_in: int, d_out: int, tokens: int, count: int) -> None:
-        """Forward, dgrad and wgrad of ``y = x W`` with x (tokens x d_in), W (d_in x d_out)."""
-        self.add(Shape(1, tokens, d_out, d_in), role, "fwd", count)
-        self.add(Shape(1, tokens, d_in, d_out), role, "dgrad", count)
-        self.add(Shape(1, d_in, d_out, tokens), role, "wgrad", count)
+        """Forward, dgrad and wgrad of ``F.linear(x, W)`` with x (tokens x d_in), W stored (d_out x d_in)."""
+        self.add(Shape(1, tokens, d_out, d_in, "nt"), role, "fwd", count)      # x @ W.t()
+        self.add(Shape(1, tokens, d_in, d_out, "nn"), role, "dgrad", count)    # dx = dy @ W
+        self.add(Shape(1, d_out, d_in, tokens, "tn"), role, "wgrad", count)    # dW = dy.t() @ x
+
+    def grouped_linear(self, role: str, d_in: int, d_out: int, groups: tuple[int, ...], count: int) -> None:
+        """:meth:`linear` of every expert as one grouped GEMM per pass (``torch._grouped_mm`` and its autograd)."""
+        tokens = sum(groups)
+        if tokens:
+            self.add(Shape(1, tokens, d_out, d_in, "nt", groups), role, "fwd", count)
+            self.add(Shape(1, tokens, d_in, d_out, "nn", groups), role, "dgrad", count)
+            self.add(Shape(1, d_out, d_in, tokens, "tn", groups, "k"), role, "wgrad", count)
 
     def attention(self, batch: int, q: int, kv: int, head_dim: int, count: int) -> None:
         """``S = Q K^T`` (q x kv) and ``O = P V`` (q x head_dim) and their four backward products."""
-        self.add(Shape(batch, q, kv, head_dim), "attn-score", "fwd", count)        # Q K^T
-        self.add(Shape(batch, q, head_dim, kv), "attn-score", "dgrad", count)      # dQ = dS K
-        self.add(Shape(batch, kv, head_dim, q), "attn-score", "wgrad", count)      # dK = dS^T Q
-        self.add(Shape(batch, q, head_dim, kv), "attn-value", "fwd", count)        # P V
-        self.add(Shape(batch, q, kv, head_dim), "attn-value", "dgrad", count)      # dP = dO V^T
-        self.add(Shape(batch, kv, head_dim, q), "attn-value", "wgrad", count)      # dV = P^T dO
+        self.add(Shape(batch, q, kv, head_dim, "nt"), "attn-score", "fwd", count)    # Q @ K^T
+        self.add(Shape(batch, q, head_dim, kv, "nn"), "attn-score", "dgrad", count)  # dQ = dS @ K
+        self.add(Shape(batch, head_dim, kv, q, "tn"), "attn-score", "wgrad", count)  # d(K^T) = Q^T @ dS
+        self.add(Shape(batch, q, head_dim, kv, "nn"), "attn-value", "fwd", count)    # P @ V
+        self.add(Shape(batch, q, kv, head_dim, "nt"), "attn-value", "dgrad", count)  # dP = dO @ V^T
+        self.add(Shape(batch, kv, head_dim, q, "tn"), "attn-value", "wgrad", count)  # dV = P^T @ dO
 
     def result(self) -> list[WorkloadGemm]:
         return [WorkloadGemm(s, self.family, r, p, c) for (s, r, p), c in self.items.items()]
@@ -266,19 +319,32 @@ def _mlp(col: _Collector, prefix: str, hidden: int, ffn: int, tokens: int, count
     col.linear(f"{prefix}-down", ffn, hidden, tokens, count)
 
 
-def expected_tokens_per_expert(model: ModelConfig, opts: LlmOptions) -> int:
-    """Tokens each local expert sees with perfectly balanced routing: tokens*ep*top_k/experts, rounded."""
-    exact = opts.tokens * opts.ep * model.experts_per_token / model.num_local_experts
-    return max(1, int(math.floor(exact + 0.5)))
+def _grouped_mlp(col: _Collector, hidden: int, ffn: int, groups: tuple[int, ...], count: int, gate_up: str) -> None:
+    if gate_up == "fused":
+        col.grouped_linear("experts-gate-up", hidden, 2 * ffn, groups, count)
+    else:
+        col.grouped_linear("experts-gate", hidden, ffn, groups, count)
+        col.grouped_linear("experts-up", hidden, ffn, groups, count)
+    col.grouped_linear("experts-down", ffn, hidden, groups, count)
+
+
+def expert_tokens(model: ModelConfig, opts: LlmOptions) -> list[int]:
+    """Tokens each of one rank's experts receives per layer under ``opts.routing`` (:mod:`mfu_sweep.routing`)."""
+    return local_expert_tokens(opts.tokens, opts.ep, model.experts_per_token, model.num_local_experts,
+                               opts.routing, opts.skew, opts.seed)
 
 
 def _moe_gemms(col: _Collector, model: ModelConfig, opts: LlmOptions, family: str) -> None:
     layers, hidden = model.num_hidden_layers, model.hidden_size
-    local = _shard(model.num_local_experts, opts.ep, "num_local_experts", family)
+    _shard(model.num_local_experts, opts.ep, "num_local_experts", family)
     width = _shard(model.intermediate_size, opts.tp, "intermediate_size", family)
     col.linear("router", hidden, model.num_local_experts, opts.tokens, layers)
-    per_expert = expected_tokens_per_expert(model, opts)
-    _mlp(col, "experts", hidden, width, per_expert, layers * local, opts.gate_up)
+    counts = expert_tokens(model, opts)
+    if opts.moe == "grouped":
+        _grouped_mlp(col, hidden, width, tuple(counts), layers, opts.gate_up)
+        return
+    for tokens, experts in sorted(Counter(c for c in counts if c).items(), reverse=True):
+        _mlp(col, "experts", hidden, width, tokens, layers * experts, opts.gate_up)
 
 
 # ---------------------------------------------------------------------------
@@ -306,7 +372,7 @@ def deepbench_gemms(which: str, family: str) -> list[WorkloadGemm]:
     for name, m, n, k, ta, tb in deepbench_rows():
         if which in ("all", name):
             layout = ("t" if ta else "n") + ("t" if tb else "n")
-            out.append(WorkloadGemm(Shape(1, m, n, k), family, f"deepbench-{name}", NO_PASS, 1, layout))
+            out.append(WorkloadGemm(Shape(1, m, n, k, layout), family, f"deepbench-{name}", NO_PASS, 1))
     return out
 
 

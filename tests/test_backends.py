@@ -41,7 +41,13 @@ from mfu_sweep.measure.backends.cuda import (
     rotation_bytes_for,
     unsupported_reason,
 )
-from mfu_sweep.measure.backends.cuda_telemetry import Sampler, decode_throttle_reasons, summarize_telemetry
+from mfu_sweep.measure.backends.cuda_telemetry import (
+    THROTTLING,
+    Sampler,
+    decode_throttle_reasons,
+    reason_names,
+    summarize_telemetry,
+)
 from mfu_sweep.measure.backends.generic import event_flush_timer
 from mfu_sweep.measure.backends.neuron import (
     cache_delta,
@@ -51,8 +57,9 @@ from mfu_sweep.measure.backends.neuron import (
     neuron_peak,
     stats_dict,
 )
+from mfu_sweep.measure.backends.operands import _rows
 from mfu_sweep.measure.backends.xla import pjrt_target, spec_id_for_kind, xla_block_timer
-from mfu_sweep.measure.bench import Task, _rows, run_task
+from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.measure.worker import SOAK_ENV, hello
 from mfu_sweep.shapes import Shape
@@ -219,10 +226,18 @@ def test_bf16_unsupported_when_torch_says_so() -> None:
     assert unsupported_reason("bf16", (7, 0), False, "sm_70", bf16_ok=False)
 
 
-def test_decode_throttle_reasons() -> None:
-    assert decode_throttle_reasons(0) == []
-    assert decode_throttle_reasons(0x4 | 0x40) == ["sw_power_cap", "hw_thermal_slowdown"]
-    assert decode_throttle_reasons(0x1000) == ["unknown_0x1000"]
+def test_decode_throttle_reasons_with_pynvmls_own_constants() -> None:
+    pynvml = pytest.importorskip("pynvml")  # nvidia-ml-py, a test dependency: its constants, not hand-copied bits
+    names = reason_names(pynvml)
+    assert decode_throttle_reasons(0, names) == []
+    mask = pynvml.nvmlClocksEventReasonSwPowerCap | pynvml.nvmlClocksEventReasonHwThermalSlowdown
+    assert decode_throttle_reasons(mask, names) == ["sw_power_cap", "hw_thermal_slowdown"]
+    assert names[pynvml.nvmlClocksEventReasonGpuIdle] == "gpu_idle"
+    # the renamed bit keeps its first name; masks (All, None) are no reasons; older names fill the gaps
+    assert names[pynvml.nvmlClocksEventReasonUserDefinedClocks] == "applications_clocks_setting"
+    assert all(bit & (bit - 1) == 0 for bit in names) and "board_limit" in names.values()
+    assert THROTTLING <= set(names.values())
+    assert decode_throttle_reasons(1 << 30, names) == ["unknown_0x40000000"]
 
 
 def test_summarize_telemetry_flags_power_cap_and_low_clock() -> None:
@@ -502,3 +517,18 @@ def test_event_flush_timer_queues_flush_before_each_start_event() -> None:
     assert log == ["sync", *["flush", "record", "call", "record"] * 3, "sync-event", "sync"]
     timer(2)
     assert len(made) == 6  # event pairs are reused across blocks
+
+
+@pytest.mark.parametrize("dtype,cap,hip,arch,fragment", [
+    ("mxfp8", (9, 0), False, "sm_90", "mxfp8 needs compute capability 10.x, this GPU has 9.0"),
+    ("mxfp8", (10, 0), False, "sm_100", None), ("mxfp4", (10, 3), False, "sm_103", None),
+    ("nvfp4", (12, 0), False, "sm_120", "nvfp4 needs compute capability 10.x, this GPU has 12.0"),
+    ("nvfp4", (9, 5), True, "gfx950", "nvfp4 needs no AMD GPU (NVFP4 is NVIDIA's format), this is gfx950"),
+    ("mxfp4", (9, 5), True, "gfx950", None), ("mxfp8", (9, 4), True, "gfx942", "mxfp8 needs AMD gfx95x"),
+    ("fp8-rowwise", (8, 9), False, "sm_89", "fp8-rowwise needs compute capability >= 9.0, this GPU has 8.9"),
+    ("fp8-rowwise", (10, 0), False, "sm_100", None), ("fp8-rowwise", (9, 4), True, "gfx942", None),
+])
+def test_scaled_formats_by_gpu_architecture(dtype: str, cap: tuple, hip: bool, arch: str,
+                                            fragment: str | None) -> None:
+    reason = unsupported_reason(dtype, cap, hip, arch)
+    assert reason == fragment if fragment is None else reason.startswith(fragment)

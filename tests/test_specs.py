@@ -46,8 +46,11 @@ def test_entry_complete_and_plausible(chip) -> None:
         assert p["fp16"] == p["bf16"]
     if "fp8" in p:
         assert p["bf16"] <= p["fp8"] <= 2.05 * p["bf16"]  # vendor figures are rounded
-    if "fp4" in p:
-        assert p.get("fp8", p.get("mxfp8", p["bf16"])) <= p["fp4"]
+    for fp4 in ("mxfp4", "nvfp4"):
+        if fp4 in p:
+            assert p.get("fp8", p.get("mxfp8", p["bf16"])) <= p[fp4]
+    if "mxfp8" in p:
+        assert p["bf16"] <= p["mxfp8"] <= 4.1 * p["bf16"]  # Trainium3's MXFP8 runs at 4x its bf16
     assert 0.1 <= chip.memory_bandwidth_tbs <= 20
     assert 8 <= chip.memory_gb <= 512 or chip.scope == "core"
     assert 10 <= p["bf16"] <= 20_000

@@ -9,7 +9,9 @@ import time
 import pytest
 import torch
 
+from mfu_sweep.errors import BackendError
 from mfu_sweep.measure.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, host_flush_timer, measure
+from mfu_sweep.shapes import Shape
 from mfu_sweep.stats import median_ci, median_ci_indices
 
 
@@ -177,3 +179,79 @@ def test_flush_timer_in_the_adaptive_loop_reports_the_call_time() -> None:
     m = measure(timer, TimingConfig(budget_s=5.0, min_block_s=2e-4), wall=clock.wall)
     assert m.median_s == pytest.approx(20e-6, rel=0.05)
     assert m.block_size >= 10  # 10 calls of 20 us fill the 0.2 ms block
+
+
+# ----- --timer profiler, for real on the CPU -------------------------------------------------------------
+def _profiled_events(fn, n: int = 3):  # noqa: ANN001, ANN202
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(n):
+            fn()
+    return prof.events()
+
+
+def test_profiler_counts_each_gemm_call_once_even_when_ops_nest() -> None:
+    from mfu_sweep.measure.backends.profiler_timer import op_seconds
+
+    a, b, out = torch.randn(64, 48), torch.randn(48, 32), torch.empty(64, 32)
+    seconds, count = op_seconds(_profiled_events(lambda: torch.mm(a, b, out=out)))
+    assert count == 3 and seconds > 0
+    nested = _profiled_events(lambda: torch.matmul(a, b))  # aten::matmul calls aten::mm inside: one GEMM, not two
+    assert sum(e.name == "aten::mm" for e in nested) == 3
+    assert op_seconds(nested)[1] == 3
+    assert op_seconds(_profiled_events(lambda: a.add_(1)))[1] == 0
+    # under an op that is no GEMM (F.linear, a compiled region, a record_function): still counted, once
+    assert op_seconds(_profiled_events(lambda: torch.nn.functional.linear(a, b.T)))[1] == 3
+
+
+def test_profiler_timer_agrees_with_the_host_clock_on_the_cpu() -> None:
+    from mfu_sweep.measure.backends.profiler_timer import profiler_block_timer
+
+    a, b, out = torch.randn(256, 256), torch.randn(256, 256), torch.empty(256, 256)
+
+    def call() -> None:
+        torch.mm(a, b, out=out)
+
+    profiled, host = profiler_block_timer(call, "cpu", lambda: None), host_block_timer(call)
+    ratios = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        p = profiled(8)
+        wall = time.perf_counter() - t0
+        assert 0 < p <= wall  # the ops' own time is inside the block's wall time (session start/stop outside it)
+        ratios.append(p / host(8))
+    assert 1 / 3 < statistics.median(ratios) < 3  # same GEMMs, same clock: no unit or event-choice error
+
+
+def test_profiler_timer_refuses_to_time_a_block_without_a_gemm() -> None:
+    from mfu_sweep.measure.backends.profiler_timer import profiler_block_timer
+
+    x = torch.zeros(16)
+    with pytest.raises(RuntimeError, match="recorded no GEMM op"):
+        profiler_block_timer(lambda: x.add_(1), "cpu", lambda: None)(4)
+
+
+def test_cpu_sweep_with_the_profiler_timer(monkeypatch) -> None:
+    from mfu_sweep.measure.backends.cpu import CpuBackend
+    from mfu_sweep.measure.bench import Task, run_task
+    from mfu_sweep.measure.task import TIMER_ENV
+
+    monkeypatch.setenv(TIMER_ENV, "profiler")
+    quick = TimingConfig(budget_s=0.05, min_samples=3, max_samples=5, min_block_s=1e-3, warmup_s=0.0)
+    rec = run_task(CpuBackend(), Task(shape=Shape(1, 96, 64, 32, "tn"), dtype="fp32", timing=quick))
+    assert rec.status == "ok" and rec.timer == "cpu-profiler-ops" and rec.samples_s
+    monkeypatch.setenv(TIMER_ENV, "graph")
+    with pytest.raises(BackendError, match="the CPU times with auto or profiler"):
+        CpuBackend()
+
+
+def test_profiler_timer_where_no_profiler_timer_exists_is_a_one_line_error() -> None:
+    from click.testing import CliRunner
+
+    from mfu_sweep.cli import main
+
+    out = CliRunner().invoke(main, ["sweep", "--device", "neuron", "--timer", "profiler", "--dry-run"])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert out.output.strip().splitlines()[-1] == \
+        "Error: Invalid value for --timer: 'profiler' applies to --device cuda or cpu only"

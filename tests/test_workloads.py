@@ -7,15 +7,21 @@ import math
 from collections import Counter
 
 import pytest
+import torch
 from click.testing import CliRunner
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from mfu_sweep.cli import main
 from mfu_sweep.models import find_model, load_models
 from mfu_sweep.results import load_sweeps
+from mfu_sweep.routing import local_expert_tokens
 from mfu_sweep.shapes import Shape, ShapeError, read_shape_rows
 from mfu_sweep.workloads import (
     DEEPBENCH_SETS,
+    _Collector,
     deepbench_rows,
+    expert_tokens,
+    parse_llm_options,
     resolve_family,
     step_flops,
     sweep_shapes,
@@ -49,9 +55,9 @@ def test_qwen3_32b_by_hand() -> None:
     gemms = resolve_family("llm:qwen3-32b")
     assert len(gemms) == (5 + 2 + 1) * 3         # 5 linear roles, 2 attention, lm-head; 3 passes each
     qkv = {g.pass_: g for g in gemms if g.role == "qkv"}
-    assert qkv["fwd"].shape == Shape(1, T, qkv_out, hidden) and qkv["fwd"].count == L
-    assert qkv["dgrad"].shape == Shape(1, T, hidden, qkv_out)
-    assert qkv["wgrad"].shape == Shape(1, hidden, qkv_out, T)
+    assert qkv["fwd"].shape == Shape(1, T, qkv_out, hidden, "nt") and qkv["fwd"].count == L   # x @ W.t()
+    assert qkv["dgrad"].shape == Shape(1, T, hidden, qkv_out, "nn")                           # dy @ W
+    assert qkv["wgrad"].shape == Shape(1, qkv_out, hidden, T, "tn")                           # dy.t() @ x
 
 
 def test_gpt_oss_20b_by_hand() -> None:
@@ -72,7 +78,7 @@ def test_gpt_oss_20b_by_hand() -> None:
     sliding = 2 * (2 * heads * (T // 128) * 128 * 256 * hd)
     assert flops_of("llm:gpt-oss-20b", ATTN) == 3 * (12 * full + 12 * sliding)
     up = [g for g in resolve_family("llm:gpt-oss-20b") if g.role == "experts-up" and g.pass_ == "fwd"]
-    assert [(g.shape, g.count) for g in up] == [(Shape(1, 512, 2880, 2880), L * experts)]
+    assert [(g.shape, g.count) for g in up] == [(Shape(1, 512, 2880, 2880, "nt"), L * experts)]
 
 
 @pytest.mark.parametrize(("spec", "L", "hidden", "heads", "ffn"), [
@@ -109,12 +115,12 @@ def _by_role_and_pass(spec: str) -> dict[str, dict[str, float]]:
 def test_tensor_parallel_shards_megatron_style() -> None:
     gemms = {(g.role, g.pass_): g for g in resolve_family("llm:llama-3-70b:tp=8")}
     T = 4096
-    assert gemms["qkv", "fwd"].shape == Shape(1, T, (64 // 8 + 2 * 8 // 8) * 128, 8192)   # column-parallel
-    assert gemms["mlp-up", "fwd"].shape == Shape(1, T, 28672 // 8, 8192)
-    assert gemms["attn-out", "fwd"].shape == Shape(1, T, 8192, 8192 // 8)                 # row-parallel
-    assert gemms["mlp-down", "fwd"].shape == Shape(1, T, 8192, 28672 // 8)
-    assert gemms["lm-head", "fwd"].shape == Shape(1, T, 128256 // 8, 8192)                 # vocab-parallel
-    assert gemms["attn-score", "fwd"].shape == Shape(64 // 8, T, T, 128)
+    assert gemms["qkv", "fwd"].shape == Shape(1, T, (64 // 8 + 2 * 8 // 8) * 128, 8192, "nt")   # column-parallel
+    assert gemms["mlp-up", "fwd"].shape == Shape(1, T, 28672 // 8, 8192, "nt")
+    assert gemms["attn-out", "fwd"].shape == Shape(1, T, 8192, 8192 // 8, "nt")                 # row-parallel
+    assert gemms["mlp-down", "fwd"].shape == Shape(1, T, 8192, 28672 // 8, "nt")
+    assert gemms["lm-head", "fwd"].shape == Shape(1, T, 128256 // 8, 8192, "nt")                 # vocab-parallel
+    assert gemms["attn-score", "fwd"].shape == Shape(64 // 8, T, T, 128, "nt")
     # every dimension divides evenly, so one rank does exactly 1/8 of the work
     assert step_flops(resolve_family("llm:llama-3-70b:tp=8")) * 8 == step_flops(resolve_family("llm:llama-3-70b"))
 
@@ -129,9 +135,9 @@ def test_moe_tokens_per_expert_and_expert_parallel() -> None:
         [g] = [g for g in resolve_family(spec) if g.role == "experts-up" and g.pass_ == "fwd"]
         return g.shape, g.count
 
-    assert up("llm:gpt-oss-20b:tokens=8192") == (Shape(1, 8192 * 4 // 32, 2880, 2880), 24 * 32)
+    assert up("llm:gpt-oss-20b:tokens=8192") == (Shape(1, 8192 * 4 // 32, 2880, 2880, "nt"), 24 * 32)
     # ep=4: 8 experts per rank, each fed by 4 ranks' tokens
-    assert up("llm:gpt-oss-20b:tokens=8192:ep=4") == (Shape(1, 4 * 8192 * 4 // 32, 2880, 2880), 24 * 8)
+    assert up("llm:gpt-oss-20b:tokens=8192:ep=4") == (Shape(1, 4 * 8192 * 4 // 32, 2880, 2880, "nt"), 24 * 8)
 
 
 def test_layout_options() -> None:
@@ -140,7 +146,7 @@ def test_layout_options() -> None:
     roles = {g.role for g in resolve_family("llm:llama-3-8b:gate_up=fused:lm_head=0:attn=0")}
     assert roles == {"qkv", "attn-out", "mlp-gate-up", "mlp-down"}
     score = [g for g in resolve_family("llm:llama-3-8b:tokens=8192:seq=2048") if g.role == "attn-score"]
-    assert score[0].shape == Shape(4 * 32, 2048, 2048, 128)
+    assert score[0].shape == Shape(4 * 32, 2048, 2048, 128, "nt")
 
 
 def test_canonical_family_names() -> None:
@@ -203,8 +209,11 @@ def test_deepbench_matches_the_published_list() -> None:
     assert max(flops) == 2 * 8448 * 48000 * 2816 == pytest.approx(2.28e12, rel=2e-3)
     assert deepbench_rows()[0] == ("train", 1760, 16, 1760, False, False)
     train = resolve_family("deepbench:train")
-    assert len(train) == 160 and len(sweep_shapes("deepbench:train")) == 83   # transposed duplicates
+    # 83 distinct M, N, K, most once untransposed and once with trans_a=1: every row is its own problem
+    assert len(train) == 160 and len(sweep_shapes("deepbench:train")) == 160
+    assert len({(s.m, s.n, s.k) for s, _ in sweep_shapes("deepbench:train")}) == 83
     assert {g.layout for g in train} == {"nn", "tn", "nt"}
+    assert [g.shape for g in train][:1] == [Shape(1, 1760, 16, 1760, "nn")]
     assert len(resolve_family("deepbench:all")) == 160 + 75 + 13
     assert set(DEEPBENCH_SETS) == set(counts)
 
@@ -255,3 +264,134 @@ def test_sweep_runs_a_grid_family_on_cpu(tmp_path) -> None:
     assert sorted(r.shape for r in sweep.records) == [Shape(1, 32, 32, 16), Shape(1, 48, 32, 16)]
     assert {r.family for r in sweep.records} == {"grid:32,48:32:16"}
     assert all(r.ok and math.isfinite(r.median_s) for r in sweep.records)
+
+
+# --- layouts: what PyTorch's autograd runs -----------------------------------------------------------
+
+
+class _RecordGemms(TorchDispatchMode):
+    """Every aten GEMM a block of PyTorch code dispatches, as (m, n, k, layout) with its operands' real strides."""
+
+    OPS = {"aten.mm": (0, 1), "aten.addmm": (1, 2), "aten.bmm": (0, 1), "aten._grouped_mm": (0, 1)}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, int, int, str]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+        where = self.OPS.get(str(func.overloadpacket))
+        if where is not None:
+            a, b = args[where[0]], args[where[1]]
+            layout = "".join("n" if x.stride(-1) == 1 else "t" for x in (a, b))
+            self.seen.append((a.shape[-2], b.shape[-1], a.shape[-1], layout))
+        return func(*args, **(kwargs or {}))
+
+
+def _marked(gemms: list) -> list[tuple[int, int, int, str]]:
+    return sorted((g.shape.m, g.shape.n, g.shape.k, g.layout) for g in gemms)
+
+
+def test_linear_layouts_are_what_f_linear_and_its_autograd_run() -> None:
+    import torch.nn.functional as F
+
+    T, d_in, d_out = 64, 32, 48
+    x = torch.randn(T, d_in, requires_grad=True)
+    w = torch.randn(d_out, d_in, requires_grad=True)
+    with _RecordGemms() as rec:
+        y = F.linear(x, w)
+        y.backward(torch.randn_like(y))
+    col = _Collector("test")
+    col.linear("l", d_in, d_out, T, 1)
+    assert sorted(rec.seen) == _marked(col.result())
+    assert {g.pass_: g.layout for g in col.result()} == {"fwd": "nt", "dgrad": "nn", "wgrad": "tn"}
+
+
+def test_attention_layouts_are_what_matmul_and_its_autograd_run() -> None:
+    batch, q, kv, hd = 4, 16, 24, 8
+    Q, K, V = (torch.randn(batch, n, hd, requires_grad=True) for n in (q, kv, kv))
+    with _RecordGemms() as rec:
+        out = (Q @ K.transpose(-1, -2)).softmax(-1) @ V
+        out.backward(torch.randn_like(out))
+    col = _Collector("test")
+    col.attention(batch, q, kv, hd, 1)
+    assert sorted(rec.seen) == _marked(col.result())
+
+
+def test_grouped_expert_layouts_are_what_grouped_mm_and_its_autograd_run() -> None:
+    groups, d_in, d_out = (32, 0, 48, 16), 24, 40
+    x = torch.randn(sum(groups), d_in, requires_grad=True)
+    w = torch.randn(len(groups), d_out, d_in, requires_grad=True)
+    offs = torch.tensor(groups).cumsum(0).to(torch.int32)
+    with _RecordGemms() as rec:
+        y = torch._grouped_mm(x, w.transpose(-2, -1), offs=offs)
+        y.backward(torch.randn_like(y))
+    col = _Collector("test")
+    col.grouped_linear("e", d_in, d_out, groups, 1)
+    assert sorted(rec.seen) == _marked(col.result())
+    assert {g.pass_: g.shape.group_dim for g in col.result()} == {"fwd": "m", "dgrad": "m", "wgrad": "k"}
+
+
+# --- MoE routing and grouped experts --------------------------------------------------------------------
+
+
+def test_routing_models() -> None:
+    assert local_expert_tokens(4096, 1, 4, 32) == [512] * 32
+    assert local_expert_tokens(8192, 4, 4, 32, "balanced") == [4 * 8192 * 4 // 32] * 8
+    skewed = local_expert_tokens(4096, 1, 4, 32, "skewed", skew=1.0, seed=7)
+    assert sum(skewed) == 4096 * 4 and max(skewed) <= 4096          # every token picks 4 distinct experts
+    assert skewed == local_expert_tokens(4096, 1, 4, 32, "skewed", skew=1.0, seed=7)   # seeded
+    assert skewed != local_expert_tokens(4096, 1, 4, 32, "skewed", skew=1.0, seed=8)
+    assert max(skewed) > 3 * 512 and min(skewed) < 512 / 2         # Zipf(1) over 32 experts is far from balance
+    flat = local_expert_tokens(4096, 1, 4, 32, "skewed", skew=0.0, seed=7)
+    assert max(flat) < 1.2 * 512 and sum(flat) == 4096 * 4          # skew 0 is uniform: balance up to sampling
+    assert len(local_expert_tokens(4096, 4, 4, 32, "skewed", seed=1)) == 8
+    with pytest.raises(ValueError, match="routing='lopsided'"):
+        local_expert_tokens(4096, 1, 4, 32, "lopsided")
+
+
+def test_grouped_moe_family_counts_flops_from_the_real_token_counts() -> None:
+    spec = "llm:gpt-oss-20b:moe=grouped:routing=skewed:seed=3"
+    counts = expert_tokens(find_model("gpt-oss-20b"), parse_llm_options(["routing=skewed", "seed=3"], spec))
+    experts = {(g.role, g.pass_): g for g in resolve_family(spec) if g.role.startswith("experts")}
+    up = experts["experts-up", "fwd"]
+    assert up.shape.groups == tuple(counts) and up.shape.m == sum(counts) == 4096 * 4 and up.count == 24
+    assert up.shape.flops == 2 * sum(counts) * 2880 * 2880
+    assert experts["experts-up", "wgrad"].shape == Shape(1, 2880, 2880, sum(counts), "tn", tuple(counts), "k")
+    # one grouped call per layer does exactly the FLOPs of the experts run one by one at the same counts
+    split = resolve_family("llm:gpt-oss-20b:routing=skewed:seed=3")
+    assert flops_of(spec, LINEAR) == sum(g.flops for g in split if g.role in LINEAR)
+    assert flops_of("llm:gpt-oss-20b:moe=grouped", LINEAR) == flops_of("llm:gpt-oss-20b", LINEAR)
+    assert resolve_family(spec)[0].family == spec
+
+
+@pytest.mark.parametrize("spec,fragment", [
+    ("llm:gpt-oss-20b:moe=fused", "moe='fused' must be one of split, grouped"),
+    ("llm:gpt-oss-20b:routing=zipf", "routing='zipf' must be one of balanced, skewed"),
+    ("llm:gpt-oss-20b:skew=-1", "skew='-1' must be a number from 0 to 10"),
+    ("llm:gpt-oss-20b:seed=x", "seed='x' must be a non-negative integer"),
+])
+def test_bad_moe_options_name_the_option(spec: str, fragment: str) -> None:
+    with pytest.raises(ShapeError, match=".*") as err:
+        resolve_family(spec)
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize("spec", ["96x40x24:nt:m=32,0,48,16", "40x24x96:tn:k=32,0,48,16"])
+def test_grouped_gemm_runs_for_real_on_the_cpu_and_is_checked(spec: str) -> None:
+    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.measure.backends.cpu import CpuBackend
+    from mfu_sweep.measure.backends.operands import relative_error
+    from mfu_sweep.measure.bench import Task, run_task
+    from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.shapes import parse_shape
+
+    shape, backend, fp32 = parse_shape(spec), CpuBackend(), get_dtype("fp32")
+    quick = TimingConfig(budget_s=0.02, min_samples=3, max_samples=5, min_block_s=1e-4, warmup_s=0.0)
+    rec = run_task(backend, Task(shape=shape, dtype="fp32", timing=quick))
+    assert rec.status == "ok" and rec.rel_error < fp32.rel_tolerance and rec.samples_s
+    assert rec.flops == 2 * 96 * 40 * 24 and rec.bytes == 4 * (
+        (96 * 24 + 4 * 24 * 40 + 96 * 40) if shape.group_dim == "m" else (40 * 96 + 96 * 24 + 4 * 40 * 24))
+    inputs = backend.make_inputs(shape, fp32, 1, seed=0)
+    inputs.offs = torch.tensor([24, 48, 72, 96], dtype=torch.int32)  # equal groups: every expert's rows moved
+    wrong = backend.gemm_fn(shape, fp32, "eager", inputs)(0)
+    assert relative_error(inputs, shape, 0, wrong) > 10 * fp32.rel_tolerance

@@ -1,7 +1,10 @@
 """Series: the measured curve of one device label, dtype and mode.
 
 A series is identified by ``SeriesKey(label, dtype, mode)``, where ``label`` is
-``device.label`` of the sweeps it comes from. ``group_series`` collects the
+``device.label`` of the sweeps it comes from. Records of an operand layout other
+than ``nn`` (``Shape.layout``) form series of their own, whose mode names the
+layout (``eager-nt``, ``Record.series_mode``): layouts are never pooled into one
+curve, and compare, fits and figures treat each as its own series. ``group_series`` collects the
 usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
 series sorted by FLOPs; fitting, comparison, plots and reports start from here::
 
@@ -52,7 +55,7 @@ def shape_seconds(records: Sequence[Record]) -> float:
 
 @dataclass(frozen=True, order=True)
 class SeriesKey:
-    """What identifies a series: device label, dtype and mode."""
+    """What identifies a series: device label, dtype and mode (with the operand layout, ``Record.series_mode``)."""
 
     label: str
     dtype: str
@@ -313,7 +316,7 @@ def _group(sweeps: Sequence[Sweep]) -> dict[SeriesKey, Series]:
     for sw in ordered:
         for rec in sw.records:
             if usable(rec):
-                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.mode), []).append((sw, rec))
+                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.series_mode), []).append((sw, rec))
     out: dict[SeriesKey, Series] = {}
     for key in sorted(parts):
         pairs = parts[key]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -45,13 +46,24 @@ def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> No
     if as_json:
         click.echo(json.dumps([c.to_json() for c in chips.values()], indent=1))
         return
-    cols = ["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4"]
+    cols = ["fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "mxfp4", "nvfp4"]
     click.echo(f"{'id':<11} {'scope':<5} " + " ".join(f"{c:>7}" for c in cols) + f" {'GB':>5} {'TB/s':>6}  source")
     for c in chips.values():
         vals = " ".join(f"{c.peak_tflops[d]:>7.6g}" if d in c.peak_tflops else f"{'-':>7}" for d in cols)
         click.echo(f"{c.id:<11} {c.scope:<5} {vals} {c.memory_gb or 0:>5.0f} {c.memory_bandwidth_tbs or 0:>6.3g}  "
                    f"{c.source_url}" + (f"  [{c.source_kind}]" if c.source_kind != "vendor" else ""))
-    click.echo("All figures dense (no sparsity). Notes on disputed values: mfu-sweep specs --json")
+    click.echo("All figures dense (no sparsity); fp8-rowwise is measured against the fp8 figure. Notes on disputed "
+               "values: mfu-sweep specs --json")
+    _block_scaled_sources(chips.values())
+
+
+def _block_scaled_sources(chips: Any) -> None:
+    """One line per block-scaled peak: chip, dtype, TFLOP/s, which figure of which source it is."""
+    lines = [f"  {c.id:<11} {d:<6} {c.peak_tflops[d]:>7.6g}  {c.peak_sources[d]}; {c.source_title} <{c.source_url}>"
+             for c in chips for d in sorted(c.peak_sources)]
+    if lines:
+        click.echo("\nBlock-scaled peaks (TFLOP/s) and their sources:")
+        click.echo("\n".join(lines))
 
 
 @click.command()

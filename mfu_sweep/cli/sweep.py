@@ -55,6 +55,12 @@ def _range_default(end: int) -> str:
               help="CSV with a header m,n,k[,batch] (# comments allowed), e.g. from `mfu-sweep shapes ... --csv`; "
                    "optional columns family (kept in the records) and passes (that shape's passes; --repeats "
                    "rises to the largest), as `mfu-sweep refine` writes.")
+@click.option("--layout", "layouts", multiple=True, metavar="nn,nt,tn,tt",
+              help="Operand layouts to sweep every shape in (comma-separated or repeated): the first letter for "
+                   "A, the second for B; n: stored as the product uses it, rows contiguous; t: its transpose is "
+                   "stored and the GEMM gets a transposed view (nt is x @ W.t(), nn.Linear's forward). Default: each "
+                   "shape's own (a shape file's layout column, a family's natural layout, else nn). The scaled "
+                   "dtypes take nt only.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
               help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
                    "repeatable (see `mfu-sweep shapes`).")
@@ -117,8 +123,14 @@ def _range_default(end: int) -> str:
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
 @click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
               help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
-@click.option("--timer", type=click.Choice(["auto", "events", "graph"]), default="auto", show_default=True,
-              help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us).")
+@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler"]), default="auto", show_default=True,
+              help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us); "
+                   "profiler (CUDA and CPU): the GEMM's own time summed from torch.profiler events, CUDA kernels "
+                   "or the CPU's matmul ops, without launch and host overheads.")
+@click.option("--on-throttle", type=click.Choice(["keep", "discard", "wait"]), default="keep", show_default=True,
+              help="When the GPU throttles (NVML reason or SM clock below 75% of max) while a shape is timed: keep "
+                   "the block and flag the shape; discard the block, idle 50 ms and time it again (nvbench); or "
+                   "wait before each block until it stops. Needs NVML (--device cuda, nvidia-ml-py).")
 @click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
               help="Run a large GEMM for S seconds after opening the device, before the first shape.")
 @click.option("--cache", type=click.Choice(["rotate", "flush", "none"]), default="rotate", show_default=True,
@@ -133,13 +145,14 @@ def _range_default(end: int) -> str:
 @refine_options
 @domain_errors
 def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_mode: str | None,
-          shape_specs: tuple[str, ...], shape_file: str | None, families: tuple[str, ...],
+          shape_specs: tuple[str, ...], shape_file: str | None, layouts: tuple[str, ...], families: tuple[str, ...],
           min_flop: float | None, max_flop: float | None,
           points: int | None, align: int, output: str | None, label: str | None, budget_s: float | None,
           repeats: int | None, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, dry_run: bool, quiet: bool, timer: str, soak: float, shard: str | None, distribute: str | None,
+          force: bool, dry_run: bool, quiet: bool, timer: str, on_throttle: str, soak: float, shard: str | None,
+          distribute: str | None,
           cache: str, threads: int | None, start_timeout_s: float, refine_against: tuple[str, ...] = (),
           until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
@@ -163,6 +176,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
+    from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
     from mfu_sweep.measure.sweep import (
         SweepError,
         SweepPlan,
@@ -189,8 +203,9 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
-    if timer != "auto" and req.backend not in ("cuda", "auto"):
-        raise click.BadParameter(f"{timer!r} applies to --device cuda only", param_hint="--timer")
+    if timer != "auto" and req.backend not in ("cuda", "auto") and not (timer == "profiler" and req.backend == "cpu"):
+        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
+        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
     if timer != "auto" and cache == "flush":
         raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
                                  "alone with events", param_hint="--timer")
@@ -199,20 +214,29 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         if chip and chip not in chips:
             raise click.BadParameter(f"unknown chip {chip!r} (see `mfu-sweep specs`)", param_hint="--chip")
     on_cpu = req.backend == "cpu" or (req.backend == "auto" and auto_backend() == "cpu")
+    if on_throttle != "keep" and (on_cpu or req.backend in ("neuron", "xla", "accelerator")):
+        raise click.BadParameter(f"{on_throttle!r} needs a device that reports throttling: NVML on an NVIDIA GPU "
+                                 f"(--device cuda, pip install nvidia-ml-py); {device} reports none",
+                                 param_hint="--on-throttle")
     if threads is not None:
         _check_threads(threads, on_cpu)
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu)
+    shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu),
+                        _layouts(layouts))
     row_passes = shape_file_passes(shape_file)
     repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
     budget_s = budget_s or default_budget(repeats)
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks = place.select(limit_passes(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
-                                                 compile_mode=compile_mode, check=not no_check, cache=cache),
-                                      row_passes))
+    tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
+                                             compile_mode=compile_mode, check=not no_check, cache=cache))
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+    if not tasks:
+        raise click.ClickException("no shape is left to sweep: " + "; ".join(notes))
+    tasks = place.select(limit_passes(tasks, row_passes))
     suffix = cache_suffix(cache) if label is None else ""
     plan = SweepPlan(
         device=device, tasks=tasks, output=Path(output) if output else Path("sweeps/__pending__.json"),
@@ -220,6 +244,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         chip=chip, peak_tflops=peak_tflops, resume=resume, force=force, argv=invoked_argv(),
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
                   "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
+                  **({"on_throttle": on_throttle} if on_throttle != "keep" else {}),
                   **place.settings()},
         label_suffix=suffix + place.label_suffix, repeats=repeats, start_timeout_s=start_timeout_s,
     )
@@ -240,7 +265,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     started = time.monotonic()
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads):
+        with device_options_env(timer, soak, threads, on_throttle):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
                                notify=lambda note: click.echo(f"note: {note}", err=True))
     except SweepError as exc:
@@ -285,12 +310,25 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     click.echo(f"wrote {plan.output}")
     click.echo(sweep_headline([result], plan.output))
     if loop:
-        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads), time.monotonic() - started)
+        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads, on_throttle),
+                 time.monotonic() - started)
     if place.launcher and place.world > 1:
         docs = gather_to_rank0(result, place)
         if docs is not None:
             _write_gathered(docs, final_output)
             click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:
+    """``--layout`` values (comma-separated or repeated), validated; None when not given."""
+    from mfu_sweep.shapes import ShapeError, parse_layouts
+
+    if not given:
+        return None
+    try:
+        return parse_layouts(",".join(given))
+    except ShapeError as exc:
+        raise click.BadParameter(str(exc), param_hint="--layout") from None
 
 
 def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
@@ -302,14 +340,14 @@ def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
     check_budget(loop.budget_s, len(plan.tasks), budget_s)
 
 
-def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None) -> Any:
+def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None, on_throttle: str = "keep") -> Any:
     """One resumed sweep of the refinement loop, with the same device options and progress bar."""
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.sweep import SweepError, run_sweep
 
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads):
+        with device_options_env(timer, soak, threads, on_throttle):
             return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None

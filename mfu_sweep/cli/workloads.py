@@ -18,10 +18,11 @@ from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.models import load_models
 from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import ShapeError
+from mfu_sweep.shapes import ShapeError, format_groups
 from mfu_sweep.workloads import KINDS, WorkloadGemm, resolve_family, step_flops
 
-CSV_COLUMNS = ("batch", "m", "n", "k", "role", "pass", "count", "layout", "flops", "bytes", "intensity", "family")
+CSV_COLUMNS = ("batch", "m", "n", "k", "layout", "groups", "role", "pass", "count", "flops", "bytes", "intensity",
+               "family")
 
 
 def _si(value: float, unit: str) -> str:
@@ -54,7 +55,8 @@ def _percent(value: float | None) -> str:
 def _shape_rows(gemms: Sequence[WorkloadGemm], dtype: str) -> list[dict[str, Any]]:
     dt = get_dtype(dtype)
     return [{"batch": g.shape.batch, "m": g.shape.m, "n": g.shape.n, "k": g.shape.k, "role": g.role,
-             "pass": g.pass_, "count": g.count, "layout": g.layout, "flops": g.shape.flops,
+             "pass": g.pass_, "count": g.count, "layout": g.layout,
+             "groups": format_groups(g.shape) if g.shape.groups else "", "flops": g.shape.flops,
              "bytes": g.shape.bytes(dt), "intensity": g.shape.intensity(dt), "family": g.family} for g in gemms]
 
 
@@ -62,13 +64,14 @@ def _print_shape_table(gemms: Sequence[WorkloadGemm], dtype: str) -> None:
     rows = _shape_rows(gemms, dtype)
     click.echo(f"{gemms[0].family}  ({dtype}; counts per step" +
                (" of one rank)" if gemms[0].family.startswith("llm:") else ")"))
-    head = (f"{'role':<16} {'pass':<5} {'batch':>6} {'m':>7} {'n':>7} {'k':>7} {'count':>6} "
+    head = (f"{'role':<16} {'pass':<5} {'layout':<6} {'batch':>6} {'m':>7} {'n':>7} {'k':>7} {'count':>6} "
             f"{'GFLOP/call':>11} {'MB/call':>9} {'FLOP/B':>7} {'share':>6}")
     click.echo(head)
     total = step_flops(gemms)
     for r, g in zip(rows, gemms, strict=True):
         share = g.flops / total if total else 0.0
-        click.echo(f"{r['role']:<16} {r['pass']:<5} {r['batch']:>6} {r['m']:>7} {r['n']:>7} {r['k']:>7} "
+        click.echo(f"{r['role']:<16} {r['pass']:<5} {r['layout']:<6} {r['batch']:>6} {r['m']:>7} {r['n']:>7} "
+                   f"{r['k']:>7} "
                    f"{r['count']:>6} {r['flops'] / 1e9:>11.4g} {r['bytes'] / 1e6:>9.4g} {r['intensity']:>7.4g} "
                    f"{share:>6.1%}")
     distinct = len({g.shape for g in gemms})

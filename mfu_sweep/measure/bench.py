@@ -13,13 +13,17 @@ import os
 import signal
 import time
 from dataclasses import replace
+from typing import Any
 
 import torch
 
 from mfu_sweep.dtypes import DType, get_dtype
-from mfu_sweep.measure.backends.base import Inputs, TorchBackend, Unsupported
+from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
+from mfu_sweep.measure.backends.operands import relative_error
+from mfu_sweep.measure.energy import metered_block_timer
 from mfu_sweep.measure.task import Task, blank_record
-from mfu_sweep.measure.timing import Measurement, measure
+from mfu_sweep.measure.throttle import guard_block_timer, policy_from_env
+from mfu_sweep.measure.timing import BlockTimer, Measurement, measure
 from mfu_sweep.results import Record
 from mfu_sweep.shapes import Shape, check_memory
 
@@ -28,7 +32,6 @@ MAX_INPUT_SETS = 64
 # around one call), so a block need not be long to hide timer overhead; a
 # short block keeps the untimed flushes from eating the whole budget.
 FLUSH_MIN_BLOCK_S = 2e-4
-CHECK_ROWS = 32
 # Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE".
 FAULT_ENV = "MFU_SWEEP_TEST_FAULT"
 
@@ -37,31 +40,6 @@ def input_sets(shape: Shape, dtype: DType, rotation_bytes: int) -> int:
     """How many operand sets to cycle so that the working set exceeds ``rotation_bytes``."""
     per_set = shape.bytes(dtype)
     return max(1, min(MAX_INPUT_SETS, math.ceil(rotation_bytes / per_set)))
-
-
-def _rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """``x.index_select(0, rows)``, also for 1-byte float8 tensors (gathered as bytes, which every
-    device implements, then viewed back)."""
-    if x.element_size() == 1 and x.is_floating_point():
-        return x.view(torch.uint8).index_select(0, rows).view(x.dtype)
-    return x.index_select(0, rows)
-
-
-def relative_error(inputs: Inputs, shape: Shape, seed: int) -> float:
-    """Relative Frobenius error of sampled output rows against a float64 reference.
-
-    Only ``CHECK_ROWS`` rows of one batch entry are recomputed, so the check
-    costs a small fraction of the GEMM.
-    """
-    gen = torch.Generator().manual_seed(seed + 1)
-    bi = int(torch.randint(shape.batch, (1,), generator=gen))
-    rows = torch.randperm(shape.m, generator=gen)[: min(CHECK_ROWS, shape.m)].to(inputs.a[0].device)
-    a = _rows(inputs.a[0][bi], rows).to(torch.float64)
-    ref = a @ inputs.b[0][bi].to(torch.float64)
-    got = _rows(inputs.out[0][bi], rows).to(torch.float64)
-    denom = torch.linalg.vector_norm(ref).item()
-    err = torch.linalg.vector_norm(got - ref).item()
-    return err / denom if denom > 0 else err
 
 
 def _maybe_inject_fault(task: Task) -> None:
@@ -123,6 +101,30 @@ def _short(exc: BaseException, limit: int = 500) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
+def _guarded(backend: TorchBackend, block_timer: BlockTimer) -> tuple[BlockTimer, dict[str, Any]]:
+    """``block_timer`` metered for energy where the device counts it, and under the ``--on-throttle`` policy
+    (:mod:`mfu_sweep.measure.throttle`) where it is not ``keep``; the logs to read afterwards."""
+    logs: dict[str, Any] = {}
+    read_mj = backend.energy_reader()
+    if read_mj is not None:
+        block_timer, logs["energy"] = metered_block_timer(block_timer, read_mj)
+    policy = policy_from_env()
+    probe = backend.throttle_probe() if policy != "keep" else None
+    if probe is not None:
+        block_timer, logs["throttle"] = guard_block_timer(block_timer, probe, policy)
+    return block_timer, logs
+
+
+def _guard_fields(logs: dict[str, Any], flops: float) -> dict[str, Any]:
+    """The record's ``energy`` and ``throttle`` blocks from :func:`_guarded`'s logs."""
+    out: dict[str, Any] = {}
+    if "energy" in logs and (energy := logs["energy"].to_json(flops)) is not None:
+        out["energy"] = energy
+    if "throttle" in logs:
+        out["throttle"] = logs["throttle"].to_json()
+    return out
+
+
 def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     torch.manual_seed(task.seed)
     backend.set_math_mode(dt)
@@ -142,33 +144,37 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
 
     compiles_before = _compilation_count() if task.mode == "compile" else 0
     config = backend.timing_config(task.timing)
-    cache_info: dict[str, object] = {"cache": task.cache}
+    fields: dict[str, object] = {"cache": task.cache}
     if flushing:
         block_timer, timer_name = backend.flush_timer(call)
         config = replace(config, min_block_s=min(config.min_block_s, FLUSH_MIN_BLOCK_S))
-        cache_info["flush_bytes"] = backend.flush_bytes()
+        fields["flush_bytes"] = backend.flush_bytes()
     else:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
+    if dt.scaling != "none":
+        fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+    block_timer, guards = _guarded(backend, block_timer)
     backend.telemetry_start()
     try:
         m: Measurement = measure(block_timer, config)
     finally:
         seen = backend.telemetry_stop()
+    fields.update(_guard_fields(guards, task.shape.flops))
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
     if compile_s is None:
         compile_s = seen.compile_s
     rel = None
     status = "ok"
     if task.check:
-        fn(0)
+        got = fn(0)
         backend.sync()
-        rel = relative_error(inputs, task.shape, task.seed)
+        rel = relative_error(inputs, task.shape, task.seed, got)
         if not (rel <= dt.rel_tolerance):
             status = "mismatch"
     error = None if status == "ok" else f"rel_error {rel:.3g} > tolerance {dt.rel_tolerance:g}"
     rec = blank_record(task, status, error,
                        input_sets=sets, stop_reason=m.stop_reason, measure_wall_s=m.elapsed_s,
-                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **cache_info, **seen.extra)
+                       timed_s=m.timed_s, warmup_blocks=m.warmup_blocks, **fields, **seen.extra)
     return replace(rec, samples_s=m.samples_s, block_size=m.block_size, first_call_s=m.first_call_s,
                    compile_s=compile_s, rel_error=rel, timer=timer_name, ci_low_s=m.ci_s[0], ci_high_s=m.ci_s[1],
                    flags=tuple(dict.fromkeys((*rec.flags, *seen.flags))))

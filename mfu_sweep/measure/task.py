@@ -19,7 +19,8 @@ CACHE_POLICIES = ("rotate", "flush", "none")  # none: one operand set, hot in ca
 
 # Device options a sweep hands to its workers through their environment
 # (set by ``sweep``, read where the worker opens its device).
-TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice
+TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice, or profiler (CUDA and CPU)
+ON_THROTTLE_ENV = "MFU_SWEEP_ON_THROTTLE"  # --on-throttle: keep, discard or wait (measure.throttle)
 SOAK_ENV = "MFU_SWEEP_SOAK_S"  # --soak: seconds of large-GEMM warm-up after opening the device
 THREADS_ENV = "MFU_SWEEP_THREADS"  # --threads: torch intra-op threads on the CPU
 

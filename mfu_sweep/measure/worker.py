@@ -96,6 +96,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     from mfu_sweep.specs import load_chips
 
     backend = resolve_device(device)
+    check_throttle_readings(backend)
     allocator = fixed_allocation()
     info = backend.describe()
     peak = backend.peak(load_chips(spec_file), chip)
@@ -107,6 +108,17 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
         environment["soak"] = backend.soak(soak_s)
     return backend, {"device": {**info.to_json(label=""), "requested": device}, "environment": environment,
                      "peak": peak.to_json(), "unsupported": unsupported_dtypes(backend)}
+
+
+def check_throttle_readings(backend: Any) -> None:
+    """Refuse ``--on-throttle discard|wait`` (:data:`ON_THROTTLE_ENV`) on a device that reports no throttling,
+    before any shape: a policy that cannot see throttling would silently keep everything."""
+    from mfu_sweep.measure.throttle import policy_from_env
+
+    policy = policy_from_env()
+    if policy != "keep" and backend.throttle_probe() is None:
+        raise BackendError(f"--on-throttle {policy} needs the device's throttle readings: NVML on an NVIDIA GPU "
+                           f"(pip install nvidia-ml-py); {backend.describe().name!r} ({backend.name}) has none")
 
 
 def unsupported_dtypes(backend: Any) -> dict[str, dict[str, str]]:

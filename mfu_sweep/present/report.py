@@ -207,7 +207,7 @@ def _records_index(sweeps: Sequence[Sweep]) -> dict[SeriesKey, list[tuple[Sweep,
     out: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
     for sw in sweeps:
         for r in sw.records:
-            out.setdefault(SeriesKey(sw.label, r.dtype, r.mode), []).append((sw, r))
+            out.setdefault(SeriesKey(sw.label, r.dtype, r.series_mode), []).append((sw, r))
     return out
 
 

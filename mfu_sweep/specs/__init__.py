@@ -18,7 +18,15 @@ from pathlib import Path
 from mfu_sweep.dtypes import DTYPES
 
 CHIPS_FILE = Path(__file__).with_name("chips.toml")
-PEAK_DTYPES = (*DTYPES, "mxfp8", "fp4")
+# Dtypes a chip entry may give a peak for: every dtype measured against its own figure (fp8-rowwise is
+# measured against the fp8 figure, see DERIVED_PEAKS).
+PEAK_DTYPES = tuple(name for name, d in DTYPES.items() if not d.peak_key)
+# Block-scaled dtypes: their peak must say which figure of the source it is (ChipSpec.peak_sources).
+BLOCK_SCALED = tuple(name for name, d in DTYPES.items() if d.scaling == "block")
+# dtype -> (the dtype whose figure it uses, why): added to every peak that has the figure (Peak.from_chip).
+DERIVED_PEAKS = {name: (d.peak_key, f"the {d.peak_key} figure: {name}'s scales are applied once per output "
+                        "element (the GEMM's epilogue), so the tensor cores run at their fp8 rate")
+                 for name, d in DTYPES.items() if d.peak_key}
 SCOPES = ("chip", "core")
 REQUIRED = ("id", "name", "scope", "peak_tflops", "memory_gb", "memory_bandwidth_tbs", "source_title", "source_url")
 
@@ -44,10 +52,13 @@ class ChipSpec:
     source_kind: str = "vendor"
     match: tuple[str, ...] = ()
     notes: str = ""
+    peak_sources: Mapping[str, str] = field(default_factory=dict)
+    """Per block-scaled dtype: which figure of the source its peak is, and why it applies to the format."""
 
     def to_json(self) -> dict:
         data = {k: getattr(self, k) for k in self.__dataclass_fields__}
         data["peak_tflops"] = dict(self.peak_tflops)
+        data["peak_sources"] = dict(self.peak_sources)
         data["match"] = list(self.match)
         return data
 
@@ -108,13 +119,20 @@ class Peak:
 
     @classmethod
     def from_chip(cls, chip: ChipSpec) -> Peak:
+        """The peak block of ``chip``: its figures, the derived ones (:data:`DERIVED_PEAKS`) and every
+        figure's basis where it is not the dtype's own vendor figure."""
+        tflops, basis = dict(chip.peak_tflops), dict(chip.peak_sources)
+        for name, (base, why) in DERIVED_PEAKS.items():
+            if base in tflops and name not in tflops:
+                tflops[name], basis[name] = tflops[base], why
         return cls(
             chip=chip.id,
-            tflops=dict(chip.peak_tflops),
+            tflops=tflops,
             memory_bandwidth_tbs=chip.memory_bandwidth_tbs,
             source=f"{chip.source_title} <{chip.source_url}>",
             scope=chip.scope,
             notes=chip.notes,
+            dtype_basis=basis,
         )
 
 
@@ -153,6 +171,16 @@ def parse_chip(entry: object, where: str = "chip") -> ChipSpec:
     for name in peaks:
         if name not in PEAK_DTYPES:
             raise SpecError(f"{where}.peak_tflops has unknown dtype {name!r} (known: {', '.join(PEAK_DTYPES)})")
+    sources = entry.get("peak_sources", {})
+    if not isinstance(sources, Mapping) or not all(isinstance(v, str) and v for v in sources.values()):
+        raise SpecError(f"{where}.peak_sources={sources!r} must be a table of non-empty strings")
+    for name in sources:
+        if name not in peaks:
+            raise SpecError(f"{where}.peak_sources names {name!r}, which peak_tflops lacks")
+    for name in BLOCK_SCALED:
+        if name in peaks and name not in sources:
+            raise SpecError(f"{where}.peak_tflops.{name} needs a peak_sources line: which figure of the source "
+                            f"it is and why it applies to {name}")
     match = entry.get("match", [])
     if not isinstance(match, list) or not all(isinstance(m, str) and m for m in match):
         raise SpecError(f"{where}.match={match!r} must be a list of non-empty strings")
@@ -170,6 +198,7 @@ def parse_chip(entry: object, where: str = "chip") -> ChipSpec:
         source_kind=_text(entry, "source_kind", where) or "vendor",
         match=tuple(m.lower() for m in match),
         notes=_text(entry, "notes", where),
+        peak_sources=dict(sources),
     )
 
 

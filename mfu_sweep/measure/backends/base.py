@@ -18,6 +18,9 @@ from typing import Any
 import torch
 
 from mfu_sweep.dtypes import DType
+from mfu_sweep.measure.backends.operands import Inputs, Unsupported, gemm_call, make_inputs_for
+from mfu_sweep.measure.energy import EnergyReader
+from mfu_sweep.measure.throttle import Probe
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, find_chip, get_chip
@@ -25,9 +28,27 @@ from mfu_sweep.specs import ChipSpec, Peak, find_chip, get_chip
 GemmFn = Callable[[int], torch.Tensor]
 """Runs one GEMM on input set ``i`` and returns the output tensor."""
 
+# What the row- and block-scaled formats need, said when a device refuses one.
+_MX_GPUS = "NVIDIA compute capability 10.x (B200, B300) or AMD gfx950 (MI355X)"
+SCALED_NEEDS = {
+    "fp8-rowwise": "torch._scaled_mm with row-wise scales (the CPU, NVIDIA compute capability >= 9.0, AMD gfx94x+)",
+    "mxfp8": f"torch.nn.functional.scaled_mm on block-scaled tensor cores: {_MX_GPUS}",
+    "mxfp4": f"torch.nn.functional.scaled_mm on block-scaled tensor cores: {_MX_GPUS}",
+    "nvfp4": "torch.nn.functional.scaled_mm on block-scaled tensor cores: NVIDIA compute capability 10.x (B200, B300)",
+}
+PROBE_SHAPE = Shape(1, 128, 128, 128, "nt")  # multiples of every tile and block the scaled kernels ask for
 
-class Unsupported(Exception):
-    """This (dtype, mode) cannot run on this device; becomes status ``unsupported``."""
+
+def scaled_probe(backend: TorchBackend, dtype: DType) -> str | None:
+    """The first line of the error one tiny ``dtype`` GEMM raises on ``backend``, or None when it runs."""
+    try:
+        inputs = backend.make_inputs(PROBE_SHAPE, dtype, 1, seed=0)
+        backend.gemm_fn(PROBE_SHAPE, dtype, "eager", inputs)(0)
+        backend.sync()
+    except (RuntimeError, ValueError, TypeError, NotImplementedError, AttributeError, Unsupported) as exc:
+        text = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+    return None
 
 
 @dataclass(frozen=True)
@@ -60,21 +81,12 @@ class Telemetry:
     compile_s: float | None = None
 
 
-@dataclass
-class Inputs:
-    """Rotating operand sets of one shape, plus output buffers."""
-
-    a: list[torch.Tensor]
-    b: list[torch.Tensor]
-    out: list[torch.Tensor]
-    scales: tuple[torch.Tensor, torch.Tensor] | None = None
-
-
 class TorchBackend:
     """Shared torch implementation; subclasses set ``name`` and ``device``."""
 
     name = "torch"
     timer_name = "host"
+    timer = "auto"  # --timer; "profiler" switches every backend that has the profiler to it
     compile_backend = "inductor"
 
     def __init__(self, index: int = 0) -> None:
@@ -132,6 +144,18 @@ class TorchBackend:
         """Raise :class:`Unsupported` for combinations this device cannot run."""
         if dtype.name == "tf32":
             raise Unsupported(f"tf32 is not a {self.name} math mode")
+        if dtype.quantized:
+            self.check_scaled(dtype)
+
+    def check_scaled(self, dtype: DType) -> None:
+        """Run one tiny GEMM of the row- or block-scaled ``dtype``: :class:`Unsupported` naming what it needs
+        when this device and torch build refuse it (the answer is kept: asked once per worker and dtype)."""
+        cache: dict[str, str | None] = self.__dict__.setdefault("_scaled_probe", {})
+        if dtype.name not in cache:
+            cache[dtype.name] = scaled_probe(self, dtype)
+        if cache[dtype.name]:
+            raise Unsupported(f"{dtype.name} needs {SCALED_NEEDS[dtype.name]}; torch {torch.__version__} on "
+                              f"{self.device.type} refuses it ({cache[dtype.name]})")
 
     def set_math_mode(self, dtype: DType) -> None:
         """Strict fp32 unless tf32 was asked for."""
@@ -140,54 +164,21 @@ class TorchBackend:
         torch.backends.cudnn.allow_tf32 = allow
 
     def make_inputs(self, shape: Shape, dtype: DType, sets: int, seed: int) -> Inputs:
-        """Seeded standard-normal operands (never zeros) and preallocated outputs, written once (their pages are
-        faulted in here, never inside a timed call)."""
-        gen = torch.Generator(device="cpu").manual_seed(seed)
-        dims_a = (shape.batch, shape.m, shape.k)
-        dims_b = (shape.batch, shape.k, shape.n)
-        target = self.torch_dtype(dtype)
-        out_dtype = torch.bfloat16 if dtype.name == "fp8" else target
-        a, b, out = [], [], []
-        for _ in range(sets):
-            a.append(self._normal(dims_a, gen, target))
-            b.append(self._normal(dims_b, gen, target, transpose_for_fp8=dtype.name == "fp8"))
-            out.append(torch.zeros((shape.batch, shape.m, shape.n), dtype=out_dtype, device=self.device))
-        scales = None
-        if dtype.name == "fp8":
-            one = torch.ones((), dtype=torch.float32, device=self.device)
-            scales = (one, one.clone())
-        return Inputs(a, b, out, scales)
+        """Seeded standard-normal operands (never zeros) in the shape's layout, quantized for the scaled formats,
+        and preallocated outputs, written once (their pages are faulted in here, never inside a timed call)."""
+        return make_inputs_for(shape, dtype, self.torch_dtype(dtype), sets, seed, self.device, self.swizzle_scales())
 
-    def _normal(self, dims: tuple[int, int, int], gen: torch.Generator, target: torch.dtype,
-                transpose_for_fp8: bool = False) -> torch.Tensor:
-        x = torch.randn(dims, generator=gen, dtype=torch.float32)
-        if transpose_for_fp8:
-            # _scaled_mm wants B column-major: store (b, n, k) contiguous, view as (b, k, n)
-            x = x.transpose(1, 2).contiguous().transpose(1, 2)
-        return x.to(device=self.device, dtype=target)
+    def swizzle_scales(self) -> bool:
+        """Whether block scales go to the GEMM in cuBLAS's tiled layout (NVIDIA) rather than row-major."""
+        return False
 
     def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Inputs,
                 compile_mode: str | None = None) -> GemmFn:
-        """The callable that is timed: one GEMM on input set ``i`` into a fixed buffer."""
-        op = self._op(shape, dtype, inputs)
+        """The callable that is timed: one GEMM on input set ``i`` (into a fixed buffer where the op has ``out=``)."""
+        op, args = gemm_call(shape, dtype, inputs, self.swizzle_scales())
         if mode == "compile":
             op = torch.compile(op, backend=self.compile_backend, mode=compile_mode, dynamic=False, fullgraph=True)
-        a, b, out = inputs.a, inputs.b, inputs.out
-        return lambda i: op(a[i], b[i], out[i])
-
-    def _op(self, shape: Shape, dtype: DType, inputs: Inputs) -> Callable[..., torch.Tensor]:
-        if dtype.name == "fp8":
-            if shape.batch != 1:
-                raise Unsupported("fp8 (_scaled_mm) supports batch 1 only")
-            sa, sb = inputs.scales  # type: ignore[misc]
-
-            def fp8_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-                return torch._scaled_mm(a[0], b[0], scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, out=out[0])
-
-            return fp8_mm
-        if shape.batch == 1:
-            return lambda a, b, out: torch.mm(a[0], b[0], out=out[0])
-        return lambda a, b, out: torch.bmm(a, b, out=out)
+        return lambda i: op(*args[i])
 
     def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
                     mode: str = "eager") -> tuple[BlockTimer, str]:
@@ -196,7 +187,25 @@ class TorchBackend:
         ``shape``, ``dtype`` and ``mode`` let a backend pick its timer (CUDA
         graphs for tiny GEMMs); ``None`` means "not a GEMM" (a copy, say).
         """
+        if shape is not None and self.timer == "profiler":
+            return self.profiler_timer(call)
         return host_block_timer(call, sync=self.sync), self.timer_name
+
+    def profiler_timer(self, call: Callable[[], object]) -> tuple[BlockTimer, str]:
+        """``--timer profiler``: the GEMM ops' (CPU) or kernels' (CUDA) time from torch.profiler events."""
+        from mfu_sweep.measure.backends.profiler_timer import profiler_block_timer
+
+        kind = "kernels" if self.device.type == "cuda" else "ops"
+        return profiler_block_timer(call, self.device.type, self.sync), f"{self.device.type}-profiler-{kind}"
+
+    # ----- what a sweep may ask of the device ---------------------------
+    def throttle_probe(self) -> Probe | None:
+        """Whether the device throttles now (``sweep --on-throttle``); None where nothing tells."""
+        return None
+
+    def energy_reader(self) -> EnergyReader | None:
+        """The device's cumulative energy counter in millijoules; None where there is none."""
+        return None
 
     # ----- per-shape hooks ----------------------------------------------
     def telemetry_start(self) -> None:

@@ -11,10 +11,11 @@ import torch
 from mfu_sweep.errors import BackendError
 from mfu_sweep.fingerprint import cpu_fingerprint, read_meminfo_gib
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
-from mfu_sweep.measure.task import THREADS_ENV, check_threads
+from mfu_sweep.measure.task import THREADS_ENV, TIMER_ENV, check_threads
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, load_cpuinfo, machine_tag
 
+CPU_TIMERS = ("auto", "profiler")  # auto: the host clock
 MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
 
 
@@ -54,6 +55,9 @@ class CpuBackend(TorchBackend):
         threads = threads or threads_from_env(os.environ.get(THREADS_ENV))
         if threads:
             torch.set_num_threads(threads)
+        self.timer = os.environ.get(TIMER_ENV) or "auto"
+        if self.timer not in CPU_TIMERS:
+            raise BackendError(f"{TIMER_ENV}={self.timer!r}: the CPU times with {' or '.join(CPU_TIMERS)}")
 
     def describe(self) -> DeviceInfo:
         info = load_cpuinfo()

@@ -43,7 +43,7 @@ from mfu_sweep.measure.timing import BlockTimer
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, find_chip, load_chips
 
-TIMERS = ("auto", "events", "graph")
+TIMERS = ("auto", "events", "graph", "profiler")
 # Eager launch cost of one torch.mm is ~5-10 us of host time; a kernel that is
 # estimated (at peak, so optimistically) below this runs from a CUDA graph.
 GRAPH_BELOW_S = 50e-6
@@ -105,10 +105,35 @@ def fp8_dtype_name(is_hip: bool, arch: str | None) -> str:
     return "float8_e4m3fnuz" if is_hip and (arch or "").startswith("gfx94") else "float8_e4m3fn"
 
 
+# The row- and block-scaled formats: the NVIDIA compute capabilities (lowest, below) and AMD targets that run them.
+SCALED_GPUS: dict[str, tuple[tuple[int, int], tuple[int, int], tuple[str, ...]]] = {
+    "fp8-rowwise": ((9, 0), (99, 0), ("gfx94", "gfx95")),
+    "mxfp8": ((10, 0), (11, 0), ("gfx95",)),
+    "mxfp4": ((10, 0), (11, 0), ("gfx95",)),
+    "nvfp4": ((10, 0), (11, 0), ()),
+}
+
+
+def scaled_reason(dtype: str, capability: tuple[int, int], is_hip: bool, arch: str) -> str | None:
+    """Why the row- or block-scaled ``dtype`` cannot run on this GPU (by its architecture), or None."""
+    low, high, amd = SCALED_GPUS[dtype]
+    if is_hip:
+        if amd and arch.startswith(amd):
+            return None
+        where = f"AMD {'/'.join(a + 'x' for a in amd)}" if amd else "no AMD GPU (NVFP4 is NVIDIA's format)"
+        return f"{dtype} needs {where}, this is {arch or 'unknown'}"
+    if low <= capability < high:
+        return None
+    span = f">= {low[0]}.{low[1]}" if high[0] == 99 else f"{low[0]}.x"
+    return f"{dtype} needs compute capability {span}, this GPU has {capability[0]}.{capability[1]}"
+
+
 def unsupported_reason(dtype: str, capability: tuple[int, int], is_hip: bool, arch: str | None,
                        bf16_ok: bool = True) -> str | None:
     """Why ``dtype`` cannot run on this GPU, or None when it can."""
     arch = arch or ""
+    if dtype in SCALED_GPUS:
+        return scaled_reason(dtype, capability, is_hip, arch)
     if dtype == "fp8":
         if is_hip:
             if arch.startswith(("gfx94", "gfx95")):
@@ -324,7 +349,7 @@ class CudaBackend(TorchBackend):
         return rotation_bytes_for(self.l2_bytes())
 
     def torch_dtype(self, dtype: DType) -> torch.dtype:
-        if dtype.name == "fp8":
+        if dtype.scaling in ("tensor", "row"):
             return getattr(torch, fp8_dtype_name(self.is_hip, self.arch))
         return super().torch_dtype(dtype)
 
@@ -333,26 +358,34 @@ class CudaBackend(TorchBackend):
                                     bf16_ok=torch.cuda.is_bf16_supported())
         if reason:
             raise Unsupported(reason)
+        if dtype.quantized:
+            self.check_scaled(dtype)  # the architecture can; can this torch build?
 
     def make_inputs(self, shape: Shape, dtype: DType, sets: int, seed: int) -> Any:
         self._sets = sets
         return super().make_inputs(shape, dtype, sets, seed)
 
-    def _op(self, shape: Shape, dtype: DType, inputs: Any) -> Callable[..., torch.Tensor]:
-        if dtype.name == "fp8" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
-            raise Unsupported(f"fp8 (_scaled_mm) needs m, n, k divisible by 16; shape is {shape}")
-        return super()._op(shape, dtype, inputs)
+    def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Any, compile_mode: str | None = None) -> Any:
+        if dtype.scaling != "none" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
+            raise Unsupported(f"{dtype.name} (cuBLASLt scaled matmul) needs m, n, k divisible by 16; shape is {shape}")
+        return super().gemm_fn(shape, dtype, mode, inputs, compile_mode)
+
+    def swizzle_scales(self) -> bool:
+        """cuBLASLt reads block scales in its 128 x 4 tiled layout; hipBLASLt (gfx950) in row-major order."""
+        return not self.is_hip
 
     def _peak_for(self, dtype: DType) -> tuple[float | None, float | None]:
         chip: ChipSpec | None = find_chip(self.describe().name, load_chips())
         if chip is None:
             return None, None
-        return chip.peak_tflops.get(dtype.name), chip.memory_bandwidth_tbs
+        return chip.peak_tflops.get(dtype.name) or chip.peak_tflops.get(dtype.peak_key), chip.memory_bandwidth_tbs
 
     def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
                     mode: str = "eager") -> tuple[BlockTimer, str]:
+        if shape is not None and self.timer == "profiler":
+            return self.profiler_timer(call)
         if shape is None or dtype is None:
-            kind = "events" if self.timer == "auto" else self.timer
+            kind = "events" if self.timer in ("auto", "profiler") else self.timer
         else:
             kind = choose_timer(estimate_call_s(shape, dtype, *self._peak_for(dtype)), self.timer, mode)
         if kind == "graph":
@@ -365,6 +398,21 @@ class CudaBackend(TorchBackend):
             "cuda-events+flush"
 
     # ----- telemetry ---------------------------------------------------
+    def throttle_probe(self) -> Any:
+        """NVML's throttle reasons and SM clock, read at once (None without nvidia-ml-py, and on ROCm)."""
+        return self._nvml_device.probe if self._nvml_device is not None else None
+
+    def energy_reader(self) -> Any:
+        """NVML's cumulative energy counter (mJ; Volta and newer), None where the driver has none."""
+        dev = self._nvml_device
+        if dev is None:
+            return None
+        try:
+            dev.energy_mj()
+        except dev.nvml.NVMLError:
+            return None
+        return dev.energy_mj
+
     def _reader(self) -> Reader | None:
         if self._nvml_device is not None:
             return self._nvml_device.read

@@ -5,16 +5,18 @@ helpers on ROCm, sampled on a thread, and their summary per shape. Nothing runs 
 from __future__ import annotations
 
 import os
+import re
 import statistics
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
 
 from mfu_sweep.errors import BackendError
 from mfu_sweep.measure.backends.base import Telemetry
+from mfu_sweep.measure.throttle import ThrottleState
 
 SAMPLE_INTERVAL_S = 0.02
 
@@ -23,18 +25,9 @@ SAMPLE_INTERVAL_S = 0.02
 CLOCK_THROTTLE_FRACTION = 0.75
 
 
-# NVML clocks-event (throttle) reason bits, from nvml.h (nvmlClocksEventReason*).
-THROTTLE_BITS: dict[int, str] = {
-    0x1: "gpu_idle",
-    0x2: "applications_clocks_setting",
-    0x4: "sw_power_cap",
-    0x8: "hw_slowdown",
-    0x10: "sync_boost",
-    0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown",
-    0x80: "hw_power_brake_slowdown",
-    0x100: "display_clock_setting",
-}
+# The prefixes of pynvml's clocks-event (throttle) reason constants: the current one, then the name older
+# bindings use (it also names two bits the current one lacks, board_limit and reliability).
+REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
 
 
 # Reasons that lower the clock below what the chip would otherwise run at under load.
@@ -42,13 +35,42 @@ THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "h
                         "hw_power_brake_slowdown"})
 
 
-def decode_throttle_reasons(mask: int) -> list[str]:
-    """Names of the NVML clocks-event reason bits set in ``mask``."""
-    names = [name for bit, name in THROTTLE_BITS.items() if mask & bit]
-    unknown = mask & ~sum(THROTTLE_BITS)
-    if unknown:
-        names.append(f"unknown_0x{unknown:x}")
+def _snake(camel: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", camel).lower()
+
+
+def reason_names(nvml: Any) -> dict[int, str]:
+    """Bit -> name (``sw_power_cap`` ...) of every single-bit clocks-event reason constant ``nvml`` (pynvml) has.
+
+    ``...All`` and ``...None`` are masks, not reasons. Where two constants share a bit (NVML renamed
+    ``ApplicationsClocksSetting`` to ``UserDefinedClocks``), the first name in alphabetical order wins,
+    so the names recorded stay the same across binding versions.
+    """
+    names: dict[int, str] = {}
+    for prefix in REASON_PREFIXES:
+        for attr in sorted(a for a in dir(nvml) if a.startswith(prefix)):
+            bit = getattr(nvml, attr)
+            if isinstance(bit, int) and bit > 0 and bit & (bit - 1) == 0:
+                names.setdefault(bit, _snake(attr.removeprefix(prefix)))
     return names
+
+
+def decode_throttle_reasons(mask: int, names: Mapping[int, str]) -> list[str]:
+    """Names of the reason bits set in ``mask`` (``names`` from :func:`reason_names`), unknown bits in hex."""
+    found = [name for bit, name in sorted(names.items()) if mask & bit]
+    unknown = mask & ~sum(names)
+    if unknown:
+        found.append(f"unknown_0x{unknown:x}")
+    return found
+
+
+def throttle_state(reasons: Iterable[str], sm_clock_mhz: float | None, max_sm_clock_mhz: float | None
+                   ) -> ThrottleState:
+    """Throttling now: a reason in :data:`THROTTLING`, or the SM clock below ``CLOCK_THROTTLE_FRACTION`` of its max."""
+    why = sorted(set(reasons) & THROTTLING)
+    if sm_clock_mhz and max_sm_clock_mhz and sm_clock_mhz < CLOCK_THROTTLE_FRACTION * max_sm_clock_mhz:
+        why.append(f"sm_clock {sm_clock_mhz:.0f} < {CLOCK_THROTTLE_FRACTION:.0%} of max {max_sm_clock_mhz:.0f} MHz")
+    return ThrottleState(bool(why), tuple(why))
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -74,10 +96,8 @@ def summarize_telemetry(samples: list[Mapping[str, Any]], max_sm_clock_mhz: floa
         reasons.update(s.get("throttle_reasons", ()))
     if any("throttle_reasons" in s for s in samples):
         out["throttle_reasons"] = sorted(reasons)
-    why = sorted(reasons & THROTTLING)
     clock = out.get("sm_clock_mhz")
-    if clock and max_sm_clock_mhz and clock["min"] < CLOCK_THROTTLE_FRACTION * max_sm_clock_mhz:
-        why.append(f"sm_clock {clock['min']:.0f} < {CLOCK_THROTTLE_FRACTION:.0%} of max {max_sm_clock_mhz:.0f} MHz")
+    why = list(throttle_state(reasons, clock["min"] if clock else None, max_sm_clock_mhz).why)
     out["max_sm_clock_mhz"] = max_sm_clock_mhz
     if why:
         out["throttled_because"] = why
@@ -153,6 +173,9 @@ class NvmlDevice:
             raise BackendError(f"NVML cannot find CUDA device {index} (uuid {uuid})")
         self._reasons = (getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
                          or getattr(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
+        self.reason_names = reason_names(nvml)
+        self.power_source = "instant" if self._instant_power() is not None else "average"
+        self.max_sm_clock_mhz = self._try("nvmlDeviceGetMaxClockInfo", nvml.NVML_CLOCK_SM)
 
     def _try(self, fn: str, *args: Any) -> Any:
         try:
@@ -160,18 +183,48 @@ class NvmlDevice:
         except (self.nvml.NVMLError, AttributeError):
             return None
 
+    def _instant_power(self) -> float | None:
+        """Milliwatts from the instant power field (``NVML_FI_DEV_POWER_INSTANT``), None where unsupported."""
+        field_id = getattr(self.nvml, "NVML_FI_DEV_POWER_INSTANT", None)
+        if field_id is None:
+            return None
+        values = self._try("nvmlDeviceGetFieldValues", [field_id])
+        if not values or values[0].nvmlReturn != getattr(self.nvml, "NVML_SUCCESS", 0):
+            return None
+        return field_value(self.nvml, values[0])
+
+    def power_w(self) -> float | None:
+        """Power now: the instant field where the driver has it, else ``nvmlDeviceGetPowerUsage`` (a 1 s average
+        on Ampere and newer, which smears shapes shorter than a second)."""
+        mw = self._instant_power() if self.power_source == "instant" else self._try("nvmlDeviceGetPowerUsage")
+        return mw / 1000 if mw is not None else None
+
+    def energy_mj(self) -> float:
+        """The cumulative energy counter in millijoules (``nvmlDeviceGetTotalEnergyConsumption``, Volta+)."""
+        return float(self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle))
+
+    def throttle_reasons(self) -> list[str] | None:
+        if self._reasons is None:
+            return None
+        try:
+            return decode_throttle_reasons(self._reasons(self.handle), self.reason_names)
+        except self.nvml.NVMLError:
+            return None
+
     def read(self) -> dict[str, Any]:
-        power = self._try("nvmlDeviceGetPowerUsage")
         sample = {"t": time.perf_counter(),
                   "sm_clock_mhz": self._try("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM),
-                  "power_w": power / 1000 if power is not None else None,
+                  "power_w": self.power_w(),
                   "temp_c": self._try("nvmlDeviceGetTemperature", self.nvml.NVML_TEMPERATURE_GPU)}
-        if self._reasons is not None:
-            try:
-                sample["throttle_reasons"] = decode_throttle_reasons(self._reasons(self.handle))
-            except self.nvml.NVMLError:
-                pass
+        reasons = self.throttle_reasons()
+        if reasons is not None:
+            sample["throttle_reasons"] = reasons
         return sample
+
+    def probe(self) -> ThrottleState:
+        """Throttling now (``sweep --on-throttle``): reasons and SM clock read at once (:func:`throttle_state`)."""
+        clock = self._try("nvmlDeviceGetClockInfo", self.nvml.NVML_CLOCK_SM)
+        return throttle_state(self.throttle_reasons() or (), clock, self.max_sm_clock_mhz)
 
     def static(self) -> dict[str, Any]:
         limit = self._try("nvmlDeviceGetEnforcedPowerLimit")
@@ -182,11 +235,29 @@ class NvmlDevice:
             pass
         return {
             "driver_version": driver.decode() if isinstance(driver, bytes) else driver,
+            "power_reading": POWER_READINGS[self.power_source],
+            "energy_counter": self._try("nvmlDeviceGetTotalEnergyConsumption") is not None,
             "max_sm_clock_mhz": self._try("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_SM),
             "max_mem_clock_mhz": self._try("nvmlDeviceGetMaxClockInfo", self.nvml.NVML_CLOCK_MEM),
             "applications_sm_clock_mhz": self._try("nvmlDeviceGetApplicationsClock", self.nvml.NVML_CLOCK_SM),
             "power_limit_w": limit / 1000 if limit is not None else None,
         }
+
+
+POWER_READINGS = {"instant": "NVML_FI_DEV_POWER_INSTANT (instant)",
+                  "average": "nvmlDeviceGetPowerUsage (1 s average on Ampere and newer)"}
+
+
+def field_value(nvml: Any, value: Any) -> float:
+    """The number in one ``nvmlFieldValue_t``, read from the union member its ``valueType`` names."""
+    members = {"NVML_VALUE_TYPE_DOUBLE": "dVal", "NVML_VALUE_TYPE_UNSIGNED_INT": "uiVal",
+               "NVML_VALUE_TYPE_UNSIGNED_LONG": "ulVal", "NVML_VALUE_TYPE_UNSIGNED_LONG_LONG": "ullVal",
+               "NVML_VALUE_TYPE_SIGNED_LONG_LONG": "sllVal", "NVML_VALUE_TYPE_SIGNED_INT": "siVal",
+               "NVML_VALUE_TYPE_UNSIGNED_SHORT": "usVal"}
+    for const, member in members.items():
+        if getattr(nvml, const, None) == value.valueType:
+            return float(getattr(value.value, member))
+    return float(value.value.uiVal)
 
 
 def torch_reader(device: torch.device) -> Reader | None:

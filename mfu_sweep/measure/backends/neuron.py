@@ -54,6 +54,9 @@ CC_FLAGS_ENV = "NEURON_CC_FLAGS"
 PHYSICAL_CORES = {"trn1": 2, "inf2": 2, "trn2": 8, "trn3": 8}
 DEFAULT_LNC = {"trn1": 1, "inf2": 1, "trn2": 2, "trn3": 2}
 PRODUCT_FILE = "/sys/devices/virtual/dmi/id/product_name"
+NEURON_SCALED = ("row- and block-scaled formats need a torch scaled matmul, which TorchNeuron does not document; "
+                 "Trainium3 (NeuronCore-v4) runs MXFP8/MXFP4 only through NKI kernels (nki.isa.nc_matmul_mx), "
+                 "and Trainium2 has no MX formats")
 
 
 # ----- pure decisions (unit-tested without hardware) -------------------------
@@ -320,8 +323,12 @@ class NeuronBackend(TorchBackend):
         return int(total) if total else None
 
     def check_supported(self, dtype: DType, mode: str) -> None:
-        """Every dtype is attempted: tf32 is a compiler auto-cast (see :func:`neuron_cc_flags`); fp8 is
-        undocumented for TorchNeuron, so a failure becomes the record's ``unsupported``/``error`` status."""
+        """Every plain dtype is attempted: tf32 is a compiler auto-cast (see :func:`neuron_cc_flags`); fp8 is
+        undocumented for TorchNeuron, so a failure becomes the record's ``unsupported``/``error`` status.
+        The row- and block-scaled formats are refused: Trainium3 runs MXFP8/MXFP4 through NKI kernels
+        (``nki.isa.nc_matmul_mx``, the NKI Library's ``matmul_mxfp8``), not through a torch scaled matmul."""
+        if dtype.quantized:
+            raise Unsupported(NEURON_SCALED)
 
     def set_math_mode(self, dtype: DType) -> None:
         # Eager NEFFs compile with "--auto-cast=none" followed by NEURON_CC_FLAGS (torch-neuronx sources);

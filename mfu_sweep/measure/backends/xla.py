@@ -251,8 +251,8 @@ class XlaBackend(TorchBackend):
     def check_supported(self, dtype: DType, mode: str) -> None:
         if mode == "compile":
             raise Unsupported("xla measures lazy-tensor graphs, already compiled by XLA; --mode compile is not swept")
-        if dtype.name == "fp8":
-            raise Unsupported("fp8 GEMMs through torch-xla are not a documented path")
+        if dtype.scaling != "none":
+            raise Unsupported(f"{dtype.name} GEMMs through torch-xla are not a documented path")
         if dtype.name == "tf32" and not self.on_neuron:
             raise Unsupported(f"tf32 is not an XLA matmul precision on {self.kind}")
 
@@ -282,6 +282,8 @@ class XlaBackend(TorchBackend):
     def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Inputs,
                 compile_mode: str | None = None) -> GemmFn:
         """One lazy GEMM per call into ``inputs.out[i]``; a graph holds up to one pass over the sets."""
+        if shape.grouped:
+            raise Unsupported("grouped GEMMs (torch._grouped_mm) through torch-xla are not a documented path")
         a, b, out = inputs.a, inputs.b, inputs.out
         self.calls_per_graph = min(len(a), MAX_GRAPH_CALLS)
 

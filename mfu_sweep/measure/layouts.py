@@ -1,0 +1,69 @@
+"""Operand layouts as a sweep axis, and the shapes a dtype can run at all (torch-free: decided in the parent).
+
+``sweep --layout nn,nt,tn,tt`` sweeps every shape in each layout (:func:`in_layouts`); without it a
+shape keeps its own (a shape file's ``layout`` column, a family's natural layout, else ``nn``). The
+scaled formats take one layout (A row-major, B column-major: ``nt``): their tasks in another layout are
+swept in ``nt`` and a note says so (:func:`runnable_tasks`), never silently. A scaled format cannot run
+batched or grouped shapes, nor K that is not a multiple of its block: such tasks are left out, with a
+note, before any work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from mfu_sweep.dtypes import DType, get_dtype
+from mfu_sweep.measure.task import Task
+from mfu_sweep.shapes import Shape, with_layout
+from mfu_sweep.text import counted
+
+
+def in_layouts(shapes: Sequence[tuple[Shape, str]], layouts: Sequence[str] | None) -> list[tuple[Shape, str]]:
+    """Every (shape, family) in each of ``layouts``, layout by layout; ``None`` keeps each shape's own."""
+    if not layouts:
+        return list(shapes)
+    out: dict[Shape, str] = {}
+    for layout in layouts:
+        for shape, family in shapes:
+            out.setdefault(with_layout(shape, layout), family)
+    return list(out.items())
+
+
+def shape_problem(shape: Shape, dtype: DType) -> str | None:
+    """Why ``dtype`` cannot run ``shape`` on any device, whatever its layout, or None."""
+    if dtype.scaling == "none":
+        return None
+    if shape.batch != 1 or shape.grouped:
+        what = "grouped shapes" if shape.grouped else f"batch {shape.batch}"
+        return f"{dtype.name} (a scaled matmul) runs batch 1 only, not {what}"
+    if dtype.block and shape.k % dtype.block:
+        return f"{dtype.name} needs K divisible by its block of {dtype.block}, not {shape.k}"
+    return None
+
+
+def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
+    """The tasks a dtype can run, moved to its layout where it takes only one, and a note per dtype for the rest.
+
+    A task in a layout its dtype does not take runs in the dtype's layout (one task per resulting
+    shape); a task no layout helps (:func:`shape_problem`) is left out. The notes say which and why.
+    """
+    kept: dict[tuple[Shape, str, str], Task] = {}
+    moved: dict[str, set[str]] = {}
+    dropped: dict[str, list[str]] = {}
+    for task in tasks:
+        dt = get_dtype(task.dtype)
+        problem = shape_problem(task.shape, dt)
+        if problem:
+            dropped.setdefault(task.dtype, []).append(problem)
+            continue
+        if not dt.runs_layout(task.shape.layout):
+            moved.setdefault(task.dtype, set()).add(task.shape.layout)
+            task = replace(task, shape=with_layout(task.shape, dt.layouts[0]))
+        kept.setdefault((task.shape, task.dtype, task.mode), task)
+    notes = [f"{name} takes layout {'/'.join(get_dtype(name).layouts)} only (A row-major, B column-major): shapes "
+             f"asked in {', '.join(sorted(was))} are swept in {get_dtype(name).layouts[0]}"
+             for name, was in moved.items()]
+    notes += [f"left out {counted(len(why), 'shape')} in {name}: {why[0]}" + (" (and others)" if len(why) > 1 else "")
+              for name, why in dropped.items()]
+    return list(kept.values()), notes
