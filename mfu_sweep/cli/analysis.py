@@ -18,12 +18,23 @@ import click
 
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
-from mfu_sweep.cli.common import domain_errors, echo_incomplete, json_output, margin_option
+from mfu_sweep.cli.common import (
+    allow_invalid_option,
+    domain_errors,
+    echo_incomplete,
+    invalid_note,
+    json_output,
+    margin_option,
+)
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file, table_format
 from mfu_sweep.text import counted
 
-FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+
+def FILES(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The result files a command reads, and ``--allow-invalid`` for those that fail validation."""
+    return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(
+        allow_invalid_option(fn))
 
 
 def _seed(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,7 +90,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
             click.echo(f"note: {lock.note}", err=True)
         if Path(output).exists() and not force:
             raise click.ClickException(f"{output} exists; use --force to overwrite")
-        result = merge_files(files, rules)
+        result = merge_files(files, rules, on_invalid=invalid_note())
         write_json_atomic(output, result.to_json())
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
@@ -326,7 +337,6 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences
-    from mfu_sweep.results import load_sweeps
 
     loaded = load_files(files)
     sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
@@ -335,7 +345,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     echo_incomplete(sweeps)
     hints = label_collisions(sweeps)
     series = group_series(sweeps)
-    refs = tuple(group_series(load_sweeps([path])) for path in calibrate) if calibrate else None
+    refs = tuple(group_series(load_files([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
     skipped: list[str] = []
@@ -462,14 +472,13 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
     """
     from mfu_sweep.present.export import NO_CROSSOVER, export_table
-    from mfu_sweep.results import load_sweeps
 
     kw = {"records": {}, "fits": {"n_boot": fit_n_boot}, "crossovers": {"fit_n_boot": fit_n_boot, "margin": margin},
           "bands": {"margin": margin}}[what]
     fmt = table_format(output, fmt)
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while
-    text = export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw)
+    text = export_table(load_files(files), what, fmt, metric=metric, seed=seed, **kw)
     _write_or_echo(text, output, force)
     if what == "crossovers" and (NO_CROSSOVER in text or len(text.splitlines()) == 1):  # CSV: the header alone
         click.echo(f"note: {NO_CROSSOVER}; the table has no rows", err=True)

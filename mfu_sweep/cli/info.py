@@ -7,6 +7,7 @@ import json
 import click
 
 from mfu_sweep.cli.common import domain_errors, spec_file_option
+from mfu_sweep.text import counted
 
 
 @click.command()
@@ -56,10 +57,17 @@ def specs(detect: bool, device: str, spec_file: str | None, as_json: bool) -> No
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 def validate(files: tuple[str, ...]) -> None:
-    """Check result files against the shipped JSON Schema, and say which sweeps are incomplete.
+    """Check result files: the shipped JSON Schema and what the numbers mean, and say which sweeps are incomplete.
 
-    An incomplete sweep (interrupted, or still running) is valid and says so;
-    continue it with `mfu-sweep sweep --resume -o FILE`.
+    Beyond the schema: every number finite; flops, bytes and intensity those
+    of the record's shape and dtype; median_s among the samples; tflops and
+    mfu those of median_s and the sweep's peak; one record per (pass, shape,
+    dtype, mode) and, in a merged file, one sweep per run.id; no JSON key
+    twice in an object; size and nesting within the input limits
+    (MFU_SWEEP_MAX_INPUT_MB). Every command that reads result files refuses
+    a file that fails (or, with --allow-invalid, drops the records that fail,
+    with a note). An incomplete sweep (interrupted, or still running) is
+    valid and says so; continue it with `mfu-sweep sweep --resume -o FILE`.
 
     \b
     Example:
@@ -73,7 +81,8 @@ def validate(files: tuple[str, ...]) -> None:
         problems = validate_file(f)
         if problems:
             bad += 1
-            click.echo(f"{f}: INVALID: {problems[0]}")
+            more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
+            click.echo(f"{f}: INVALID: {problems[0]}{more}")
             continue
         unfinished = [r for r in map(incomplete_reason, load_sweeps([f])) if r]
         click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))

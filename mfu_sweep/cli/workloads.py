@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_step
+from mfu_sweep.cli.common import allow_invalid_option
 from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.models import load_models
@@ -203,6 +204,7 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--no-fit", is_flag=True, help="Never fill unmeasured shapes from a roofline fit.")
 @click.option("--allow-partial", is_flag=True, help="Show series that miss shapes, labelled partial.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@allow_invalid_option
 @one_line_errors
 def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | None, tp: int | None, dtype: str,
             mode: str, no_fit: bool, allow_partial: bool, as_json: bool) -> None:
@@ -221,10 +223,10 @@ def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | N
         mfu-sweep predict h100.json trn2.json --model qwen3-32b --tokens 8192
         mfu-sweep predict sweeps/*.json --model llama-3-70b:lm_head=0 --tp 8 --json
     """
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.cli.progress import load_files
 
     gemms = resolve_family(family_for(model, tokens, seq, tp))
-    preds = predict_step(load_sweeps(files), gemms, dtype=dtype, mode=mode, use_fit=not no_fit)
+    preds = predict_step(load_files(files), gemms, dtype=dtype, mode=mode, use_fit=not no_fit)
     if as_json:
         click.echo(json.dumps({"family": gemms[0].family, "predictions": [p.to_json() for p in preds]}, indent=1))
     else:
