@@ -61,6 +61,13 @@ def _too_large(name: str, what: str, limit: int) -> InputError:
                       f"raise the limit with {MAX_MB_ENV}=<MiB>")
 
 
+def check_size(path: str | Path) -> None:
+    """Refuse a regular file past :func:`max_input_bytes` (for readers that open it themselves)."""
+    size, limit = os.stat(path).st_size, max_input_bytes()
+    if size > limit:
+        raise _too_large(str(path), f"is {size / 2**20:.4g} MiB, beyond", limit)
+
+
 def read_limited(path: str | Path) -> bytes:
     """The bytes of ``path``, refusing a file (or a stream such as ``/dev/zero``) past :func:`max_input_bytes`."""
     name, limit = str(path), max_input_bytes()

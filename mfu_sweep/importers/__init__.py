@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, xla_perf_table
+from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, values, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip, slug
 from mfu_sweep.importers.sniff import sniff
 from mfu_sweep.results import Sweep
@@ -48,8 +48,10 @@ def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevi
         raise SourceError(f"{str(path)!r}: no such file")
     if path.stat().st_size == 0:
         raise SourceError(f"{str(path)!r}: empty file")
+    # every value a reader keeps is the source's own (importers/values.py), and no time is absurd
     try:
         got = READERS[fmt](path, **kwargs)
+        values.check_devices(got, str(path))
     except SourceError as exc:
         other = sniff(path)
         if other is not None and other != fmt:

@@ -86,6 +86,8 @@ class SourceRow:
     samples_s: tuple[float, ...] = ()
     family: str = "imported"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    where: str = ""
+    """Where the row stands in its source, file included (``'log.txt': line 12``), for errors about its value."""
 
 
 @dataclass(frozen=True)

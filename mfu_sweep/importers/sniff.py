@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mfu_sweep.inputs import decode
+
 _HEAD = 65536
 
 
@@ -17,7 +19,7 @@ def sniff(path: Path) -> str | None:
         return None
     if head.startswith(b"PK\x03\x04"):
         return "deepbench"
-    text = head.decode("utf-8", errors="replace")
+    text = decode(head, errors="replace")  # a byte-order mark (Excel's CSV) is not part of the text
     stripped = text.lstrip()
     if stripped.startswith("{") and '"benchmarks"' in text:
         return "nvbench"

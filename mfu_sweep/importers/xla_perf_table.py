@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.txtpb import Message, TextProtoError, parse
+from mfu_sweep.importers.values import read_text
 from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "xla-perf-table"
@@ -76,7 +77,7 @@ def _int(msg: Message, name: str, where: str) -> int:
     return v
 
 
-def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow]:
+def _rows(entry: Message, where: str, skipped: dict[str, int], name: str) -> list[SourceRow]:
     try:
         shape = Shape(_int(entry, "b", where), _int(entry, "m", where), _int(entry, "n", where),
                       _int(entry, "k", where))
@@ -98,7 +99,7 @@ def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow
         rows.append(SourceRow(
             shape=shape, dtype=DTYPE_KEYS[key], seconds=ns / 1e9, source_dtype=key, flags=flags,
             family="xla-perf-table", extra={"source_value": value, "source_unit": "FLOP/s (int64)",
-                                            "kernel_time_ns": ns},
+                                            "kernel_time_ns": ns}, where=f"{name!r}: {where} {key}",
         ))
     return rows
 
@@ -106,12 +107,9 @@ def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow
 def read(path: Path) -> list[SourceDevice]:
     """Every device of one table file; raises :class:`SourceError` naming the file."""
     name = str(path)
+    text = read_text(path, "an xla.GemmPerfTable text proto")
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{name!r}: cannot read as text ({exc})") from None
-    try:
-        root = parse(text)
+        root = parse(text, top=("entries",))
         entries = root.all("entries")
         if not entries or root.names() - {"entries"}:
             extra = sorted(root.names() - {"entries"})
@@ -129,7 +127,7 @@ def read(path: Path) -> list[SourceDevice]:
             skipped: dict[str, int] = {}
             rows = []
             for j, entry in enumerate(value.all("entries")):
-                rows.extend(_rows(entry, f"{key} entries[{j}]", skipped))
+                rows.extend(_rows(entry, f"{key} entries[{j}]", skipped, name))
             if not rows:
                 raise TextProtoError(f"device {key!r} has no importable entries")
             keys = sorted({r.source_dtype for r in rows})
