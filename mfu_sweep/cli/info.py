@@ -98,6 +98,8 @@ def _detect_identity(d: dict) -> None:
         rates = flop_per_cycle(load_cpuinfo())
         per = ", ".join(f"{k} {v}" for k, v in rates.per_cycle.items())
         click.echo(f"FLOP/cycle per physical core: {per}; from {rates.rule}")
+        for sentence in rates.flags_decide:  # a model number the flags contradict (a KVM guest)
+            click.echo(f"  flags decide: {sentence}")
         for cite in citations(rates.uarch) if rates.uarch else ():
             click.echo(f"  cited: {cite}")
     if d.get("fingerprint"):
