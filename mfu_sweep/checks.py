@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.shapes import MAX_DIM
 
 REL_TOL = 1e-6  # derived numbers agree with what they derive from to this fraction (JSON keeps 17 digits)
 NUMBER_FIELDS = ("flops", "bytes", "intensity", "first_call_s", "compile_s", "first_call_ratio", "median_s",
@@ -70,6 +71,12 @@ def _off(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 
 def _num(value: float) -> str:
     return f"{value:.6g}"
+
+
+def _raw(value: Any) -> str:
+    """A value as the file holds it, shortened: an integer of 401 digits is named by its length."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
 
 class _Columns:
@@ -114,10 +121,13 @@ def _non_finite(cols: _Columns, out: Found) -> None:
     for name in NUMBER_FIELDS:
         col, null = cols.values[name]
         _flag(out, ~np.isfinite(col) & ~null, name,
-              lambda i, name=name: f"{cols.records[i].get(name)!r} is not a finite number")
+              lambda i, name=name: f"{_raw(cols.records[i].get(name))} is not a finite number")
 
 
 def _arithmetic(cols: _Columns, out: Found) -> None:
+    for j, name in enumerate(("batch", "m", "n", "k")):  # the limit a Shape keeps (a typo of a size, not a GEMM)
+        _flag(out, cols.dims[:, j] > MAX_DIM, f"shape/{name}",
+              lambda i, j=j: f"{int(cols.dims[i, j])} exceeds the limit {MAX_DIM}")
     b, m, n, k = cols.dims.T
     got_flops, got_bytes, got_intensity = cols.get("flops"), cols.get("bytes"), cols.get("intensity")
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):

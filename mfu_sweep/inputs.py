@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -53,11 +54,11 @@ def max_input_bytes() -> int:
         mb = float("nan")
     if not mb > 0 or mb == float("inf"):
         raise InputError(f"{MAX_MB_ENV}={raw!r} must be a positive number of MiB")
-    return int(mb * 2**20)
+    return math.ceil(mb * 2**20)
 
 
 def _too_large(name: str, what: str, limit: int) -> InputError:
-    return InputError(f"{name!r} {what} the input limit of {limit / 2**20:.4g} MiB; if it really is one input, "
+    return InputError(f"{name!r} {what} the input limit of {limit / 2**20:.3g} MiB; if it really is one input, "
                       f"raise the limit with {MAX_MB_ENV}=<MiB>")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,22 +20,18 @@ import click
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import (
-    allow_invalid_option,
     domain_errors,
     echo_incomplete,
     invalid_note,
     json_output,
     margin_option,
+    result_files,
 )
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file, table_format
 from mfu_sweep.text import counted
 
-
-def FILES(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The result files a command reads, and ``--allow-invalid`` for those that fail validation."""
-    return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(
-        allow_invalid_option(fn))
+FILES = result_files
 
 
 def _seed(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -126,12 +123,18 @@ def _fit_line(fit: Any) -> str:
     p_mark = _mark(fit.is_constrained and fit.below_measured)
     frac_mark = _mark((fit.compute_fraction or 0) > 1 and c["p_tflops"])
     poor = _mark(fit.poor and fit.is_constrained)  # an unconstrained fit says so in its one note instead
-    return (f"{str(fit.key):<28} {model:<13} {p:>15}{p_mark}{p_frac:>6}{frac_mark}{w:>15} {w_frac:>6} {t0:>15} "
-            f"{fit.rms_log_residual:>8.3f}{poor}{fit.r2_log:>7.4f}{poor}{fit.n_shapes:>6}")
+    return (f"{str(fit.key):<28} {model:<13} {_right(p, 15)}{p_mark}{_right(p_frac, 6)}{frac_mark}{_right(w, 15)} "
+            f"{_right(w_frac, 6)} {_right(t0, 15)} {_right(f'{fit.rms_log_residual:.3f}', 8)}{poor}"
+            f"{_right(f'{fit.r2_log:.4f}', 7)}{poor}{_right(str(fit.n_shapes), 6)}")
 
 
 def _mark(flagged: bool) -> str:
     return "*" if flagged else " "
+
+
+def _right(text: str, width: int) -> str:
+    """``text`` right-aligned in its column, a blank before it where it fills the column (not ``2.005*-0.0552*``)."""
+    return text.rjust(width) if len(text) < width else " " + text
 
 
 @click.command()
@@ -170,7 +173,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
                                    copy_bandwidth=measured_copy_bandwidth(sweeps), progress=bar)
     if not fits:
-        raise click.ClickException("nothing to fit: " + "; ".join(skipped.values()))
+        raise click.ClickException("nothing to fit: " + _nothing_to_fit(sweeps, skipped))
     if as_json:
         click.echo(json.dumps({"fits": [fits[k].to_json() for k in sorted(fits)],
                                "skipped": [{"series": str(k), "reason": r} for k, r in skipped.items()]}, indent=1))
@@ -178,6 +181,15 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         _print_fits(fits)
         for reason in skipped.values():
             click.echo(f"skipped: {reason}")
+
+
+def _nothing_to_fit(sweeps: Sequence[Any], skipped: dict[Any, str]) -> str:
+    """Why no series could be fitted: each skipped series' reason, or (no series at all) what the records are."""
+    statuses = Counter(r.status for s in sweeps for r in s.records)
+    if skipped or not statuses:
+        return "; ".join(skipped.values()) or "the files hold no records"
+    return (f"none of the {counted(sum(statuses.values()), 'record')} carries a timing (status ok or mismatch, "
+            "with samples): " + ", ".join(f"{n} {status}" for status, n in statuses.most_common()))
 
 
 def _print_fits(fits: dict[Any, Any]) -> None:

@@ -104,6 +104,11 @@ allow_invalid_option = click.option(
          "that fail, with a note naming how many and the first problem. Default: refuse such a file.")
 
 
+def result_files(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The result files a command reads (``FILES...``), with ``--allow-invalid`` for those that fail validation."""
+    return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(allow_invalid_option(fn))
+
+
 def invalid_note() -> Callable[[str], None] | None:
     """How this command's readers treat a file that fails validation: None (refuse it, the library's default)
     or, under ``--allow-invalid``, a callback that prints the library's note on what was dropped."""

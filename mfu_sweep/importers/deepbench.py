@@ -118,7 +118,7 @@ def _time_row(ms: Any, shape: Shape, where: str) -> tuple[float | None, tuple[st
         return None, (), f"{where}: no numeric time in the source ({ms!r})", ms
     number(ms, where, "Time (msec)")  # negative or non-finite: refused, not read as any other time
     us = ms * 1000.0
-    if us <= 0:
+    if round(us) <= 0:  # 0, or a time the source rounds to 0: below what it can resolve
         return None, ("rounded_source",), f"{where}: source time {ms!r} ms is below its 1 us resolution", ms
     flags = ("rounded_source",) if abs(us - round(us)) < 1e-6 else ()
     return (round(us) / 1e6 if flags else ms / 1e3), flags, None, ms

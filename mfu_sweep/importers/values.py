@@ -62,11 +62,13 @@ def tflops(text: object, where: str, what: str) -> float:
     """A TFLOP/s value the source printed (:func:`number`), refused beyond :func:`absurd_tflops`."""
     value = number(text, where, what)
     if value > absurd_tflops():
-        raise SourceError(f"{where}: {what} {text!r} is {_beyond()}; not a measurement (an exponent read wrong?)")
+        raise SourceError(f"{where}: {what} {text!r} is {beyond_any_peak()}; not a measurement (an exponent read "
+                          "wrong?)")
     return value
 
 
-def _beyond() -> str:
+def beyond_any_peak() -> str:
+    """How a refused value's size is worded: beyond ABSURD_FACTOR times the highest peak in the spec table."""
     return f"more than {ABSURD_FACTOR}x the highest peak of any chip ({absurd_tflops() / ABSURD_FACTOR:g} TFLOP/s)"
 
 
@@ -94,4 +96,4 @@ def check_devices(devices: Iterable[SourceDevice], source: str) -> None:
             rate = row.shape.flops / row.seconds / 1e12
             if rate > limit:
                 raise SourceError(f"{where}: {row.seconds:.3g} s per call for {row.shape} gives {rate:.4g} TFLOP/s, "
-                                  f"{_beyond()}; not a measurement (an exponent or unit read wrong?)")
+                                  f"{beyond_any_peak()}; not a measurement (an exponent or unit read wrong?)")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.txtpb import Message, TextProtoError, parse
-from mfu_sweep.importers.values import read_text
+from mfu_sweep.importers.values import absurd_tflops, beyond_any_peak, read_text
 from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "xla-perf-table"
@@ -94,6 +94,8 @@ def _rows(entry: Message, where: str, skipped: dict[str, int], name: str) -> lis
         if key not in DTYPE_KEYS:
             skipped[key] = skipped.get(key, 0) + 1
             continue
+        if value / 1e12 > absurd_tflops():  # its kernel time would round to 0 ns
+            raise TextProtoError(f"{where} {key}: value={value!r} FLOP/s is {beyond_any_peak()}; not a measurement")
         ns = round(shape.flops * 1e9 / value)
         flags = ("maybe_tf32",) if key == "f32xf32->f32" else ()
         rows.append(SourceRow(
