@@ -45,22 +45,14 @@ def _float(value: Any) -> float:
         return math.nan
 
 
-def _floats(values: Sequence[Any]) -> np.ndarray:
-    """``values`` as float64, null as NaN and an integer past 1e308 as infinity."""
+def _floats(values: Sequence[Any], width: int = 0) -> np.ndarray:
+    """``values`` (rows of ``width`` where given) as float64, null as NaN and an integer past 1e308 as infinity."""
+    shape = (len(values), width) if width else (len(values),)
     try:
-        return np.array(values, dtype=float).reshape(len(values))
+        return np.array(values, dtype=float).reshape(shape)
     except (OverflowError, TypeError, ValueError):
-        return np.array([math.nan if v is None else _float(v) for v in values], dtype=float)
-
-
-def _column(records: Sequence[Mapping[str, Any]], name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``records[*][name]`` as floats (null as NaN) and where it is null."""
-    values = [r.get(name) for r in records]
-    col = _floats(values)
-    null = np.isnan(col)
-    for i in np.flatnonzero(null):  # null, or a NaN the standard parser read
-        null[i] = values[i] is None
-    return col, null
+        flat = [v for row in values for v in row] if width else values
+        return np.array([math.nan if v is None else _float(v) for v in flat], dtype=float).reshape(shape)
 
 
 def _off(got: np.ndarray, want: np.ndarray) -> np.ndarray:
@@ -84,17 +76,20 @@ class _Columns:
 
     def __init__(self, records: Sequence[Mapping[str, Any]], peak: Mapping[str, Any]) -> None:
         self.records = records
-        self.values = {name: _column(records, name) for name in NUMBER_FIELDS}
-        shapes = [r["shape"] for r in records]
-        self.dims = np.array([[_float(s.get("batch", 1)), _float(s["m"]), _float(s["n"]), _float(s["k"])]
-                              for s in shapes], dtype=float).reshape(len(records), 4)
+        raw = [[r.get(name) for name in NUMBER_FIELDS] for r in records]
+        table = _floats(raw, len(NUMBER_FIELDS))
+        null = np.isnan(table)
+        for i, j in zip(*np.nonzero(null)):  # null, or a NaN the standard parser read
+            null[i, j] = raw[i][j] is None
+        self.values = {name: (table[:, j], null[:, j]) for j, name in enumerate(NUMBER_FIELDS)}
+        self.dims = _floats([(s.get("batch", 1), s["m"], s["n"], s["k"]) for s in (r["shape"] for r in records)], 4)
         sizes = [DTYPES.get(r["dtype"]) for r in records]
         self.known = np.array([d is not None for d in sizes], dtype=bool)
         self.element = np.array([d.element_bytes if d else math.nan for d in sizes], dtype=float)
         self.output = np.array([d.output_bytes if d else math.nan for d in sizes], dtype=float)
         tflops = peak.get("tflops") if isinstance(peak.get("tflops"), Mapping) else {}
-        self.peak = np.array([_float(tflops.get(r["dtype"])) if r["dtype"] in tflops else math.nan
-                              for r in records], dtype=float)
+        per_dtype = {dtype: _float(value) for dtype, value in tflops.items()}
+        self.peak = np.array([per_dtype.get(r["dtype"], math.nan) for r in records], dtype=float)
 
     def get(self, name: str) -> np.ndarray:
         return self.values[name][0]
@@ -112,6 +107,8 @@ Found = dict[int, tuple[str, str]]  # record index -> (field, what is wrong with
 
 def _flag(out: Found, where: np.ndarray, field: str, say: Any) -> None:
     """Record ``(field, say(i))`` for every index in ``where`` that has no problem yet (the first one counts)."""
+    if not where.any():  # the usual case, cheaper than listing no index
+        return
     for i in np.flatnonzero(where):
         if int(i) not in out:
             out[int(i)] = (field, say(int(i)))
@@ -147,7 +144,7 @@ def _arithmetic(cols: _Columns, out: Found) -> None:
 
 def _samples(cols: _Columns, out: Found) -> None:
     samples = [r.get("samples_s") or () for r in cols.records]
-    counts = np.fromiter((len(s) for s in samples), int, len(samples))
+    counts = np.array([len(s) for s in samples], dtype=int)
     if not counts.any():
         return
     flat = _floats([v for s in samples for v in s])
@@ -183,12 +180,14 @@ def _rates(cols: _Columns, out: Found) -> None:
 
 
 def _repeats(cols: _Columns, out: Found) -> None:
+    keys = [(r.get("pass") or 0, tuple(r["shape"].values()), r["dtype"], r["mode"]) for r in cols.records]
+    if len(set(keys)) == len(keys):
+        return
     first: dict[tuple, int] = {}
-    for i, r in enumerate(cols.records):
-        key = (r.get("pass") or 0, *cols.dims[i], r["dtype"], r["mode"])
+    for i, key in enumerate(keys):
         j = first.setdefault(key, i)
         if j != i and i not in out:
-            out[i] = ("", f"repeats records/{j}: pass {key[0]}, shape {cols.shape(i)}, {r['dtype']} {r['mode']} "
+            out[i] = ("", f"repeats records/{j}: pass {key[0]}, shape {cols.shape(i)}, {key[2]} {key[3]} "
                           "(one record per pass, shape, dtype and mode)")
 
 

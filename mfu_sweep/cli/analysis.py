@@ -123,9 +123,9 @@ def _fit_line(fit: Any) -> str:
     p_mark = _mark(fit.is_constrained and fit.below_measured)
     frac_mark = _mark((fit.compute_fraction or 0) > 1 and c["p_tflops"])
     poor = _mark(fit.poor and fit.is_constrained)  # an unconstrained fit says so in its one note instead
-    return (f"{str(fit.key):<28} {model:<13} {_right(p, 15)}{p_mark}{_right(p_frac, 6)}{frac_mark}{_right(w, 15)} "
-            f"{_right(w_frac, 6)} {_right(t0, 15)} {_right(f'{fit.rms_log_residual:.3f}', 8)}{poor}"
-            f"{_right(f'{fit.r2_log:.4f}', 7)}{poor}{_right(str(fit.n_shapes), 6)}")
+    return (f"{str(fit.key):<28} {model:<13} {p:>15}{p_mark}{_right(p_frac, 6)}{frac_mark}{_right(w, 15)} "
+            f"{w_frac:>6} {t0:>15} {fit.rms_log_residual:>8.3f}{poor}{_right(f'{fit.r2_log:.4f}', 7)}{poor}"
+            f"{_right(str(fit.n_shapes), 6)}")
 
 
 def _mark(flagged: bool) -> str:
@@ -133,7 +133,7 @@ def _mark(flagged: bool) -> str:
 
 
 def _right(text: str, width: int) -> str:
-    """``text`` right-aligned in its column, a blank before it where it fills the column (not ``2.005*-0.0552*``)."""
+    """A column after a mark: ``text`` right-aligned, a blank before it where it fills it (not ``2.005*-0.0552*``)."""
     return text.rjust(width) if len(text) < width else " " + text
 
 
