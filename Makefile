@@ -80,7 +80,7 @@ $(XLA_STAMP):
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --upgrade pip
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) torch==2.9.0 torch-xla==2.9.0
 	$(XLA_BIN)/python -m pip install $(PIP_QUIET) --no-deps -e .
-	$(XLA_BIN)/python -m pip install $(PIP_QUIET) numpy scipy click jsonschema jsonschema-rs orjson tqdm seaborn pytest pytest-timeout
+	$(XLA_BIN)/python -m pip install $(PIP_QUIET) numpy scipy click jsonschema-rs orjson tqdm seaborn pytest pytest-timeout
 	touch $(XLA_STAMP)
 
 venv-xla: $(XLA_STAMP)
@@ -88,8 +88,8 @@ venv-xla: $(XLA_STAMP)
 test-xla: $(XLA_STAMP)
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
 
-# Wheels the GPU machine's image lacks (jsonschema and its needs), for benchmarks/gpu_check.sh there.
-GPU_WHEELS := jsonschema jsonschema-specifications referencing rpds-py attrs
+# Wheels the GPU machine's image lacks (the schema validator, one abi3 wheel), for benchmarks/gpu_check.sh there.
+GPU_WHEELS := jsonschema-rs
 gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

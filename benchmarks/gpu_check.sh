@@ -22,8 +22,8 @@
 # a result by hand.
 #
 # Dependencies: the GPU image has torch, numpy, scipy, seaborn, click, tqdm, attrs and nvidia-ml-py but not
-# jsonschema (needed by --resume and ceilings --into); `make gpu-wheels` (here, with PyPI) puts it and its
-# needs into .whl/, which this script installs into /tmp/site when jsonschema is missing. With the device tool:
+# jsonschema-rs (the schema validator, needed by --resume and ceilings --into); `make gpu-wheels` (here, with
+# PyPI) puts its wheel into .whl/, which this script installs into /tmp/site when it is missing. With the device tool:
 #   run(command="bash benchmarks/gpu_check.sh", carry=[".whl"], timeout_s=560)
 #
 # A dry run on a CPU (small range, same steps, ~2 min; on a loaded CPU the selftest's timer rows may FAIL, status 1):
@@ -61,12 +61,12 @@ mkdir -p "$OUT"
 exec > >(tee "$OUT/log.txt") 2>&1  # the whole log comes back with $OUT, whatever the caller keeps
 export PYTHONUNBUFFERED=1
 
-if ! $PY -c "import jsonschema" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
+if ! $PY -c "import jsonschema_rs" 2>/dev/null && ls .whl/*.whl >/dev/null 2>&1; then
   $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
-$PY -c "import jsonschema" 2>/dev/null || echo "WARNING: no jsonschema: --resume and ceilings --into will fail (make gpu-wheels)"
+$PY -c "import jsonschema_rs" 2>/dev/null || echo "WARNING: no jsonschema-rs: --resume and ceilings --into will fail (make gpu-wheels)"
 MS="$PY -m mfu_sweep"
 COMMON=(--device "$DEVICE" --quiet -o "$OUT/sweep.json")
 [ -n "$MAX_FLOP" ] && COMMON+=(--max-flop "$MAX_FLOP")

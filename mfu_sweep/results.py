@@ -57,20 +57,15 @@ import statistics
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep import journal, jsonio
+from mfu_sweep import checks, journal, jsonio
 from mfu_sweep.foreign import hint as foreign_hint
+from mfu_sweep.inputs import InputError, decode, encoding_name, parse_json, read_limited
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.specs import Peak
-
-try:  # twice as fast as json at parsing: a fleet is thousands of files
-    import orjson
-except ImportError:  # pragma: no cover - a dependency; the standard parser does the same job
-    orjson = None
+from mfu_sweep.text import counted
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "mismatch", "timeout", "oom", "error", "unsupported")
@@ -302,49 +297,6 @@ def _parse_sweep_v1(data: Mapping[str, Any], source: str) -> Sweep:
 PARSERS: dict[int, Callable[[Mapping[str, Any], str], Sweep]] = {1: _parse_sweep_v1}
 
 
-@cache
-def json_schema() -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of a version-1 file, shipped in the package."""
-    text = resources.files("mfu_sweep").joinpath("schema/v1.json").read_text()
-    return json.loads(text)
-
-
-@cache
-def _validator(kind: str) -> Any:
-    import jsonschema
-
-    schema = {k: v for k, v in json_schema().items() if k != "oneOf"}
-    schema["$ref"] = f"#/$defs/{kind}"
-    return jsonschema.Draft202012Validator(schema)
-
-
-@cache
-def _fast_validator(kind: str) -> Any:
-    """A compiled (Rust) validator of the same schema, or None without ``jsonschema_rs``."""
-    try:
-        import jsonschema_rs
-    except ImportError:  # pragma: no cover - a declared dependency; the slow path still validates
-        return None
-    schema = {k: v for k, v in json_schema().items() if k != "oneOf"}
-    schema["$ref"] = f"#/$defs/{kind}"
-    return jsonschema_rs.Draft202012Validator(schema)
-
-
-def _schema_errors(data: Any) -> list[str]:
-    kind = "merged" if isinstance(data, dict) and data.get("kind") == "merged" else "sweep"
-    fast = _fast_validator(kind)
-    if fast is not None and fast.is_valid(data):
-        return []  # a valid file skips the slow validator (seconds for thousands of records)
-    validator = _validator(kind)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    out = []
-    for err in errors[:5]:
-        where = "/".join(str(p) for p in err.absolute_path) or "(top level)"
-        msg = err.message if len(err.message) < 200 else err.message[:200] + "..."
-        out.append(f"{where}: {msg}")
-    return out
-
-
 def _check_version(data: Any, source: str) -> int:
     if not isinstance(data, dict):
         raise ResultError(f"{source}: top level must be a JSON object, got {type(data).__name__}")
@@ -357,13 +309,17 @@ def _check_version(data: Any, source: str) -> int:
     return version
 
 
-def parse_document(data: Any, source: str = "<data>", validate: bool = True) -> list[Sweep]:
-    """Parse a sweep or merged document into its sweeps."""
+def parse_document(data: Any, source: str = "<data>", validate: bool = True,
+                   on_invalid: Callable[[str], None] | None = None) -> list[Sweep]:
+    """Parse a sweep or merged document into its sweeps.
+
+    With ``validate`` the document must pass the schema and the checks of :mod:`mfu_sweep.checks`:
+    a :class:`ResultError` names the first problem, or, with ``on_invalid``, the records (and sweeps of
+    a merged file) that fail are dropped and ``on_invalid`` gets one note saying how many and why.
+    """
     version = _check_version(data, source)
     if validate:
-        errors = _schema_errors(data)
-        if errors:
-            raise ResultError(f"{source}: invalid v{version} file: {errors[0]}")
+        data = screen(data, source, on_invalid)
     if data.get("kind") == "merged":
         return [_parse_sweep_v1(s, f"{source}: sweeps[{i}]") for i, s in enumerate(data["sweeps"])]
     return [PARSERS[version](data, source)]
@@ -389,48 +345,78 @@ def read_json(path: str | Path) -> Any:
 
 
 def _read_json_file(path: str | Path) -> Any:
+    """The parsed JSON of a result file, read within :mod:`mfu_sweep.inputs`' limits (size, nesting, one
+    value per key; UTF-8 with or without a byte-order mark, UTF-16 with one); a failure is one line
+    (:class:`ResultError`) naming the file."""
     path = Path(path)
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise ResultError(f"{str(path)!r}: no such file") from None
-    except OSError as exc:
-        raise ResultError(f"{str(path)!r}: cannot read ({exc.strerror or exc})") from None
-    try:
+        data = read_limited(path)
+        if encoding_name(data):  # Notepad's "Unicode", PowerShell's redirect: the same text, wider
+            data = decode(data).encode("utf-8")
         text = data.decode("utf-8")
+    except InputError as exc:
+        raise ResultError(str(exc)) from None
     except UnicodeDecodeError:
         raise _not_a_sweep(path, data) from None
-    if not text.strip():
+    if not text.lstrip("\ufeff").strip():
         raise ResultError(f"{str(path)!r}: file is empty")
-    if orjson is not None:
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass  # NaN, Infinity, huge integers, lone surrogates: the standard parser's rules and messages
     try:
-        return json.loads(text, parse_constant=lambda c: float(c))
+        return parse_json(data, str(path))
+    except InputError as exc:
+        raise ResultError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise ResultError(f"{str(path)!r}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
 
 
-def load_sweeps(paths: Iterable[str | Path], validate: bool = True) -> list[Sweep]:
-    """Load sweep and merged files in any mix; every sweep keeps its provenance."""
+def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
+                on_invalid: Callable[[str], None] | None = None) -> list[Sweep]:
+    """Load sweep and merged files in any mix; every sweep keeps its provenance.
+
+    A file that fails validation is refused (``ResultError`` naming the first problem), or with
+    ``on_invalid`` its failing records are dropped with a note (:func:`parse_document`).
+    """
     sweeps: list[Sweep] = []
     for path in paths:
-        sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate))
+        sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate, on_invalid=on_invalid))
     if not sweeps:
         raise ResultError("no result files given")
     return sweeps
 
 
 def validate_file(path: str | Path) -> list[str]:
-    """Schema problems of one file (empty list when valid)."""
+    """Every problem of one file: unreadable, the schema, the checks of meaning (empty list when valid)."""
     try:
         data = read_json(path)
         _check_version(data, str(path))
+        return _findings(data).messages()
     except ResultError as exc:
         return [str(exc)]
-    return _schema_errors(data)
+
+
+def _findings(data: Mapping[str, Any]) -> checks.Findings:
+    try:
+        return checks.find_problems(data)
+    except ImportError as exc:  # no jsonschema-rs: say so in one line
+        raise ResultError(str(exc)) from None
+
+
+def screen(data: Mapping[str, Any], source: str, on_invalid: Callable[[str], None] | None = None) -> Any:
+    """``data`` when it passes the schema and the checks; else a :class:`ResultError` naming the first
+    problem, or (with ``on_invalid``, where dropping records mends it) a copy without the failing
+    records and sweeps, after one note to ``on_invalid``."""
+    found = _findings(data)
+    if not found:
+        return data
+    problems = found.messages()
+    if on_invalid is None or not found.droppable:
+        fix = (f"; --allow-invalid reads the rest ({counted(len(problems), 'problem')} in all)" if found.droppable
+               else "")
+        raise ResultError(f"{source}: invalid v{data['schema_version']} file: {problems[0]}{fix}")
+    total = sum(len(sw.get("records") or []) for sw in (data["sweeps"] if found.merged else [data]))
+    parts = [counted(found.dropped_records(), "record") + f" of {total}"] if found.dropped_records() else []
+    parts += [counted(len(found.sweeps), "whole sweep")] if found.sweeps else []
+    on_invalid(f"{source}: dropped {' and '.join(parts)} that fail validation (first: {problems[0]})")
+    return found.kept(data)
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
+_WIDE_SPACE = re.compile(r"[^\S\n\r\t\f\v]")  # a space other than ' ': no-break, thin, ideographic ...
+
+
+def quoted(text: str) -> str:
+    """``text`` in quotes for a message, as ``repr`` quotes it, but with Unicode spaces shown as spaces: a
+    name read from a spreadsheet (``'Intel(R) Xeon Phi(TM)\\xa07250F'``) reads as it looks there."""
+    return repr(_WIDE_SPACE.sub(" ", text))
+
 
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1: ``counted(1, "core")`` is ``"1 core"``, 2 gives ``"2 cores"``;

@@ -39,3 +39,9 @@ SKYLAKE_GOLD_5122 = cpuinfo("GenuineIntel", 6, 0x55, "Intel(R) Xeon(R) Gold 5122
 SAPPHIRE_RAPIDS = cpuinfo("GenuineIntel", 6, 0x8F, "Intel(R) Xeon(R) Platinum 8488C", AVX512
                           + " avx512_bf16 avx512_fp16 amx_bf16 amx_tile amx_int8", cores=4, smt=2, stepping=8)
 UNKNOWN = cpuinfo("GenuineIntel", 6, 0xFE, "Intel(R) Future CPU", AVX512 + " avx512_bf16")
+# KVM guests whose model number says one generation and whose flags another (QEMU's named CPU models with
+# features added, or a host's flags passed through): Ice Lake-SP's model with Sapphire Rapids' AMX, and an
+# EPYC-Milan (Zen 3) model with Zen 4's AVX-512.
+KVM_ICELAKE_AMX = cpuinfo("GenuineIntel", 6, 0x6A, "Intel Xeon Processor (Icelake)", AVX512
+                          + " avx512_bf16 amx_bf16 amx_tile amx_int8 hypervisor")
+KVM_MILAN_AVX512 = cpuinfo("AuthenticAMD", 25, 0x01, "AMD EPYC-Milan Processor", AVX512 + " avx512_bf16 hypervisor")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from cpuinfo_texts import (
+    KVM_ICELAKE_AMX,
+    KVM_MILAN_AVX512,
     SAPPHIRE_RAPIDS,
     SKYLAKE_GOLD_5122,
     SKYLAKE_SILVER,
@@ -44,6 +46,31 @@ def test_rates_by_microarchitecture(text: str, uarch: str, fp32: int, bf16: int)
     assert rates.uarch is not None and rates.uarch.id == uarch
     assert rates.per_cycle["fp32"] == fp32 and rates.per_cycle["bf16"] == bf16
     assert f"row {uarch!r}" in rates.rule
+    assert rates.flags_decide == ()  # model number and flags agree (or the VM hides a flag): the row decides
+
+
+def test_flags_decide_over_a_kvm_guests_model_number() -> None:
+    """An Ice Lake-SP model number with AMX-BF16 (a KVM guest): the row has no bf16 unit, so bf16 got the fp32
+    rate and a bf16 sweep read 523.9% MFU; the flags decide (1024 FLOP/cycle), the choice named everywhere."""
+    info = parse_cpuinfo(KVM_ICELAKE_AMX)
+    rates = flop_per_cycle(info)
+    assert rates.uarch.id == "icelake-sp" and rates.per_cycle == {"fp32": 64, "bf16": 1024, "fp16": 64}
+    (sentence,) = rates.flags_decide
+    assert all(part in sentence for part in ("amx_bf16", "row 'icelake-sp'", "1024", "instead of 64"))
+    peak = estimate_cpu_peak(info=info, cpus=[0, 1], clock_ghz=2.0)
+    assert peak.tflops["bf16"] == pytest.approx(2 * 2.0 * 1024 / 1000)
+    assert sentence in peak.source and "flags decide" in peak.notes and "bf16: 1024 FLOP/cycle (AMX, from the flags)" \
+        in peak.source
+    # what the issue's sweep measured, 5.239x the fp32-rate peak, is 33% of what the CPU can do in bf16
+    assert 5.239 * 2 * 2.0 * 64 / 1000 / peak.tflops["bf16"] == pytest.approx(0.327, abs=1e-3)
+
+
+def test_flags_decide_fp32_and_what_follows_it() -> None:
+    """A Zen 3 model number with AVX-512 flags: fp32 from the flags, and fp16 (no unit of its own) follows it."""
+    rates = flop_per_cycle(parse_cpuinfo(KVM_MILAN_AVX512))
+    assert rates.uarch.id == "zen3" and rates.per_cycle == {"fp32": 64, "bf16": 128, "fp16": 64}
+    assert [s.split(":")[0] for s in rates.flags_decide] == ["fp32", "bf16"]
+    assert rates.units["fp32"] == "AVX-512 FMA, from the flags"
 
 
 def test_sapphire_rapids_fp16_uses_avx512_fp16() -> None:

@@ -183,6 +183,9 @@ def test_shard_pieces_with_measured_peaks_apart_merge_with_a_note(tmp_path: Path
         def edit(doc: dict) -> None:
             doc["peak"].update(chip=chip, basis="cores ran at ~3.00 GHz under load (measured) [SYNTHETIC]")
             doc["peak"]["tflops"]["fp32"] = tflops
+            for rec in doc["records"]:  # MFU against the new peak, as a sweep with that peak writes it
+                if rec["dtype"] == "fp32" and rec["mfu"] is not None:
+                    rec["mfu"] = rec["tflops"] / tflops
         return edit
 
     _edit(pieces[0], measured(1.0))

@@ -31,6 +31,7 @@ from mfu_sweep.contention import (
     is_flagged,
     pass_summaries,
 )
+from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
 from mfu_sweep.measure.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
 from mfu_sweep.measure.machine import (
@@ -48,6 +49,8 @@ from mfu_sweep.measure.watch import peak_from_probe, spec_clock_ghz
 from mfu_sweep.results import Record, Sweep, load_sweeps, save_sweep
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import Peak
+
+FP32 = get_dtype("fp32")
 
 # Recorded /proc/stat of the 2-core VM, 2 s apart (user nice system idle iowait irq softirq steal guest gn).
 PROC_STAT_A = """cpu  58597 0 7183 890158 918 0 62 369 0 0
@@ -356,8 +359,10 @@ def test_fma_probe_reads_a_plausible_flop_per_cycle_for_the_units_this_cpu_has()
 
 # ---- counting, exclusion, compare, schema --------------------------------------------------------
 def _rec(pass_index, share, seconds=1e-3):
-    rec = Record(shape=Shape(1, 64, 64, 64), dtype="fp32", mode="eager", flops=2 * 64**3, bytes=1.0,
-                 intensity=1.0, status="ok", samples_s=(seconds,) * 3, median_s=seconds, pass_index=pass_index)
+    shape = Shape(1, 64, 64, 64)
+    rec = Record(shape=shape, dtype="fp32", mode="eager", flops=shape.flops, bytes=shape.bytes(FP32),
+                 intensity=shape.intensity(FP32), status="ok", samples_s=(seconds,) * 3, median_s=seconds,
+                 pass_index=pass_index)
     return flag_record(rec, {"window_s": 1.0, "cpus": 2, "other_share": share, "steal_share": 0.0})
 
 
@@ -396,8 +401,9 @@ def test_cli_compare_names_contention_and_exclude_option_drops_records(tmp_path)
         for p in range(2):
             for sh in shapes:
                 t = sh.flops / 1e11 * slow * (1 + 0.01 * p)
-                r = Record(shape=sh, dtype="fp32", mode="eager", flops=sh.flops, bytes=1.0, intensity=1.0,
-                           status="ok", samples_s=tuple(t * x / 1e-3 for x in rng), pass_index=p)
+                r = Record(shape=sh, dtype="fp32", mode="eager", flops=sh.flops, bytes=sh.bytes(FP32),
+                           intensity=sh.intensity(FP32), status="ok", samples_s=tuple(t * x / 1e-3 for x in rng),
+                           pass_index=p)
                 from mfu_sweep.results import finish_record
 
                 out.append(finish_record(flag_record(r, {"window_s": 1.0, "other_share": share}), _cpu_peak()))

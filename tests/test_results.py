@@ -97,8 +97,13 @@ def test_file_level_errors(tmp_path) -> None:
 
 
 def test_merged_form_loads() -> None:
-    doc = {"schema_version": 1, "kind": "merged", "sweeps": [golden(), golden()]}
+    again = golden()
+    again["run"]["id"] = "another-run"
+    doc = {"schema_version": 1, "kind": "merged", "sweeps": [golden(), again]}
     assert len(parse_document(doc)) == 2
+    doc["sweeps"][1] = golden()  # one run twice would count every record twice; merge keeps one copy
+    with pytest.raises(ResultError, match="sweeps/1/run/id: .* repeats sweeps/0"):
+        parse_document(doc)
 
 
 def test_atomic_write_keeps_old_file_on_failure(tmp_path) -> None:

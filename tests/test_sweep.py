@@ -364,12 +364,21 @@ def test_128_cubed_after_a_timed_out_shape_is_ok_in_every_pass_at_timeout_2(tmp_
     assert all(r["stop_reason"] == "budget" and r["worker_start_s"] > 0 for r in ok)
 
 
-def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
+def test_a_workers_first_shape_imports_nothing_its_start_up_could_have(tmp_path: Path):
     """Deterministic twin of the test above: after ``hello`` (the worker's start-up, under --start-timeout)
-    an eager shape imports no module, and a compiled one only the code inductor generates for it."""
+    an eager shape imports no module, and a compiled one only the code inductor generates for it.
+
+    Why it once failed only in a full run: the start-up compiles a tiny GEMM to import inductor's whole
+    pipeline, and when an earlier process had left that GEMM in the shared inductor cache the start-up hit
+    the cache, skipped lowering and code generation, and the first compiled shape (a cache miss) paid their
+    81 lazy imports (sympy.combinatorics ...). Alone, the cache held both or neither. Now the start-up
+    compiles with the graph caches off (``worker._graph_caches_off``), checked here by counting cache hits
+    of a start-up whose GEMM is in the cache, and the subprocess has a cache of its own, so what other
+    tests (or other users of /tmp/torchinductor_*) left there cannot change what it measures.
+    """
     code = (
         "import sys, json\n"
-        "from mfu_sweep.measure.worker import hello\n"
+        "from mfu_sweep.measure.worker import hello, initialise_compile\n"
         "from mfu_sweep.measure.bench import run_task\n"
         "from mfu_sweep.measure.task import Task\n"
         "from mfu_sweep.measure.timing import TimingConfig\n"
@@ -380,9 +389,20 @@ def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
         "    before = set(sys.modules)\n"
         "    rec = run_task(backend, Task(Shape(1, 96, 96, 96), 'fp32', mode, timing=TimingConfig(budget_s=0.02)))\n"
         "    new[mode] = [rec.status, sorted(set(sys.modules) - before)]\n"
-        "print(json.dumps({'new': new, 'env': info['environment']}))\n"
+        "import torch\n"
+        "from torch._dynamo.utils import counters\n"
+        "from mfu_sweep.measure.worker import _tiny_gemm\n"
+        "hits = lambda: counters['inductor']['fxgraph_cache_hit'] + counters['aot_autograd']['autograd_cache_hit']\n"
+        "_tiny_gemm(backend, 'compile'); torch._dynamo.reset()\n"  # the start-up's own GEMM, into the cache
+        "base = hits()\n"
+        "_tiny_gemm(backend, 'compile'); torch._dynamo.reset()\n"  # control: compiled again, it is a hit
+        "control = hits() - base\n"
+        "initialise_compile(backend, True)\n"
+        "print(json.dumps({'new': new, 'env': info['environment'], 'control_hits': control,\n"
+        "                  'start_up_hits': hits() - base - control}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr
     got = json.loads(done.stdout.splitlines()[-1])
     assert got["new"]["eager"] == ["ok", []]
@@ -390,6 +410,8 @@ def test_a_workers_first_shape_imports_nothing_its_start_up_could_have():
     assert status == "ok" and not [m for m in mods if m.startswith(("torch._dynamo", "torch._inductor.compile_fx",
                                                                       "torch.fx", "sympy"))], mods
     assert got["env"]["compile_init_s"] > 0 and "compile_init_error" not in got["env"]
+    # the tiny GEMM is in the cache (a second compile of it hits), yet the start-up compiles it afresh
+    assert got["control_hits"] > 0 and got["start_up_hits"] == 0, got
 
 
 def test_a_resume_with_other_shapes_counts_what_the_file_holds_and_what_the_run_costs(tmp_path: Path) -> None:

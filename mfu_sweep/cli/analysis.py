@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,20 @@ import click
 
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.board import gate_option as ranked_gate_option
-from mfu_sweep.cli.common import domain_errors, echo_incomplete, invoked_argv, json_output, margin_option
+from mfu_sweep.cli.common import (
+    domain_errors,
+    echo_incomplete,
+    invalid_note,
+    invoked_argv,
+    json_output,
+    margin_option,
+    result_files,
+)
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.outputs import check_output_file, table_format
 from mfu_sweep.text import counted
 
-FILES = click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+FILES = result_files
 
 
 def _seed(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -79,7 +88,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
             click.echo(f"note: {lock.note}", err=True)
         if Path(output).exists() and not force:
             raise click.ClickException(f"{output} exists; use --force to overwrite")
-        result = merge_files(files, rules)
+        result = merge_files(files, rules, on_invalid=invalid_note())
         write_json_atomic(output, result.to_json())
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
@@ -115,12 +124,18 @@ def _fit_line(fit: Any) -> str:
     p_mark = _mark(fit.is_constrained and fit.below_measured)
     frac_mark = _mark((fit.compute_fraction or 0) > 1 and c["p_tflops"])
     poor = _mark(fit.poor and fit.is_constrained)  # an unconstrained fit says so in its one note instead
-    return (f"{str(fit.key):<28} {model:<13} {p:>15}{p_mark}{p_frac:>6}{frac_mark}{w:>15} {w_frac:>6} {t0:>15} "
-            f"{fit.rms_log_residual:>8.3f}{poor}{fit.r2_log:>7.4f}{poor}{fit.n_shapes:>6}")
+    return (f"{str(fit.key):<28} {model:<13} {p:>15}{p_mark}{_right(p_frac, 6)}{frac_mark}{_right(w, 15)} "
+            f"{w_frac:>6} {t0:>15} {fit.rms_log_residual:>8.3f}{poor}{_right(f'{fit.r2_log:.4f}', 7)}{poor}"
+            f"{_right(str(fit.n_shapes), 6)}")
 
 
 def _mark(flagged: bool) -> str:
     return "*" if flagged else " "
+
+
+def _right(text: str, width: int) -> str:
+    """A column after a mark: ``text`` right-aligned, a blank before it where it fills it (not ``2.005*-0.0552*``)."""
+    return text.rjust(width) if len(text) < width else " " + text
 
 
 @click.command()
@@ -159,7 +174,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         fits, skipped = fit_groups(group_series(sweeps), model=model, n_boot=n_boot, seed=seed,
                                    copy_bandwidth=measured_copy_bandwidth(sweeps), progress=bar)
     if not fits:
-        raise click.ClickException("nothing to fit: " + "; ".join(skipped.values()))
+        raise click.ClickException("nothing to fit: " + _nothing_to_fit(sweeps, skipped))
     if as_json:
         click.echo(json.dumps({"fits": [fits[k].to_json() for k in sorted(fits)],
                                "skipped": [{"series": str(k), "reason": r} for k, r in skipped.items()]}, indent=1))
@@ -167,6 +182,15 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
         _print_fits(fits)
         for reason in skipped.values():
             click.echo(f"skipped: {reason}")
+
+
+def _nothing_to_fit(sweeps: Sequence[Any], skipped: dict[Any, str]) -> str:
+    """Why no series could be fitted: each skipped series' reason, or (no series at all) what the records are."""
+    statuses = Counter(r.status for s in sweeps for r in s.records)
+    if skipped or not statuses:
+        return "; ".join(skipped.values()) or "the files hold no records"
+    return (f"none of the {counted(sum(statuses.values()), 'record')} carries a timing (status ok or mismatch, "
+            "with samples): " + ", ".join(f"{n} {status}" for status, n in statuses.most_common()))
 
 
 def _print_fits(fits: dict[Any, Any]) -> None:
@@ -326,7 +350,6 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences
-    from mfu_sweep.results import load_sweeps
 
     loaded = load_files(files)
     sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
@@ -335,7 +358,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     echo_incomplete(sweeps)
     hints = label_collisions(sweeps)
     series = group_series(sweeps)
-    refs = tuple(group_series(load_sweeps([path])) for path in calibrate) if calibrate else None
+    refs = tuple(group_series(load_files([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     whole = label_a is None and label_b is None
     skipped: list[str] = []
@@ -467,7 +490,6 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         mfu-sweep export sweeps/amd-epyc-cpu.json --format nvbench -o amd-epyc-cpu.nvbench.json
     """
     from mfu_sweep.present.export import NO_CROSSOVER, export_table
-    from mfu_sweep.results import load_sweeps
 
     if fmt == "nvbench":
         from mfu_sweep.present.export_nvbench import export_nvbench
@@ -480,7 +502,7 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
     fmt = table_format(output, fmt)
     if output is not None:
         check_output_file(output, force)  # before the fits, which take a while
-    text = export_table(load_sweeps(files), what, fmt, metric=metric, seed=seed, **kw)
+    text = export_table(load_files(files), what, fmt, metric=metric, seed=seed, **kw)
     _write_or_echo(text, output, force)
     if what == "crossovers" and (NO_CROSSOVER in text or len(text.splitlines()) == 1):  # CSV: the header alone
         click.echo(f"note: {NO_CROSSOVER}; the table has no rows", err=True)

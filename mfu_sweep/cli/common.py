@@ -188,6 +188,37 @@ spec_file_option = click.option("--spec-file", type=str, default=None, metavar="
                                 help="TOML with extra or replacement [[chip]] entries (as in specs/chips.toml).")
 
 
+ALLOW_INVALID = "mfu_sweep.allow_invalid"
+
+
+def _allow_invalid(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    if value:
+        ctx.meta[ALLOW_INVALID] = True
+    return value
+
+
+# --allow-invalid, shared by every command that reads result files (fit, compare, export, merge, plot, report,
+# predict); read through invalid_note(), so no command's signature changes
+allow_invalid_option = click.option(
+    "--allow-invalid", is_flag=True, expose_value=False, callback=_allow_invalid,
+    help="Read result files that fail `mfu-sweep validate` by dropping the records (and sweeps of a merged file) "
+         "that fail, with a note naming how many and the first problem. Default: refuse such a file.")
+
+
+def result_files(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The result files a command reads (``FILES...``), with ``--allow-invalid`` for those that fail validation."""
+    return click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))(allow_invalid_option(fn))
+
+
+def invalid_note() -> Callable[[str], None] | None:
+    """How this command's readers treat a file that fails validation: None (refuse it, the library's default)
+    or, under ``--allow-invalid``, a callback that prints the library's note on what was dropped."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or not ctx.meta.get(ALLOW_INVALID):
+        return None
+    return lambda note: click.echo(f"note: {note}", err=True)
+
+
 def echo_incomplete(sweeps: Any) -> None:
     """A ``note:`` on stderr for every incomplete (interrupted) sweep among ``sweeps``."""
     from mfu_sweep.summaries import incomplete_reason

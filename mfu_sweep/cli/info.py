@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, require_torch, spec_file_option
+from mfu_sweep.text import counted
 
 
 @click.command()
@@ -69,10 +70,17 @@ def _block_scaled_sources(chips: Any) -> None:
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
 def validate(files: tuple[str, ...]) -> None:
-    """Check result files against the shipped JSON Schema, and say which sweeps are incomplete.
+    """Check result files: the shipped JSON Schema and what the numbers mean, and say which sweeps are incomplete.
 
-    An incomplete sweep (interrupted, or still running) is valid and says so;
-    continue it with `mfu-sweep sweep --resume -o FILE`.
+    Beyond the schema: every number finite; flops, bytes and intensity those
+    of the record's shape and dtype; median_s among the samples; tflops and
+    mfu those of median_s and the sweep's peak; one record per (pass, shape,
+    dtype, mode) and, in a merged file, one sweep per run.id; no JSON key
+    twice in an object; size and nesting within the input limits
+    (MFU_SWEEP_MAX_INPUT_MB). Every command that reads result files refuses
+    a file that fails (or, with --allow-invalid, drops the records that fail,
+    with a note). An incomplete sweep (interrupted, or still running) is
+    valid and says so; continue it with `mfu-sweep sweep --resume -o FILE`.
 
     \b
     Example:
@@ -86,7 +94,8 @@ def validate(files: tuple[str, ...]) -> None:
         problems = validate_file(f)
         if problems:
             bad += 1
-            click.echo(f"{f}: INVALID: {problems[0]}")
+            more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
+            click.echo(f"{f}: INVALID: {problems[0]}{more}")
             continue
         unfinished = [r for r in map(incomplete_reason, load_sweeps([f])) if r]
         click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))
@@ -102,6 +111,8 @@ def _detect_identity(d: dict) -> None:
         rates = flop_per_cycle(load_cpuinfo())
         per = ", ".join(f"{k} {v}" for k, v in rates.per_cycle.items())
         click.echo(f"FLOP/cycle per physical core: {per}; from {rates.rule}")
+        for sentence in rates.flags_decide:  # a model number the flags contradict (a KVM guest)
+            click.echo(f"  flags decide: {sentence}")
         for cite in citations(rates.uarch) if rates.uarch else ():
             click.echo(f"  cited: {cite}")
     if d.get("fingerprint"):

@@ -46,22 +46,24 @@ def step(desc: str, unit: str, **kw: Any) -> Iterator[StepProgress]:
 
 
 def load_files(files: Sequence[str]) -> list[Any]:
-    """``load_sweeps(files)`` with a ``reading`` progress step (a fleet is thousands of files).
+    """``load_sweeps(files)`` with a ``reading`` progress step (a fleet is thousands of files), refusing a file
+    that fails validation unless the command was given ``--allow-invalid``.
 
     The analysis commands (fit, compare, plot, report) start here; their process then keeps the memory it
     frees for reuse (:func:`mfu_sweep.allocator.keep_freed_memory`: 10-20% of a fleet's analysis time was
     the kernel faulting numpy's temporaries in and out).
     """
     from mfu_sweep.allocator import keep_freed_memory
+    from mfu_sweep.cli.common import invalid_note
     from mfu_sweep.results import load_sweeps
 
     keep_freed_memory()
-
+    on_invalid = invalid_note()  # --allow-invalid: drop what fails validation, with a note
     if len(files) < 2:
-        return load_sweeps(files)
+        return load_sweeps(files, on_invalid=on_invalid)
     with step("reading", "file") as bar:
         out: list[Any] = []
         for i, path in enumerate(files):
-            out += load_sweeps([path])
+            out += load_sweeps([path], on_invalid=on_invalid)
             bar(i + 1, len(files))
     return out

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, echo_incomplete
+from mfu_sweep.cli.common import allow_invalid_option, domain_errors, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.present import FIGURE_KINDS
@@ -39,8 +39,8 @@ def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -
 
 
 def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """``--metric``, ``--y-scale``, ``--dtype``, ``--mode``, ``--n-boot``, ``--seed`` and ``--exclude-contended``,
-    shared by ``plot`` and ``report``."""
+    """``--metric``, ``--y-scale``, ``--dtype``, ``--mode``, ``--n-boot``, ``--seed``, ``--exclude-contended`` and
+    ``--allow-invalid``, shared by ``plot`` and ``report``."""
     fn = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
                       help="Seed of the bootstrap resamples (fits and comparisons).")(fn)
     fn = click.option("--n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
@@ -55,7 +55,7 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     fn = click.option("--metric", type=METRIC_CHOICE, default="mfu", show_default=True,
                       help="What the y axes and comparisons use: mfu (fraction of peak; report: TFLOP/s for a "
                            "dtype and mode where a device has no peak, with a note) or tflops.")(fn)
-    return exclude_option(fn)
+    return allow_invalid_option(exclude_option(fn))
 
 
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_step
+from mfu_sweep.cli.common import allow_invalid_option
 from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.models import load_models
@@ -214,6 +215,7 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Seed of the --steps bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
+@allow_invalid_option
 @one_line_errors
 def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | None, tp: int | None, dtype: str,
             mode: str | None, no_fit: bool, allow_partial: bool, steps: tuple[str, ...], n_boot: int, seed: int,
@@ -241,14 +243,14 @@ def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | N
         mfu-sweep predict sweeps/*.json --model llama-3-70b:lm_head=0 --tp 8 --json
         mfu-sweep predict h100.json --model qwen3-32b --tokens 8192 --steps 1,100,10000
     """
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.cli.progress import load_files
 
     gemms = resolve_family(family_for(model, tokens, seq, tp))
     if steps:
-        _predict_steps(load_sweeps(files), gemms, dtype, mode, steps, n_boot, seed, as_json,
+        _predict_steps(load_files(files), gemms, dtype, mode, steps, n_boot, seed, as_json,
                        ignored={"--no-fit": no_fit, "--allow-partial": allow_partial})
         return
-    preds = predict_step(load_sweeps(files), gemms, dtype=dtype, mode=mode or "eager", use_fit=not no_fit)
+    preds = predict_step(load_files(files), gemms, dtype=dtype, mode=mode or "eager", use_fit=not no_fit)
     if as_json:
         click.echo(json.dumps({"family": gemms[0].family, "predictions": [p.to_json() for p in preds]}, indent=1))
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.foreign import NOT_IMPORTED, describe
-from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, xla_perf_table
+from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, values, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip
 from mfu_sweep.importers.sniff import sniff
 from mfu_sweep.names import safe_name
@@ -54,8 +54,10 @@ def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevi
     kind = sniff(path)
     if kind in NOT_IMPORTED:  # pyperf, Google Benchmark, a sweep ...: no reader may take them for its format
         raise SourceError(f"{str(path)!r} is not {fmt} output; {describe(kind, str(path))}")
+    # every value a reader keeps is the source's own (importers/values.py), and no time is absurd
     try:
         got = READERS[fmt](path, **kwargs)
+        values.check_devices(got, str(path))
     except SourceError as exc:
         if kind is not None and kind != fmt:
             raise SourceError(f"{exc} (it looks like {kind} output: mfu-sweep import {kind} ...)") from None

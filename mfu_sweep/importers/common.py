@@ -35,6 +35,7 @@ from mfu_sweep.importers.peak_basis import annotate, assumed_peak
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, SpecError, find_chip
+from mfu_sweep.text import quoted
 
 PROVENANCE_FILE = "provenance.toml"
 
@@ -87,6 +88,8 @@ class SourceRow:
     samples_s: tuple[float, ...] = ()
     family: str = "imported"
     extra: Mapping[str, Any] = field(default_factory=dict)
+    where: str = ""
+    """Where the row stands in its source, file included (``'log.txt': line 12``), for errors about its value."""
 
 
 @dataclass(frozen=True)
@@ -181,11 +184,11 @@ def map_chip(dev: SourceDevice, chips: Mapping[str, ChipSpec], overrides: Mappin
     by_arch = [c for c in ARCH_CHIPS.get(arch or "", ()) if c in chips] if generic_name(dev.name) else []
     if by_arch:
         also = f" (also {' or '.join(by_arch[1:])})" if len(by_arch) > 1 else ""
-        warnings.append(f"{dev.key}: the name {dev.name!r} does not say which GPU; chip chosen by its architecture "
-                        f"{arch}: {by_arch[0]}{also} (pass --chip {dev.key}=ID to choose)")
+        warnings.append(f"{dev.key}: the name {quoted(dev.name)} does not say which GPU; chip chosen by its "
+                        f"architecture {arch}: {by_arch[0]}{also} (pass --chip {dev.key}=ID to choose)")
         return chips[by_arch[0]]
     kept = f" (architecture {arch} kept; no peak is cited for it)" if arch else ""
-    warnings.append(f"{dev.key}: no spec entry for {dev.name!r}{kept}; MFU left empty (pass --chip {dev.key}=ID)")
+    warnings.append(f"{dev.key}: no spec entry for {quoted(dev.name)}{kept}; MFU left empty (pass --chip {dev.key}=ID)")
     return None
 
 

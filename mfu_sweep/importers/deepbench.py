@@ -28,6 +28,8 @@ from typing import Any
 from xml.etree.ElementTree import ParseError
 
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, dedupe, read_provenance, sha256_of
+from mfu_sweep.importers.values import number
+from mfu_sweep.inputs import MAX_MB_ENV, InputError, check_size, max_input_bytes
 from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "deepbench"
@@ -59,12 +61,29 @@ def _norm(text: Any) -> str:
     return re.sub(r"\s+", " ", str(text)).strip().lower()
 
 
+def _check_size(path: Path) -> None:
+    """Refuse a workbook past the input limit, packed or unpacked (a zip bomb expands a few kB to gigabytes)."""
+    limit = max_input_bytes()
+    try:
+        check_size(path)
+        with zipfile.ZipFile(path) as zf:
+            unpacked = sum(info.file_size for info in zf.infolist())
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return  # not a zip: openpyxl says what it is
+    if unpacked > limit:
+        raise SourceError(f"{str(path)!r} unpacks to {unpacked / 2**20:.4g} MiB, beyond the input limit of "
+                          f"{limit / 2**20:.4g} MiB (raise it with {MAX_MB_ENV}=<MiB> if the workbook is genuine)")
+
+
 def _load(path: Path) -> Any:
     try:
         import openpyxl
         from openpyxl.utils.exceptions import InvalidFileException
     except ImportError:
         raise SourceError("reading DeepBench workbooks needs openpyxl: pip install 'mfu-sweep[import]'") from None
+    _check_size(path)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -97,14 +116,15 @@ def _header(row: tuple) -> dict[str, int] | None:
 def _time_row(ms: Any, shape: Shape, where: str) -> tuple[float | None, tuple[str, ...], str | None, Any]:
     if isinstance(ms, bool) or not isinstance(ms, (int, float)):
         return None, (), f"{where}: no numeric time in the source ({ms!r})", ms
+    number(ms, where, "Time (msec)")  # negative or non-finite: refused, not read as any other time
     us = ms * 1000.0
-    if us <= 0:
+    if round(us) <= 0:  # 0, or a time the source rounds to 0: below what it can resolve
         return None, ("rounded_source",), f"{where}: source time {ms!r} ms is below its 1 us resolution", ms
     flags = ("rounded_source",) if abs(us - round(us)) < 1e-6 else ()
     return (round(us) / 1e6 if flags else ms / 1e3), flags, None, ms
 
 
-def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, sheet: str) -> list[SourceRow]:
+def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, sheet: str, name: str) -> list[SourceRow]:
     cols = _header(rows[start])
     if cols is None:
         raise SourceError(f"sheet {sheet!r}: {SECTION!r} header lacks M, N, K, transposes or 'Time (msec)'")
@@ -136,13 +156,14 @@ def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, she
         if isinstance(app, str) and app.strip():
             extra["application"] = app.strip()
         out.append(SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=precision,
-                             flags=(*flags, *tflags), error=err, family="deepbench", extra=extra))
+                             flags=(*flags, *tflags), error=err, family="deepbench", extra=extra,
+                             where=f"{name!r}: {where}"))
     if not out:
         raise SourceError(f"sheet {sheet!r}: {SECTION!r} section has no rows")
     return out
 
 
-def _sheet(ws: Any) -> tuple[str | None, list[SourceRow], str | None]:
+def _sheet(ws: Any, name: str) -> tuple[str | None, list[SourceRow], str | None]:
     """(dtype, rows, skip reason) of one results sheet."""
     rows = [tuple(r) for r in ws.iter_rows(values_only=True)]
     precision = next((r[1] for r in rows if r and _norm(r[0] or "") == "precision" and len(r) > 1), None)
@@ -156,7 +177,7 @@ def _sheet(ws: Any) -> tuple[str | None, list[SourceRow], str | None]:
     dtype = PRECISIONS[_norm(precision)]
     if dtype is None:
         return None, [], f"sheet {ws.title!r}: precision {precision!r} has no matching dtype here (skipped)"
-    return dtype, _section_rows(rows, starts[0], dtype, str(precision), ws.title), None
+    return dtype, _section_rows(rows, starts[0], dtype, str(precision), ws.title, name), None
 
 
 def device_key(path: Path) -> str:
@@ -187,7 +208,7 @@ def _read(path: Path) -> list[SourceDevice]:
         for ws in wb.worksheets:
             if ws.title == "Specs":
                 continue
-            dtype, got, why = _sheet(ws)
+            dtype, got, why = _sheet(ws, name)
             if why:
                 skipped.append(why)
                 continue

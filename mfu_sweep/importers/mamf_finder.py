@@ -43,6 +43,8 @@ from typing import Any
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.identity import Identity, IdentityError, cuda_properties, from_torch_properties, one_device
 from mfu_sweep.importers.mamf_summary import Outcome, Summary, parse_summary
+from mfu_sweep.importers.values import tflops
+from mfu_sweep.inputs import InputError, decode, encoding_name, read_limited
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.text import counted
 
@@ -53,16 +55,23 @@ TORCH_DTYPES = {
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SHAPE_LIKE = re.compile(r"^\s*\d+\s*\|")
-_LINE = re.compile(r"^\s*(\d+)\s*\|\s*(?:([a-z]+)\s+)?(?P<vals>[\d.]+.*?)\s*@\s*(\d+)x(\d+)x(\d+)\s*\|"
+_LINE = re.compile(r"^\s*(\d+)\s*\|\s*(?:([a-z]+)\s+)?(?P<vals>\S.*?)\s*@\s*(\d+)x(\d+)x(\d+)\s*\|"
                    r"(?P<tail>.*)$")
-_TOKEN = re.compile(r"([\d.]+)\((mean|median|max)\)")
-_PLAIN = re.compile(r"^([\d.]+)\s*TFLOPS$")
+# a value is whatever stands before "(median)": parsed whole, so "-5.0" or "nan" is refused, never read as 5.0
+_TOKEN = re.compile(r"([^\s/|()]*)\((mean|median|max)\)")
+_PLAIN = re.compile(r"^(\S+?)\s*TFLOPS$")
 _POWER = re.compile(r"\|\s*(\d+)W(?:\s+(\d+)MHz)?(\s+SUSPECT)?\s*$")
 _ITERS = re.compile(r"(?<![\w])--num_iterations[ =](\d+)")
 _WARMUP = re.compile(r"(?<![\w])--num_warmup_iterations[ =](\d+)")
 _SCOUT_ITERS = re.compile(r"--scout_num_iterations[ =](\d+)")
 _SCOUT_WARMUP = re.compile(r"--scout_num_warmup_iterations[ =](\d+)")
 _DTYPE_ARG = re.compile(r"--dtype[ =]([\w.]+)")
+# what every mamf-finder log or paste holds at least one of (lower case): the header, a per-shape line's
+# "(median)" or "TFLOPS", a summary's "best outcome" or fast-mamf's MAMF/MSMF; plain substring tests, so
+# 50 MB of something else is refused in well under a second
+MARKS = ("** dtype:", "(median)", "tflops", "best outcome", "mamf", "msmf")
+NOT_MAMF = ("no '** Dtype:' header, per-shape lines ('N | ... @ MxNxK | ...') or 'best outcome' summary; "
+            "not a mamf-finder log")
 UNKNOWN = ("clocks and power during each shape (unless the log prints them)",
            "the mean/median spread beyond the three printed numbers")
 
@@ -70,15 +79,18 @@ UNKNOWN = ("clocks and power during each shape (unless the log prints them)",
 def _text(path: Path) -> str:
     name = str(path)
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise SourceError(f"{name!r}: cannot read ({exc})") from None
-    if b"\x00" in data[:65536]:
+        data = read_limited(path)
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
+    if encoding_name(data) is None and b"\x00" in data[:65536]:
         raise SourceError(f"{name!r}: binary data (NUL byte at offset {data.index(0)}), not a mamf-finder text log")
-    text = data.decode("utf-8", errors="replace")
+    text = decode(data, errors="replace")
     bad = text.count("\ufffd")
     if bad > max(8, len(text) // 100):
         raise SourceError(f"{name!r}: {bad} bytes are not UTF-8 text; not a mamf-finder text log")
+    low = text.lower()
+    if not any(mark in low for mark in MARKS):  # before splitting 50 MB of something else into lines
+        raise SourceError(f"{name!r}: {NOT_MAMF}")
     return _ANSI.sub("", text)
 
 
@@ -165,19 +177,23 @@ def _dtype(name: str, sections: dict[str, list[str]], command: str, dtype_opt: s
     return dtype_opt, f"--dtype {dtype_opt}"
 
 
-def _values(vals: str) -> tuple[dict[str, float], bool] | None:
-    """Printed statistics of one shape and whether the printed middle number is K (old layouts)."""
+def _values(vals: str, where: str) -> tuple[dict[str, float], bool] | None:
+    """Printed statistics of one shape and whether the printed middle number is K (old layouts); each value
+    parsed whole (importers/values.py), and a line of statistics without its median refused."""
     tokens = _TOKEN.findall(vals)
     if tokens:
-        stats = {tag: float(v) for v, tag in tokens}
+        stats = {tag: tflops(v, where, f"{tag} TFLOPS") for v, tag in tokens}
+        if "median" not in stats:
+            raise SourceError(f"{where}: no (median) value among {vals.strip()!r}; the median is what this "
+                              "reader takes, never another statistic in its place")
         return stats, tokens[0][1] != "mean"
     plain = _PLAIN.match(vals.strip())
     if plain:
-        return {"max": float(plain.group(1))}, True
+        return {"max": tflops(plain.group(1), where, "TFLOPS")}, True
     return None
 
 
-def _row(hit: re.Match, stats: dict[str, float], middle_is_k: bool, dtype: str, key: str) -> SourceRow:
+def _row(hit: re.Match, stats: dict[str, float], middle_is_k: bool, dtype: str, key: str, where: str) -> SourceRow:
     a, b, c = (int(hit.group(j)) for j in (4, 5, 6))
     shape = shape_of(a, b, c, middle_is_k)
     stat = "median" if "median" in stats else "max"
@@ -201,7 +217,7 @@ def _row(hit: re.Match, stats: dict[str, float], middle_is_k: bool, dtype: str, 
     seconds = shape.flops / (value * 1e12) if value > 0 else None
     return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=key, flags=tuple(flags),
                      error=None if seconds else f"{stat} TFLOPS printed as 0.0 (below 0.1 TFLOP/s resolution)",
-                     family="mamf-finder", extra=extra)
+                     family="mamf-finder", extra=extra, where=where)
 
 
 def _shape_rows(lines: list[str], name: str, dtype: str, key: str) -> tuple[list[SourceRow], Counter, str]:
@@ -212,7 +228,8 @@ def _shape_rows(lines: list[str], name: str, dtype: str, key: str) -> tuple[list
     like = [i for i, ln in enumerate(lines) if _SHAPE_LIKE.match(ln)]
     for i in like:
         hit = _LINE.match(lines[i])
-        parsed = _values(hit.group("vals")) if hit else None
+        where = f"{name!r}: line {i + 1}"
+        parsed = _values(hit.group("vals"), where) if hit else None
         if hit is None or parsed is None:
             last = i == like[-1]
             skipped["cut mid-line at the end of the file" if last else "unparsable per-shape line"] += 1
@@ -220,9 +237,9 @@ def _shape_rows(lines: list[str], name: str, dtype: str, key: str) -> tuple[list
         stats, middle_is_k = parsed
         layout = layout or ("mkn" if middle_is_k else "mnk")
         try:
-            row = _row(hit, stats, middle_is_k, dtype, key)
+            row = _row(hit, stats, middle_is_k, dtype, key, where)
         except ShapeError as exc:
-            raise SourceError(f"{name!r}: line {i + 1}: {exc}") from None
+            raise SourceError(f"{where}: {exc}") from None
         if row.shape in rows:
             skipped["a shape measured again (first reading kept)"] += 1
             continue
@@ -254,7 +271,8 @@ def _summary_row(summary: Summary, name: str, dtype: str, key: str) -> SourceRow
         extra["clock_mhz"] = best.clock_mhz
     return SourceRow(shape=shape, dtype=dtype, seconds=shape.flops / (best.tflops * 1e12) if best.tflops > 0 else None,
                      source_dtype=key, flags=tuple(flags), family="mamf-finder", extra=extra,
-                     error=None if best.tflops > 0 else "summary TFLOPS printed as 0.0")
+                     error=None if best.tflops > 0 else "summary TFLOPS printed as 0.0",
+                     where=f"{name!r}: line {best.line}")
 
 
 def _other_outcomes(summary: Summary, best: Outcome) -> dict[str, Any]:
@@ -295,11 +313,13 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
         raise SourceError(f"{name!r}: empty file")
     sections = _sections(lines)
     command = (sections.get("Command line") or [""])[0]
-    summary = parse_summary(lines)
+    try:
+        summary = parse_summary(lines)
+    except SourceError as exc:
+        raise SourceError(f"{name!r}: {exc}") from None
     has_shape_lines = any(_SHAPE_LIKE.match(ln) for ln in lines)
     if not sections.get("Dtype") and not has_shape_lines and summary is None:
-        raise SourceError(f"{name!r}: no '** Dtype:' header, per-shape lines ('N | ... @ MxNxK | ...') or "
-                          "'best outcome' summary; not a mamf-finder log")
+        raise SourceError(f"{name!r}: {NOT_MAMF}")
     dtype, key = _dtype(name, sections, command, dtype)
     rows, skipped, layout = _shape_rows(lines, name, dtype, key)
     summary_only = not rows

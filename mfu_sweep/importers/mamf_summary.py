@@ -36,7 +36,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_NUM = r"(\d+(?:\.\d+)?)"
+from mfu_sweep.importers.values import tflops
+
+# a number as printed, sign, exponent, nan and inf included: parsed whole (importers/values.py), never in part
+_NUM = r"([-+]?(?:\d[\d.]*(?:e[-+]?\d+)?|\.\d+|nan|inf(?:inity)?))"
 _AT_SHAPE = r"@\s*(\d+)\s*x\s*(\d+)\s*x\s*(\d+)"
 _TRIED = re.compile(r"(?:Tried|tried)\s+(\d+)\s+shapes")
 # "The best outcome was 785.5TFLOPS @ ..." and "... 785.5(max)/765.5(median) TFLOPS @ ..."
@@ -89,8 +92,13 @@ def _shape(m: re.Match, first: int) -> tuple[int, int, int] | None:
     return int(m.group(first)), int(m.group(first + 1)), int(m.group(first + 2))
 
 
+def _value(text: str, line: int) -> float:
+    return tflops(text, f"line {line}", "summary TFLOPS")
+
+
 def parse_summary(lines: list[str]) -> Summary | None:
-    """The summary of a log or paste, or None when it has none."""
+    """The summary of a log or paste, or None when it has none; a value that is not a finite, non-negative
+    number is a :class:`~mfu_sweep.importers.common.SourceError` naming its line (without the file)."""
     outcomes: list[Outcome] = []
     form = None
     tried = None
@@ -100,20 +108,20 @@ def parse_summary(lines: list[str]) -> Summary | None:
             tried = int(t.group(1))
         if m := _V1.search(ln):
             form = "v1-median" if m.group(2) else "v1"
-            outcomes.append(Outcome("max", float(m.group(1)), _shape(m, 3), i))
+            outcomes.append(Outcome("max", _value(m.group(1), i), _shape(m, 3), i))
             if m.group(2):
-                outcomes.append(Outcome("median", float(m.group(2)), _shape(m, 3), i))
+                outcomes.append(Outcome("median", _value(m.group(2), i), _shape(m, 3), i))
         elif m := _V2.match(ln):
             form = form or "v2"
-            outcomes.append(Outcome(m.group(1).lower(), float(m.group(2)), _shape(m, 3), i))
+            outcomes.append(Outcome(m.group(1).lower(), _value(m.group(2), i), _shape(m, 3), i))
         elif m := _V4.match(ln):
             form = "v4"
             if m.group(2) is not None:
-                outcomes.append(Outcome(m.group(1).lower(), float(m.group(2)), _shape(m, 3), i,
+                outcomes.append(Outcome(m.group(1).lower(), _value(m.group(2), i), _shape(m, 3), i,
                                         power_w=float(m.group(6)) if m.group(6) else None,
                                         clock_mhz=float(m.group(7)) if m.group(7) else None))
         elif m := _MEANS.match(ln):
-            means[m.group(1).lower()] = float(m.group(2))
+            means[m.group(1).lower()] = _value(m.group(2), i)
     if form is None:
         return None
     return Summary(form=form, outcomes=tuple(outcomes), tried=tried, means=means)

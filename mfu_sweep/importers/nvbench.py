@@ -24,6 +24,7 @@ imported with timer ``nvbench-batch``.
 from __future__ import annotations
 
 import json
+import math
 from array import array
 from collections import Counter
 from collections.abc import Mapping
@@ -35,6 +36,8 @@ from mfu_sweep.importers import nvbench_text
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
+from mfu_sweep.importers.values import count, number, read_text
+from mfu_sweep.inputs import InputError, parse_json, read_limited
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.text import counted
 
@@ -66,24 +69,29 @@ def _summary(state: dict, tag: str, field_name: str = "value") -> Any:
 
 
 def _float(value: Any, where: str, what: str) -> float | None:
+    """A summary value (nvbench writes them as strings) parsed whole, or None where the state has none."""
     if value is None or value == "":
         return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise SourceError(f"{where}: {what} {value!r} is not a number") from None
+    return number(value, where, what)
 
 
-def _samples(base: Path, state: dict) -> tuple[float, ...]:
+def _samples(base: Path, state: dict, where: str) -> tuple[float, ...]:
     fname = _summary(state, SAMPLES_TAG, "filename")
     if not fname:
         return ()
     f = Path(fname) if Path(fname).is_absolute() else base / fname
     if not f.is_file():
         return ()
+    try:
+        raw = read_limited(f)
+    except InputError as exc:
+        raise SourceError(str(exc)) from None
     data = array("f")
-    data.frombytes(f.read_bytes()[: (f.stat().st_size // 4) * 4])
-    return tuple(float(x) for x in data if x > 0)
+    data.frombytes(raw[: (len(raw) // 4) * 4])
+    bad = next((i for i, x in enumerate(data) if not 0 < x < math.inf), None)
+    if bad is not None:  # never dropped quietly: the median of the rest would be another number
+        raise SourceError(f"{where}: sample {bad} of {str(f)!r} is {data[bad]!r} s, not a positive finite time")
+    return tuple(float(x) for x in data)
 
 
 def _json_states(root: dict, name: str, base: Path) -> list[State]:
@@ -101,7 +109,8 @@ def _json_states(root: dict, name: str, base: Path) -> list[State]:
                 cold_s=median if median is not None else mean, cold_stat="median" if median is not None else "mean",
                 batch_s=_float(_summary(st, "nv/batch/time/gpu/mean"), where, "batch GPU time"),
                 skipped=(f"skipped by nvbench: {st.get('skip_reason', '')}".strip() if st.get("is_skipped") else None),
-                samples_s=_samples(base, st), sample_size=int(_summary(st, "nv/cold/sample_size") or 0),
+                samples_s=_samples(base, st, where),
+                sample_size=count(str(_summary(st, "nv/cold/sample_size") or 0), where, "sample size"),
                 details={k: dev.get(k) for k in ("sm_version", "sm_default_clock_rate", "number_of_sms")}
                 | {"id": st.get("device")},
             ))
@@ -151,8 +160,8 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
     flags = (("source_mean",) if stat == "mean" else ()) + (("rounded_source",) if state.rounded else ())
     unit = "nv/batch/time/gpu/mean" if batch else f"nv/cold/time/gpu/{stat}"
     return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=source_dtype, flags=flags,
-                     samples_s=() if batch else state.samples_s, family="nvbench",
-                     error=None if seconds else f"no {unit} value",
+                     samples_s=() if batch else state.samples_s, family="nvbench", where=state.where,
+                     error=None if seconds is not None else f"no {unit} value",
                      extra={"source_value": seconds, "source_unit": f"s ({unit})",
                             "source_samples": state.sample_size})
 
@@ -160,14 +169,13 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
 def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
     """States, file-level details, lines skipped by reason, and the output kind (json, csv, md)."""
     name = str(path)
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{name!r}: cannot read as text ({exc})") from None
+    text = read_text(path, "nvbench --json, --csv or --md output")
     head = text.lstrip()[:4096]
     if head.startswith("{"):
         try:
-            root = json.loads(text)
+            root = parse_json(text.encode(), name)
+        except InputError as exc:
+            raise SourceError(str(exc)) from None
         except json.JSONDecodeError as exc:
             raise SourceError(f"{name!r}: not readable JSON ({exc})") from None
         if not isinstance(root, dict) or "benchmarks" not in root or "devices" not in root:

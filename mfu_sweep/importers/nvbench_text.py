@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mfu_sweep.importers.common import SourceError
+from mfu_sweep.importers.values import count, number
 
 FIXED = ("Benchmark", "Device", "Device Name")
 SUMMARY_NAMES = {"samples", "cpu time", "noise", "gpu time", "batch gpu", "batch", "elem/s", "globalmem bw",
                  "bwutil", "bwpeak", "walltime"}
 _UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-_DURATION = re.compile(r"^([\d.]+(?:[eE][-+]?\d+)?)\s*(s|ms|us|ns)$")
+_DURATION = re.compile(r"^(\S+?)\s*(s|ms|us|ns)$")  # the number parsed whole: "-5 us" is refused, not read as 5
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -64,12 +65,7 @@ def is_markdown(head: str) -> bool:
 
 def _number(cell: str, where: str, what: str) -> float | None:
     cell = cell.strip()
-    if not cell:
-        return None
-    try:
-        return float(cell)
-    except ValueError:
-        raise SourceError(f"{where}: {what} {cell!r} is not a number") from None
+    return number(cell, where, what) if cell else None
 
 
 def csv_states(text: str, name: str) -> tuple[list[State], Counter]:
@@ -108,7 +104,7 @@ def csv_states(text: str, name: str) -> tuple[list[State], Counter]:
             cold_s=_number(cell("GPU Time (sec)"), where, "GPU Time"), cold_stat="mean",
             batch_s=_number(cell("Batch GPU (sec)"), where, "Batch GPU"),
             skipped="skipped by nvbench (the CSV gives no reason)" if is_skipped else None,
-            sample_size=int(_number(cell("Samples"), where, "Samples") or 0),
+            sample_size=count(cell("Samples") or "0", where, "Samples"),
             details={"id": cell("Device") or None},
         ))
     return states, skipped
@@ -124,7 +120,7 @@ def _duration(cell: str, where: str, what: str) -> float | None:
     m = _DURATION.match(cell)
     if not m:
         raise SourceError(f"{where}: {what} {cell!r} is not a duration (like '262.392 us')")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+    return number(m.group(1), where, what) * _UNITS[m.group(2)]
 
 
 def _axis_value(cell: str) -> str:
@@ -180,13 +176,13 @@ def md_states(text: str, name: str) -> tuple[list[State], Counter, dict[str, Any
 def _md_state(header: list[str], cells: list[str], where: str, device: str, info: Mapping[str, str]) -> State:
     cut = next((i for i, h in enumerate(header) if h.lower() in SUMMARY_NAMES), len(header))
     first = {h: i for i, h in reversed(list(enumerate(header)))}
-    samples = cells[first["Samples"]].rstrip("x") if "Samples" in first else ""
+    samples = cells[first["Samples"]].rstrip("x").strip() if "Samples" in first else ""
     return State(
         where=where, device=device or "unknown", axes={header[i]: _axis_value(cells[i]) for i in range(cut)},
         cold_s=_duration(cells[first["GPU Time"]], where, "GPU Time") if "GPU Time" in first else None,
         cold_stat="mean", rounded=True,
         batch_s=_duration(cells[first["Batch GPU"]], where, "Batch GPU") if "Batch GPU" in first else None,
-        sample_size=int(samples) if samples.isdigit() else 0,
+        sample_size=count(samples, where, "Samples") if samples else 0,
         details={"sm_version": info.get("SM Version"), "sm_default_clock_rate": info.get("SM Default Clock Rate"),
                  "number_of_sms": info.get("Number of SMs"), "id": info.get("id")},
     )

@@ -7,11 +7,11 @@ pytest-benchmark, an mfu-sweep result ...).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from mfu_sweep.foreign import json_kind
+from mfu_sweep.inputs import InputError, decode, parse_json
 
 _HEAD = 65536
 _JSON_MAX = 64 * 2**20  # parse whole JSON files up to this size; past it the key test of the head decides
@@ -22,8 +22,8 @@ def _json(path: Path, head: str) -> str | None:
     """The kind of a JSON file: parsed whole when it is not huge, else by the keys in its head."""
     if path.stat().st_size <= _JSON_MAX:
         try:
-            return json_kind(json.loads(path.read_bytes()))
-        except (ValueError, OSError):
+            return json_kind(parse_json(path.read_bytes(), str(path)))
+        except (InputError, ValueError, OSError):
             pass  # cut or not JSON after all: the head's keys decide
     if '"schema_version"' in head:
         return "mfu-sweep"
@@ -41,13 +41,14 @@ def sniff(path: Path) -> str | None:
         return None
     if raw.startswith(b"PK\x03\x04"):
         return "deepbench"
-    text = raw.decode("utf-8", errors="replace")
-    if text.lstrip().startswith("{"):
+    text = decode(raw, errors="replace")  # a byte-order mark (Excel's CSV) is not part of the text
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
         try:
             return _json(path, text)
         except OSError:
             return None
-    if text.startswith("Benchmark,Device,") or "# Benchmark Results" in text:
+    if stripped.startswith("Benchmark,Device,") or "# Benchmark Results" in text:
         return "nvbench"
     if _TRITON_CSV.search(text):
         return "tritonbench"

@@ -15,6 +15,7 @@ nested :class:`Message`. Repeated fields are just repeated pairs.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+MAX_DEPTH = 32  # XLA's table nests 4 levels
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'"}
 
 
@@ -71,8 +73,9 @@ def _unquote(tok: str, line: int) -> str:
     return "".join(out)
 
 
-def _tokens(text: str) -> list[tuple[str, str, int]]:
-    out, pos, line = [], 0, 1
+def _tokens(text: str) -> Iterator[tuple[str, str, int]]:
+    """The tokens of ``text`` one at a time (a list of them would hold millions for a large foreign file)."""
+    pos, line = 0, 1
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
@@ -82,9 +85,8 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
         if kind == "nl":
             line += 1
         elif kind not in ("ws", "comment"):
-            out.append((kind, m.group(), line))
+            yield kind, m.group(), line
         pos = m.end()
-    return out
 
 
 def _scalar(kind: str, tok: str, line: int) -> Any:
@@ -98,43 +100,52 @@ def _scalar(kind: str, tok: str, line: int) -> Any:
     raise TextProtoError(f"line {line}: expected a value, got {tok!r}")
 
 
-def parse(text: str) -> Message:
-    """Parse text-format protobuf into a :class:`Message` (raises :class:`TextProtoError`)."""
+def parse(text: str, top: Collection[str] | None = None) -> Message:
+    """Parse text-format protobuf into a :class:`Message` (raises :class:`TextProtoError`).
+
+    ``top``: the field names a top-level field may have; another one stops the parse at its line, so a
+    foreign file fails at its first field instead of after all of it. Messages nest at most
+    :data:`MAX_DEPTH` levels.
+    """
     toks = _tokens(text)
-    pos = 0
     stack: list[tuple[Message, str, str, int]] = []  # (parent, field name, closing bracket, line opened)
     current = Message()
-    while pos < len(toks):
-        kind, tok, line = toks[pos]
-        if kind == "punct" and tok in "}>":
+    tok = next(toks, None)
+    while tok is not None:
+        kind, word, line = tok
+        if kind == "punct" and word in "}>":
             if not stack:
-                raise TextProtoError(f"line {line}: unmatched {tok!r}")
+                raise TextProtoError(f"line {line}: unmatched {word!r}")
             parent, name, close, opened = stack.pop()
-            if tok != close:
-                raise TextProtoError(f"line {line}: {tok!r} closes {name!r} opened with the other bracket")
+            if word != close:
+                raise TextProtoError(f"line {line}: {word!r} closes {name!r} opened with the other bracket")
             parent.fields.append((name, current, opened))
             current = parent
-            pos += 1
+            tok = next(toks, None)
             continue
-        if kind == "punct" and tok in ";,":
-            pos += 1
+        if kind == "punct" and word in ";,":
+            tok = next(toks, None)
             continue
         if kind != "ident":
-            raise TextProtoError(f"line {line}: expected a field name, got {tok!r}")
-        name = tok
-        pos += 1
-        if pos < len(toks) and toks[pos][1] == ":":
-            pos += 1
-        if pos >= len(toks):
+            raise TextProtoError(f"line {line}: expected a field name, got {word!r}")
+        name = word
+        if top is not None and not stack and name not in top:
+            raise TextProtoError(f"line {line}: top-level field {name!r}, where only {', '.join(map(repr, top))} "
+                                 "may stand")
+        tok = next(toks, None)
+        if tok is not None and tok[1] == ":":
+            tok = next(toks, None)
+        if tok is None:
             raise TextProtoError(f"line {line}: file ends after field {name!r} (truncated?)")
-        kind, tok, line2 = toks[pos]
-        if kind == "punct" and tok in "{<":
-            stack.append((current, name, "}" if tok == "{" else ">", line2))
+        kind, word, line2 = tok
+        if kind == "punct" and word in "{<":
+            if len(stack) >= MAX_DEPTH:
+                raise TextProtoError(f"line {line2}: messages nested deeper than {MAX_DEPTH} levels")
+            stack.append((current, name, "}" if word == "{" else ">", line2))
             current = Message()
-            pos += 1
-            continue
-        current.fields.append((name, _scalar(kind, tok, line2), line2))
-        pos += 1
+        else:
+            current.fields.append((name, _scalar(kind, word, line2), line2))
+        tok = next(toks, None)
     if stack:
         _, name, _, opened = stack[-1]
         raise TextProtoError(f"file ends inside {name!r} opened at line {opened} (truncated?)")

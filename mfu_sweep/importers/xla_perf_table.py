@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.txtpb import Message, TextProtoError, parse
+from mfu_sweep.importers.values import absurd_tflops, beyond_any_peak, read_text
 from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "xla-perf-table"
@@ -77,7 +78,7 @@ def _int(msg: Message, name: str, where: str) -> int:
     return v
 
 
-def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow]:
+def _rows(entry: Message, where: str, skipped: dict[str, int], name: str) -> list[SourceRow]:
     try:
         shape = Shape(_int(entry, "b", where), _int(entry, "m", where), _int(entry, "n", where),
                       _int(entry, "k", where))
@@ -94,12 +95,14 @@ def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow
         if key.lower() not in DTYPE_KEYS:
             skipped[key] = skipped.get(key, 0) + 1
             continue
+        if value / 1e12 > absurd_tflops():  # its kernel time would round to 0 ns
+            raise TextProtoError(f"{where} {key}: value={value!r} FLOP/s is {beyond_any_peak()}; not a measurement")
         ns = round(shape.flops * 1e9 / value)
         flags = ("maybe_tf32",) if key.lower() == "f32xf32->f32" else ()
         rows.append(SourceRow(
             shape=shape, dtype=DTYPE_KEYS[key.lower()], seconds=ns / 1e9, source_dtype=key, flags=flags,
             family="xla-perf-table", extra={"source_value": value, "source_unit": "FLOP/s (int64)",
-                                            "kernel_time_ns": ns},
+                                            "kernel_time_ns": ns}, where=f"{name!r}: {where} {key}",
         ))
     return rows
 
@@ -107,12 +110,9 @@ def _rows(entry: Message, where: str, skipped: dict[str, int]) -> list[SourceRow
 def read(path: Path) -> list[SourceDevice]:
     """Every device of one table file; raises :class:`SourceError` naming the file."""
     name = str(path)
+    text = read_text(path, "an xla.GemmPerfTable text proto")
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{name!r}: cannot read as text ({exc})") from None
-    try:
-        root = parse(text)
+        root = parse(text, top=("entries",))
         entries = root.all("entries")
         if not entries or root.names() - {"entries"}:
             extra = sorted(root.names() - {"entries"})
@@ -130,7 +130,7 @@ def read(path: Path) -> list[SourceDevice]:
             skipped: dict[str, int] = {}
             rows = []
             for j, entry in enumerate(value.all("entries")):
-                rows.extend(_rows(entry, f"{key} entries[{j}]", skipped))
+                rows.extend(_rows(entry, f"{key} entries[{j}]", skipped, name))
             if not rows:
                 raise TextProtoError(f"device {key!r} has no importable entries")
             keys = sorted({r.source_dtype.lower() for r in rows})

@@ -84,11 +84,23 @@ def run_task(backend: TorchBackend, task: Task) -> Record:
     except Unsupported as exc:
         return blank_record(task, "unsupported", str(exc))
     except (RuntimeError, MemoryError) as exc:
-        if isinstance(exc, MemoryError) or backend.is_oom(exc):
+        if _out_of_memory(backend, exc):
             return blank_record(task, "oom", _short(exc))
         if _looks_unsupported(exc):
             return blank_record(task, "unsupported", _short(exc))
         return blank_record(task, "error", _short(exc))
+
+
+# What torch's CPU allocator raises when malloc fails: a plain RuntimeError ("[enforce fail at alloc_cpu.cpp]
+# ... DefaultCPUAllocator: can't allocate memory: you tried to allocate N bytes. Error code 12 (Cannot
+# allocate memory)"), not torch.OutOfMemoryError, so the device's own check does not see it.
+ALLOCATION_FAILURES = ("can't allocate memory", "cannot allocate memory")
+
+
+def _out_of_memory(backend: TorchBackend, exc: BaseException) -> bool:
+    """Whether a failed shape ran out of memory: Python's MemoryError, the device's own OOM, or malloc failing."""
+    text = str(exc).lower()
+    return isinstance(exc, MemoryError) or backend.is_oom(exc) or any(s in text for s in ALLOCATION_FAILURES)
 
 
 def _looks_unsupported(exc: BaseException) -> bool:

@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +61,18 @@ def _tiny_gemm(backend: Any, mode: str) -> None:
     backend.sync()
 
 
+def _graph_caches_off() -> ExitStack:
+    """A context with the FX graph cache and AOTAutograd's cache off, where this torch has them."""
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+
+    stack = ExitStack()
+    for config, name in ((inductor_config, "fx_graph_cache"), (functorch_config, "enable_autograd_cache")):
+        if hasattr(config, name):
+            stack.enter_context(config.patch(**{name: False}))
+    return stack
+
+
 def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
     """Fixed start-up work of ``torch.compile``, done once per worker so no shape's --timeout pays it.
 
@@ -68,6 +81,11 @@ def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
     GEMM: inductor's first compile in a process (compiler and ISA checks, its worker pool) costs
     ~25 s on a 2-core CPU against ~1.5 s for the next. ``--cold-compile`` sweeps pass ``warm=False``:
     that first compile would fill the shape's fresh cache. ``{"compile_init_s": seconds}`` or the error.
+
+    The tiny GEMM compiles with inductor's and AOTAutograd's graph caches off (the C++ kernel cache
+    stays on): a warm-up that hit them (a cache another process filled) skipped the lowering and code
+    generation, so their lazy imports (``sympy.combinatorics``, ``torch.fx`` passes: 81 modules) fell to the
+    first compiled shape, under its --timeout.
     """
     t0 = time.perf_counter()
     try:
@@ -75,7 +93,8 @@ def initialise_compile(backend: Any, warm: bool) -> dict[str, Any]:
         import torch._inductor.compile_fx  # noqa: F401
 
         if warm and getattr(backend, "name", None) in WARM_BACKENDS:
-            _tiny_gemm(backend, "compile")
+            with _graph_caches_off():
+                _tiny_gemm(backend, "compile")
             torch._dynamo.reset()
     except Exception as exc:  # noqa: BLE001 - any failure is the first compiled shape's to meet and record
         return {"compile_init_error": f"{type(exc).__name__}: {exc}"[:300]}

@@ -8,7 +8,11 @@ differ where the ISA flags look alike (Zen 4 runs AVX-512 on two 256-bit pipes:
 32 fp32 FLOP/cycle; Zen 5 server parts: 64; a Xeon Silver has one 512-bit FMA
 unit, a Xeon Platinum two). A CPU no row matches falls back to the flag rule
 (AVX-512 64, AVX2+FMA 32, AVX 16, SSE 8; AMX 1024 / AVX512_BF16 128 for bf16)
-and the source string says so.
+and the source string says so. Where the model number's row and the flags
+contradict each other (a KVM guest with one generation's model number and
+another's flags, e.g. Ice Lake-SP's with AMX-BF16), the flags decide: a flag
+the row does not list whose rule rate is higher wins, and the peak's source and
+notes (and ``specs --detect``) name the contradiction.
 
 Cores are *physical* cores: two SMT threads on one core share its FMA pipes,
 so the estimate counts ``min(threads used, physical cores usable)``, with cores
@@ -223,6 +227,32 @@ def half_flop_per_cycle(flags: frozenset[str], amx_flag: str, avx_flag: str) -> 
     return None
 
 
+HALF_FLAGS = {"bf16": ("amx_bf16", "avx512_bf16"), "fp16": ("amx_fp16", "avx512_fp16")}
+
+
+def _flag_rule(dtype: str, flags: frozenset[str]) -> tuple[int, str, str] | None:
+    """The fallback rule's (FLOP/cycle, unit, deciding flag) for ``dtype``; None where no flag of it is reported."""
+    if dtype == "fp32":
+        return next(((rate, unit, flag) for flag, rate, unit in FLAG_RULE_FP32 if _has_flag(flags, flag)), None)
+    amx, avx = HALF_FLAGS[dtype]
+    found = half_flop_per_cycle(flags, amx, avx)
+    return (*found, amx if found[0] == 1024 else avx) if found else None
+
+
+def _flags_decide(row: Uarch, info: CpuInfo, dtype: str, rate: int) -> tuple[int, str, str] | None:
+    """Where the CPU reports an ISA flag its model number's row does not list for ``dtype`` and that flag's
+    rate is above the row's: (rate, unit, the sentence that names the contradiction). A KVM guest can carry
+    one generation's model number and another's flags; what the CPU can execute decides the peak."""
+    rule = _flag_rule(dtype, info.flags)
+    if rule is None or rule[2] in row.rates.get(dtype, {}) or rule[0] <= rate:
+        return None
+    flop, unit, flag = rule
+    model = f"{info.model_id:#x}" if info.model_id is not None else "?"
+    return flop, f"{unit}, from the flags", (
+        f"{dtype}: the CPU reports {flag}, which its model number (family {info.family} model {model}: row "
+        f"{row.id!r}, {row.name}) does not have; the flags decide: {flop} FLOP/cycle ({unit}) instead of {rate}")
+
+
 @dataclass(frozen=True)
 class CpuRates:
     """FLOP/cycle per physical core for each dtype, and which rule or row gave them."""
@@ -231,6 +261,8 @@ class CpuRates:
     units: Mapping[str, str]
     uarch: Uarch | None
     rule: str
+    flags_decide: tuple[str, ...] = ()
+    """One sentence per dtype whose rate the ISA flags decided against the model number's row."""
 
 
 def flop_per_cycle(info: CpuInfo, rows: Iterable[Uarch] | None = None) -> CpuRates:
@@ -240,12 +272,19 @@ def flop_per_cycle(info: CpuInfo, rows: Iterable[Uarch] | None = None) -> CpuRat
         return _flag_rates(info)
     fp32 = row.rate("fp32", info.flags) or fp32_flop_per_cycle(info.flags)
     per, units = {"fp32": fp32[0]}, {"fp32": f"{fp32[1]}"}
-    for dtype in ("bf16", "fp16"):
-        unit = row.rate(dtype, info.flags)
-        per[dtype], units[dtype] = unit if unit else (fp32[0], f"no native {dtype} unit, fp32 rate")
+    decided: list[str] = []
+    for dtype in RATE_DTYPES:  # fp32 first: a dtype without a unit of its own runs at the (decided) fp32 rate
+        if dtype != "fp32":
+            unit = row.rate(dtype, info.flags)
+            per[dtype], units[dtype] = unit if unit else (per["fp32"], f"no native {dtype} unit, fp32 rate")
+        if found := _flags_decide(row, info, dtype, per[dtype]):
+            per[dtype], units[dtype] = found[0], found[1]
+            decided.append(found[2])
     check = "" if row.verified else ", unverified"
     rule = f"row {row.id!r} of cpu_uarch.toml ({row.name}; {row.source}{check})"
-    return CpuRates(per_cycle=per, units=units, uarch=row, rule=rule)
+    if decided:
+        rule += "; " + "; ".join(decided)
+    return CpuRates(per_cycle=per, units=units, uarch=row, rule=rule, flags_decide=tuple(decided))
 
 
 def _flag_rates(info: CpuInfo) -> CpuRates:
@@ -303,6 +342,8 @@ def estimate_cpu_peak(threads: int | None = None, cpuinfo: str = "/proc/cpuinfo"
     notes = "Clock from cpufreq/cpuinfo; VMs often report the base clock, so cores may run faster than estimated."
     if rates.uarch is not None and rates.uarch.notes:
         notes += " " + rates.uarch.notes
+    if rates.flags_decide:  # a model number contradicted by the flags (a KVM guest): say which won
+        notes += " The ISA flags decide over the model number: " + "; ".join(rates.flags_decide) + "."
     return Peak(
         chip="cpu", tflops=tflops, memory_bandwidth_tbs=None,
         source=f"estimated for {info.model}: " + "; ".join(parts) + f"; per-core rate from {rates.rule}",

@@ -24,7 +24,7 @@ settings, records). Rules:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -170,13 +170,15 @@ def read_versioned(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
     return docs
 
 
-def merge_files(paths: Sequence[str | Path], relabel: Sequence[Relabel] = ()) -> MergeResult:
-    """Load, validate and merge sweep and merged files in any mix."""
+def merge_files(paths: Sequence[str | Path], relabel: Sequence[Relabel] = (),
+                on_invalid: Callable[[str], None] | None = None) -> MergeResult:
+    """Load, validate and merge sweep and merged files in any mix (``on_invalid``: see
+    :func:`mfu_sweep.results.parse_document`; with it, what fails validation is left out of the merge)."""
     if not paths:
         raise ResultError("no result files given")
     sweeps: list[Sweep] = []
     for path, data in read_versioned(paths):
-        sweeps.extend(parse_document(data, source=path, validate=True))
+        sweeps.extend(parse_document(data, source=path, validate=True, on_invalid=on_invalid))
     result = merge_sweeps(sweeps, relabel)
     parse_document(result.to_json(), source="merged output", validate=True)
     return result
