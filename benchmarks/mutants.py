@@ -56,14 +56,25 @@ BANDS = ((VAR,), (CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py
 SEGMENTS = (("tests/test_bands.py",), (CAL, "-k", "crossover or compare_band"), COMPARE)
 PAIR = (COMPARE,)
 FITS = ((VAR, "-k", "fit"), (CAL, "-k", "fit"), ("tests/test_fit.py",))
-# round5-fits: the stacked fits, the bootstrap, the physical bounds, the parallel chunks and the importers' identity
+# round5-fits: the stacked fits, the bootstrap, the physical bounds, the parallel chunks and the importers' identity;
+# each mutant runs the property test written for it first (tests/test_properties_*.py), then its package's tests
+PF, PI = "tests/test_properties_fits.py", "tests/test_properties_identity.py"
 R5_FITS = FITS + (("tests/test_parallel.py",),)
-R5_IDENT = (("tests/test_identity.py",), ("tests/test_import_identity.py",))
+R5_IDENT = (("tests/test_import_identity.py",), ("tests/test_identity.py",))
+
 
 
 def _first(first: tuple[str, ...], rest: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
     """``rest`` with the selection expected to kill a mutant run first."""
     return (first, *rest)
+
+
+def _fits(k: str) -> tuple[tuple[str, ...], ...]:
+    return _first((PF, "-k", k), R5_FITS)
+
+
+def _ident(k: str) -> tuple[tuple[str, ...], ...]:
+    return _first((PI, "-k", k), R5_IDENT)
 
 
 @dataclass(frozen=True)
@@ -184,102 +195,110 @@ MUTANTS = (
     # -- round5-fits: issue #38 part 1, designed from the code and docs of fits/ and the importers' identity
     #    before reading their tests; batched fits, bootstrap, physical bounds, parallel chunks, identity --
     Mutant("stack-settled-first", "round5-fits", BA, STACK_SETTLED,
-           "settled = None if first.settled is None else first.settled", R5_FITS,
+           "settled = None if first.settled is None else first.settled", _fits("stacked_fits"),
            "a stacked bootstrap stops every problem on the first problem's rule (asked with all rows)"),
     Mutant("stack-settled-shared", "round5-fits", BA, STACK_SETTLED,
-           "settled = None if first.settled is None else [first.settled] * len(problems)", R5_FITS,
+           "settled = None if first.settled is None else [first.settled] * len(problems)", _fits("stacked_fits"),
            "every group of a stacked bootstrap asks the first problem's stop rule (one shared state)"),
     Mutant("stack-key-no-settings", "round5-fits", BA, "len(self.log_f), self.settings, self.settled is None)",
-           "len(self.log_f), self.settled is None)", R5_FITS,
+           "len(self.log_f), self.settled is None)", _fits("different_settings"),
            "problems of different solver settings (loss, f_scale) stacked under the first one's"),
     Mutant("max-cells-ignored", "round5-fits", BA,
            "if chunk and (i < 0 or sum(problems[j].cells for j in [*chunk, i]) > max_cells):",
-           "if chunk and i < 0:", R5_FITS, "stacked solves not split at MAX_CELLS rows x shapes"),
+           "if chunk and i < 0:", _fits("max_cells"), "stacked solves not split at MAX_CELLS rows x shapes"),
     Mutant("members-off-by-one", "round5-fits", LS, "bounds = np.flatnonzero(np.diff(groups[order])) + 1",
-           "bounds = np.flatnonzero(np.diff(groups[order]))", R5_FITS,
+           "bounds = np.flatnonzero(np.diff(groups[order]))", _fits("stacked_fits"),
            "group boundaries one row early: each group's first row acts with the previous group"),
     Mutant("prune-global-min", "round5-fits", LS, "prune[1] * np.min(state.cost[m])", "prune[1] * np.min(state.cost)",
-           R5_FITS, "starting points pruned against the lowest cost of all stacked groups"),
+           _fits("stacked_fits"), "starting points pruned against the lowest cost of all stacked groups"),
     Mutant("settle-all-rows", "round5-fits", LS, "if not done[m].all() and ask(x[m]):",
-           "if not done[m].all() and ask(x):", R5_FITS, "each group's stop rule asked with every stacked row"),
+           "if not done[m].all() and ask(x):", _fits("stacked_fits"),
+           "each group's stop rule asked with every stacked row"),
     Mutant("settle-any-group", "round5-fits", LS, "    return bool(done.all())", "    return bool(done.any())",
-           R5_FITS, "a stacked solve stops when any row is done, not every group"),
+           _fits("stacked_fits"), "a stacked solve stops when any row is done, not every group"),
     Mutant("bound-held-sign", "round5-fits", LS, "held = (at_low & (grad > 0)) | (at_high & (grad < 0))",
-           "held = (at_low & (grad < 0)) | (at_high & (grad > 0))", R5_FITS,
+           "held = (at_low & (grad < 0)) | (at_high & (grad > 0))", _fits("start_at_a_bound"),
            "a parameter at a bound held when the gradient points into the box"),
     Mutant("boot-counts-no-duplicates", "round5-fits", R,
            "np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)",
-           "counts[np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()] = 1.0", R5_FITS,
+           "counts[np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()] = 1.0",
+           _first(("tests/test_fit.py", "-k", "matches_scipy"), R5_FITS),
            "a shape drawn twice by the bootstrap weighs once"),
     Mutant("boot-skip-last-shape", "round5-fits", R, "idx = np.sort(rng.integers(0, n, (n_boot, n)), axis=1)",
-           "idx = np.sort(rng.integers(0, n - 1, (n_boot, n)), axis=1)", R5_FITS,
+           "idx = np.sort(rng.integers(0, n - 1, (n_boot, n)), axis=1)", _fits("every_shape_alike"),
            "the bootstrap never draws the largest shape"),
     Mutant("boot-no-sample-resampling", "round5-fits", R,
            "draws[rows] = np.log(_median_last(stack.ravel().take(picks)))",
-           "draws[rows] = np.log(_median_last(stack))[:, None]", R5_FITS,
+           "draws[rows] = np.log(_median_last(stack))[:, None]", _fits("resampled_medians"),
            "the bootstrap resamples shapes but not the samples within a shape"),
     Mutant("pass-shift-normal", "round5-fits", R, ".standard_t(n_passes - 1, n_boot)", ".standard_normal(n_boot)",
-           R5_FITS, "pass-level shifts normal, not Student's t with R - 1 df"),
+           _fits("mean_of_r_passes"), "pass-level shifts normal, not Student's t with R - 1 df"),
     Mutant("pass-shift-no-sqrt-r", "round5-fits", R,
            "spread = float(np.std(pass_offsets(data), ddof=1)) / math.sqrt(n_passes)",
-           "spread = float(np.std(pass_offsets(data), ddof=1))", R5_FITS,
+           "spread = float(np.std(pass_offsets(data), ddof=1))", _fits("mean_of_r_passes"),
            "pass-level shift of one pass, not of the mean of R passes"),
     Mutant("pass-shift-shared-stream", "round5-fits", R, "default_rng([seed, PASS_STREAM, _content_word(data)])",
-           "default_rng([seed, PASS_STREAM])", R5_FITS, "two series fitted with one seed get the same pass shifts"),
+           "default_rng([seed, PASS_STREAM])", _fits("independent"),
+           "two series fitted with one seed get the same pass shifts"),
     Mutant("shift-sign-flip", "round5-fits", R, "out[:, 1:3] -= shift[:, None]", "out[:, 1:3] += shift[:, None]",
-           R5_FITS, "a pass shift moves P and W up with t0 (sign flip)"),
+           _fits("scales_the_time"), "a pass shift moves P and W up with t0 (sign flip)"),
     Mutant("settle-tol-wide", "round5-fits", R, "def __init__(self, alpha: float, tol: float = 1e-3)",
-           "def __init__(self, alpha: float, tol: float = 1e-1)", R5_FITS,
+           "def __init__(self, alpha: float, tol: float = 1e-1)", _fits("interval_rule"),
            "bootstrap stops when its quantiles move less than 10%, not 0.1%"),
     Mutant("interval-90", "round5-fits", FI, "lo, hi = np.quantile(values, [alpha / 2, 1 - alpha / 2])",
-           "lo, hi = np.quantile(values, [alpha, 1 - alpha])", R5_FITS, "fit intervals at 90% instead of 95%"),
+           "lo, hi = np.quantile(values, [alpha, 1 - alpha])", _fits("bootstrap_percentiles"),
+           "fit intervals at 90% instead of 95%"),
     Mutant("cache-key-no-passes", "round5-fits", FI, "    for p in data.passes:\n        h.update(p.tobytes())\n",
-           "", R5_FITS, "fit cache key ignores which pass each sample came from"),
+           "", _fits("cached_fit"), "fit cache key ignores which pass each sample came from"),
     Mutant("bounded-low-min", "round5-fits", FI, "lower[2] = max(lower[2], math.log(plausible.low_tbs))",
-           "lower[2] = min(lower[2], math.log(plausible.low_tbs))", R5_FITS,
+           "lower[2] = min(lower[2], math.log(plausible.low_tbs))", _fits("plausible_range"),
            "the plausible range's lower end never bounds W"),
     Mutant("at-prior-tolerance", "round5-fits", FI, "_robust_cost(best, y, data, opts) * (1 + 1e-4)",
-           "_robust_cost(best, y, data, opts) * (1 + 1e-1)", R5_FITS,
-           "an unconstrained W moved to the copy bandwidth even when the fit gets 10% worse"),
-    Mutant("groups-copy-key", "round5-fits", FI, "items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]",
-           "items = [(series[k], (copy_bandwidth or {}).get(str(k))) for k in keys]", R5_FITS,
+           "_robust_cost(best, y, data, opts) * (1 + 1e-1)", _fits("unconstrained_w"),
+           "an unconstrained W moved to the copy (else spec) bandwidth even when the fit gets 10% worse"),
+    Mutant("groups-copy-key", "round5-fits", FI,
+           "items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]",
+           "items = [(series[k], (copy_bandwidth or {}).get(str(k))) for k in keys]", _fits("stacked_fits"),
            "fit_groups looks the copy bandwidth up by series key, not label (never found)"),
     Mutant("skip-reason-default-min", "round5-fits", FI,
            'skipped[key] = why_unfittable(series[key], kw.get("min_shapes", MIN_SHAPES))',
-           "skipped[key] = why_unfittable(series[key])", R5_FITS,
+           "skipped[key] = why_unfittable(series[key])", _fits("skipped_series"),
            "fit_groups says why a series was skipped against the default min_shapes"),
     Mutant("bw-high-min", "round5-fits", PH, "top = max(x for x in (spec_tbs, copy_tbs) if x)",
-           "top = min(x for x in (spec_tbs, copy_tbs) if x)", R5_FITS,
+           "top = min(x for x in (spec_tbs, copy_tbs) if x)", _fits("holds_the_measured_copy"),
            "plausible upper end from the smaller of spec and copy bandwidth"),
     Mutant("tie-mean-spread", "round5-fits", PH, "spread = float(np.exp(np.max(np.abs(y - (slope * x + icpt)))))",
-           "spread = float(np.exp(np.mean(np.abs(y - (slope * x + icpt)))))", R5_FITS,
+           "spread = float(np.exp(np.mean(np.abs(y - (slope * x + icpt)))))", _fits("unties"),
            "bytes 'tied' to FLOPs by the mean, not the largest, departure from the power law"),
     Mutant("progress-chunk-start", "round5-fits", PA, "                progress(b, len(items))\n        return out",
-           "                progress(a, len(items))\n        return out", R5_FITS,
+           "                progress(a, len(items))\n        return out", _fits("progress"),
            "progress of one process reports each chunk's start, never the total"),
     Mutant("placeholder-uuid-usable", "round5-fits", ID,
            'if not re.fullmatch(r"[0-9a-f]{32}", digits) or digits in PLACEHOLDER_UUIDS:',
-           'if not re.fullmatch(r"[0-9a-f]{32}", digits):', R5_IDENT, "a placeholder uuid (GPU-XX, zeros) is an identity"),
-    Mutant("uuid-not-normalised", "round5-fits", ID, "    return text\n", "    return value.strip()\n", R5_IDENT,
-           "a uuid kept as printed (case, GPU- prefix): one GPU's two spellings are two GPUs"),
-    Mutant("uuid-gpu-prefix", "round5-fits", ID, USABLE, 'text = value.strip().lower().removeprefix("GPU-")', R5_IDENT,
-           "a GPU- prefixed uuid is never usable (prefix removed after lower-casing, in upper case)"),
-    Mutant("pci-bus-decimal", "round5-fits", ID, "{bus:02x}:", "{bus:02d}:", R5_IDENT,
+           'if not re.fullmatch(r"[0-9a-f]{32}", digits):', _ident("placeholder"),
+           "a placeholder uuid (GPU-XX, zeros) is an identity"),
+    Mutant("uuid-not-normalised", "round5-fits", ID, "    return text\n", "    return value.strip()\n",
+           _ident("spelling"), "a uuid kept as printed (case, GPU- prefix): one GPU's two spellings are two GPUs"),
+    Mutant("uuid-gpu-prefix", "round5-fits", ID, USABLE, 'text = value.strip().lower().removeprefix("GPU-")',
+           _ident("spelling"), "a GPU- prefixed uuid never usable (an upper-case prefix removed after lower-casing)"),
+    Mutant("pci-bus-decimal", "round5-fits", ID, "{bus:02x}:", "{bus:02d}:", _ident("pci_bus_id"),
            "PCI bus id written in decimal, not hex"),
     Mutant("pci-device-for-bus", "round5-fits", ID, 'bus = _int(props.get("pci_bus_id"))',
-           'bus = _int(props.get("pci_device_id"))', R5_IDENT, "the PCI bus read from pci_device_id"),
+           'bus = _int(props.get("pci_device_id"))', _ident("pci_bus_id"), "the PCI bus read from pci_device_id"),
     Mutant("sm-arch-minor-dropped", "round5-fits", ID, 'arch = f"sm_{major}{minor}"', 'arch = f"sm_{major}0"',
-           R5_IDENT, "an NVIDIA architecture without its minor version (sm_86 read as sm_80)"),
+           _ident("nvidia_architecture"), "an NVIDIA architecture without its minor version (sm_86 read as sm_80)"),
     Mutant("one-device-name-only", "round5-fits", ID, 'for key in ("name", "uuid"):', 'for key in ("name",):',
-           R5_IDENT, "a log of two GPUs of one model (two uuids) taken for one device"),
+           _ident("names_two_gpus"), "a log of two GPUs of one model (two uuids) taken for one device"),
     Mutant("short-uuid-fixed-8", "round5-fits", GR, "        out[u] = d[:n]\n", "        out[u] = d[:SHORT_UUID]\n",
-           R5_IDENT, "default labels keep 8 uuid digits even where two GPUs share them"),
+           _ident("differ_in_uuid"), "default labels keep 8 uuid digits even where two GPUs share them"),
     Mutant("one-gpu-none-uuid", "round5-fits", GR,
            "return len(parts) > 1 and len(uuids) == 1 and None not in uuids",
-           "return len(parts) > 1 and len(uuids) == 1", R5_IDENT, "sources without a uuid merged as one GPU"),
+           "return len(parts) > 1 and len(uuids) == 1", _ident("without_a_uuid"),
+           "sources without a uuid merged as one GPU"),
     Mutant("contradict-name-ignored", "round5-fits", GR,
-           'return dev.name if key == "name" else getattr(dev.identity, key)', "return getattr(dev.identity, key, None)",
-           R5_IDENT, "one uuid with two names in two sources accepted"),
+           'return dev.name if key == "name" else getattr(dev.identity, key)',
+           "return getattr(dev.identity, key, None)",
+           _ident("describe_differently"), "one uuid with two names in two sources accepted"),
 )
 
 
@@ -355,6 +374,8 @@ def main() -> None:
         print(f"| `{m.id}` | {m.group} | {Path(m.path).name} | {m.what} | {outcome}{note} | {why or '-'} |")
     for group in GROUPS:
         mine = [r for r in rows if r[0].group == group]
+        if not mine:
+            continue
         alive = [r[0].id for r in mine if r[1] == "survived" and not r[0].equivalent]
         print(f"\n{group}: {len(mine)} mutants, {sum(r[1] == 'killed' for r in mine)} killed, "
               f"{len(alive)} survived{(': ' + ', '.join(alive)) if alive else ''}")
