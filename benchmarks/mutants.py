@@ -23,7 +23,11 @@ verdicts when the per-shape verdict path was removed. ``audit`` are the slips a
 second audit found surviving or caught only by the golden file (the drift
 factor, the random-effects df, the pass-offset ddof, 90% band intervals, the
 per-pass minimum, the fit bootstrap without shape resampling); ``weak`` are
-slips the weak tests it listed let through. No selection runs the golden test.
+slips the weak tests it listed let through; ``round5-fits`` are slips of the
+stacked fits, the bootstrap, the physical bounds, the parallel chunks and the
+importers' identity (issue 38, part 1), each run first against the property
+test of tests/test_properties_fits.py or tests/test_properties_identity.py
+written for it. No selection runs the golden test.
 """
 
 from __future__ import annotations
