@@ -1,6 +1,7 @@
 """Mutation run over the statistics: single-line slips in mfu_sweep/analysis/, each against the tests that catch it.
 
-Run:  make mutants    (or: .venv/bin/python benchmarks/mutants.py [--only ID ...] [--timeout 600] [--list])
+Run:  make mutants    (or: .venv/bin/python benchmarks/mutants.py [--only ID ...] [--group SET ...]
+      [--under PATH ...] [--timeout 600] [--list])
 
 Not part of CI: each mutant runs a narrow test selection (``pytest -x``, so a
 killed mutant stops at the first failing test) in a copy of the tree in a
@@ -22,7 +23,11 @@ verdicts when the per-shape verdict path was removed. ``audit`` are the slips a
 second audit found surviving or caught only by the golden file (the drift
 factor, the random-effects df, the pass-offset ddof, 90% band intervals, the
 per-pass minimum, the fit bootstrap without shape resampling); ``weak`` are
-slips the weak tests it listed let through. No selection runs the golden test.
+slips the weak tests it listed let through; ``round5-fits`` are slips of the
+stacked fits, the bootstrap, the physical bounds, the parallel chunks and the
+importers' identity (issue 38, part 1), each run first against the property
+test of tests/test_properties_fits.py or tests/test_properties_identity.py
+written for it. No selection runs the golden test.
 """
 
 from __future__ import annotations
@@ -55,6 +60,12 @@ BANDS = ((VAR,), (CAL, "-k", "crossover or compare_band"), ("tests/test_bands.py
 SEGMENTS = (("tests/test_bands.py",), (CAL, "-k", "crossover or compare_band"), COMPARE)
 PAIR = (COMPARE,)
 FITS = ((VAR, "-k", "fit"), (CAL, "-k", "fit"), ("tests/test_fit.py",))
+# round5-fits: the stacked fits, the bootstrap, the physical bounds, the parallel chunks and the importers' identity;
+# each mutant runs the property test written for it first (tests/test_properties_*.py), then its package's tests
+PF, PI = "tests/test_properties_fits.py", "tests/test_properties_identity.py"
+R5_FITS = FITS + (("tests/test_parallel.py",),)
+R5_IDENT = (("tests/test_import_identity.py",), ("tests/test_identity.py",))
+
 
 
 def _first(first: tuple[str, ...], rest: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
@@ -62,10 +73,18 @@ def _first(first: tuple[str, ...], rest: tuple[tuple[str, ...], ...]) -> tuple[t
     return (first, *rest)
 
 
+def _fits(k: str) -> tuple[tuple[str, ...], ...]:
+    return _first((PF, "-k", k), R5_FITS)
+
+
+def _ident(k: str) -> tuple[tuple[str, ...], ...]:
+    return _first((PI, "-k", k), R5_IDENT)
+
+
 @dataclass(frozen=True)
 class Mutant:
     id: str
-    group: str  # "named", "fresh", "bands", "audit" or "weak"
+    group: str  # "named", "fresh", "bands", "audit", "weak" or "round5-fits"
     path: str
     old: str
     new: str
@@ -80,8 +99,14 @@ B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/seg
 BT = "mfu_sweep/analysis/verdicts/band_tests.py"
 FE, FC = "mfu_sweep/analysis/fleet/evidence.py", "mfu_sweep/analysis/fleet/cells.py"
 R = "mfu_sweep/analysis/fits/roofline.py"
+FI, BA, LS = "mfu_sweep/analysis/fits/fit.py", "mfu_sweep/analysis/fits/batch.py", "mfu_sweep/analysis/fits/lsq.py"
+PH, PA = "mfu_sweep/analysis/fits/physical.py", "mfu_sweep/analysis/fits/parallel.py"
+ID, GR = "mfu_sweep/importers/identity.py", "mfu_sweep/importers/grouping.py"
+STACK_SETTLED = "settled = None if first.settled is None else [p.settled for p in problems]"
+USABLE = 'text = value.strip().lower().removeprefix("gpu-")'
 RUNS_HALF = "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
 
+GROUPS = ("named", "fresh", "bands", "audit", "weak", "round5-fits")
 MUTANTS = (
     # -- named: survived an older suite, or nearly (the per-shape ones retargeted to the band verdicts) --
     Mutant("welch-pass-count", "named", BT, "va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs",
@@ -171,6 +196,113 @@ MUTANTS = (
            "band interval (one pass, Hodges-Lehmann) at 90%"),
     Mutant("points-90-percent", "weak", BS, "q = student_t.ppf(1 - alpha / 2, df)", "q = student_t.ppf(1 - alpha, df)",
            _first((CAL, "-k", "compare_band"), SEGMENTS), "per-shape intervals at 90%"),
+    # -- round5-fits: issue #38 part 1, designed from the code and docs of fits/ and the importers' identity
+    #    before reading their tests; batched fits, bootstrap, physical bounds, parallel chunks, identity --
+    Mutant("stack-settled-first", "round5-fits", BA, STACK_SETTLED,
+           "settled = None if first.settled is None else first.settled", _fits("stacked_fits"),
+           "a stacked bootstrap stops every problem on the first problem's rule (asked with all rows)"),
+    Mutant("stack-settled-shared", "round5-fits", BA, STACK_SETTLED,
+           "settled = None if first.settled is None else [first.settled] * len(problems)", _fits("stacked_fits"),
+           "every group of a stacked bootstrap asks the first problem's stop rule (one shared state)"),
+    Mutant("stack-key-no-settings", "round5-fits", BA, "len(self.log_f), self.settings, self.settled is None)",
+           "len(self.log_f), self.settled is None)", _fits("different_settings"),
+           "problems of different solver settings (loss, f_scale) stacked under the first one's"),
+    Mutant("max-cells-ignored", "round5-fits", BA,
+           "if chunk and (i < 0 or sum(problems[j].cells for j in [*chunk, i]) > max_cells):",
+           "if chunk and i < 0:", _fits("max_cells"), "stacked solves not split at MAX_CELLS rows x shapes"),
+    Mutant("members-off-by-one", "round5-fits", LS, "bounds = np.flatnonzero(np.diff(groups[order])) + 1",
+           "bounds = np.flatnonzero(np.diff(groups[order]))", _fits("stacked_fits"),
+           "group boundaries one row early: each group's first row acts with the previous group"),
+    Mutant("prune-global-min", "round5-fits", LS, "prune[1] * np.min(state.cost[m])", "prune[1] * np.min(state.cost)",
+           _fits("stacked_fits"), "starting points pruned against the lowest cost of all stacked groups"),
+    Mutant("settle-all-rows", "round5-fits", LS, "if not done[m].all() and ask(x[m]):",
+           "if not done[m].all() and ask(x):", _fits("stacked_fits"),
+           "each group's stop rule asked with every stacked row"),
+    Mutant("settle-any-group", "round5-fits", LS, "    return bool(done.all())", "    return bool(done.any())",
+           _fits("stacked_fits"), "a stacked solve stops when any row is done, not every group"),
+    Mutant("bound-held-sign", "round5-fits", LS, "held = (at_low & (grad > 0)) | (at_high & (grad < 0))",
+           "held = (at_low & (grad < 0)) | (at_high & (grad > 0))", _fits("start_at_a_bound"),
+           "a parameter at a bound held when the gradient points into the box"),
+    Mutant("boot-counts-no-duplicates", "round5-fits", R,
+           "np.add.at(counts, (np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()), 1.0)",
+           "counts[np.repeat(np.arange(n_boot), idx.shape[1]), idx.ravel()] = 1.0",
+           _first(("tests/test_fit.py", "-k", "matches_scipy"), R5_FITS),
+           "a shape drawn twice by the bootstrap weighs once"),
+    Mutant("boot-skip-last-shape", "round5-fits", R, "idx = np.sort(rng.integers(0, n, (n_boot, n)), axis=1)",
+           "idx = np.sort(rng.integers(0, n - 1, (n_boot, n)), axis=1)", _fits("every_shape_alike"),
+           "the bootstrap never draws the largest shape"),
+    Mutant("boot-no-sample-resampling", "round5-fits", R,
+           "draws[rows] = np.log(_median_last(stack.ravel().take(picks)))",
+           "draws[rows] = np.log(_median_last(stack))[:, None]", _fits("resampled_medians"),
+           "the bootstrap resamples shapes but not the samples within a shape"),
+    Mutant("pass-shift-normal", "round5-fits", R, ".standard_t(n_passes - 1, n_boot)", ".standard_normal(n_boot)",
+           _fits("mean_of_r_passes"), "pass-level shifts normal, not Student's t with R - 1 df"),
+    Mutant("pass-shift-no-sqrt-r", "round5-fits", R,
+           "spread = float(np.std(pass_offsets(data), ddof=1)) / math.sqrt(n_passes)",
+           "spread = float(np.std(pass_offsets(data), ddof=1))", _fits("mean_of_r_passes"),
+           "pass-level shift of one pass, not of the mean of R passes"),
+    Mutant("pass-shift-shared-stream", "round5-fits", R, "default_rng([seed, PASS_STREAM, _content_word(data)])",
+           "default_rng([seed, PASS_STREAM])", _fits("independent"),
+           "two series fitted with one seed get the same pass shifts"),
+    Mutant("shift-sign-flip", "round5-fits", R, "out[:, 1:3] -= shift[:, None]", "out[:, 1:3] += shift[:, None]",
+           _fits("scales_the_time"), "a pass shift moves P and W up with t0 (sign flip)"),
+    Mutant("settle-tol-wide", "round5-fits", R, "def __init__(self, alpha: float, tol: float = 1e-3)",
+           "def __init__(self, alpha: float, tol: float = 1e-1)", _fits("interval_rule"),
+           "bootstrap stops when its quantiles move less than 10%, not 0.1%"),
+    Mutant("interval-90", "round5-fits", FI, "lo, hi = np.quantile(values, [alpha / 2, 1 - alpha / 2])",
+           "lo, hi = np.quantile(values, [alpha, 1 - alpha])", _fits("bootstrap_percentiles"),
+           "fit intervals at 90% instead of 95%"),
+    Mutant("cache-key-no-passes", "round5-fits", FI, "    for p in data.passes:\n        h.update(p.tobytes())\n",
+           "", _fits("cached_fit"), "fit cache key ignores which pass each sample came from"),
+    Mutant("bounded-low-min", "round5-fits", FI, "lower[2] = max(lower[2], math.log(plausible.low_tbs))",
+           "lower[2] = min(lower[2], math.log(plausible.low_tbs))", _fits("plausible_range"),
+           "the plausible range's lower end never bounds W"),
+    Mutant("at-prior-tolerance", "round5-fits", FI, "_robust_cost(best, y, data, opts) * (1 + 1e-4)",
+           "_robust_cost(best, y, data, opts) * (1 + 1e-1)", _fits("unconstrained_w"),
+           "an unconstrained W moved to the copy (else spec) bandwidth even when the fit gets 10% worse"),
+    Mutant("groups-copy-key", "round5-fits", FI,
+           "items = [(series[k], (copy_bandwidth or {}).get(k.label)) for k in keys]",
+           "items = [(series[k], (copy_bandwidth or {}).get(str(k))) for k in keys]", _fits("stacked_fits"),
+           "fit_groups looks the copy bandwidth up by series key, not label (never found)"),
+    Mutant("skip-reason-default-min", "round5-fits", FI,
+           'skipped[key] = why_unfittable(series[key], kw.get("min_shapes", MIN_SHAPES))',
+           "skipped[key] = why_unfittable(series[key])", _fits("skipped_series"),
+           "fit_groups says why a series was skipped against the default min_shapes"),
+    Mutant("bw-high-min", "round5-fits", PH, "top = max(x for x in (spec_tbs, copy_tbs) if x)",
+           "top = min(x for x in (spec_tbs, copy_tbs) if x)", _fits("holds_the_measured_copy"),
+           "plausible upper end from the smaller of spec and copy bandwidth"),
+    Mutant("tie-mean-spread", "round5-fits", PH, "spread = float(np.exp(np.max(np.abs(y - (slope * x + icpt)))))",
+           "spread = float(np.exp(np.mean(np.abs(y - (slope * x + icpt)))))", _fits("unties"),
+           "bytes 'tied' to FLOPs by the mean, not the largest, departure from the power law"),
+    Mutant("progress-chunk-start", "round5-fits", PA, "                progress(b, len(items))\n        return out",
+           "                progress(a, len(items))\n        return out", _fits("progress"),
+           "progress of one process reports each chunk's start, never the total"),
+    Mutant("placeholder-uuid-usable", "round5-fits", ID,
+           'if not re.fullmatch(r"[0-9a-f]{32}", digits) or digits in PLACEHOLDER_UUIDS:',
+           'if not re.fullmatch(r"[0-9a-f]{32}", digits):', _ident("placeholder"),
+           "a placeholder uuid (GPU-XX, zeros) is an identity"),
+    Mutant("uuid-not-normalised", "round5-fits", ID, "    return text\n", "    return value.strip()\n",
+           _ident("spelling"), "a uuid kept as printed (case, GPU- prefix): one GPU's two spellings are two GPUs"),
+    Mutant("uuid-gpu-prefix", "round5-fits", ID, USABLE, 'text = value.strip().lower().removeprefix("GPU-")',
+           _ident("spelling"), "a GPU- prefixed uuid never usable (an upper-case prefix removed after lower-casing)"),
+    Mutant("pci-bus-decimal", "round5-fits", ID, "{bus:02x}:", "{bus:02d}:", _ident("pci_bus_id"),
+           "PCI bus id written in decimal, not hex"),
+    Mutant("pci-device-for-bus", "round5-fits", ID, 'bus = _int(props.get("pci_bus_id"))',
+           'bus = _int(props.get("pci_device_id"))', _ident("pci_bus_id"), "the PCI bus read from pci_device_id"),
+    Mutant("sm-arch-minor-dropped", "round5-fits", ID, 'arch = f"sm_{major}{minor}"', 'arch = f"sm_{major}0"',
+           _ident("nvidia_architecture"), "an NVIDIA architecture without its minor version (sm_86 read as sm_80)"),
+    Mutant("one-device-name-only", "round5-fits", ID, 'for key in ("name", "uuid"):', 'for key in ("name",):',
+           _ident("names_two_gpus"), "a log of two GPUs of one model (two uuids) taken for one device"),
+    Mutant("short-uuid-fixed-8", "round5-fits", GR, "        out[u] = d[:n]\n", "        out[u] = d[:SHORT_UUID]\n",
+           _ident("differ_in_uuid"), "default labels keep 8 uuid digits even where two GPUs share them"),
+    Mutant("one-gpu-none-uuid", "round5-fits", GR,
+           "return len(parts) > 1 and len(uuids) == 1 and None not in uuids",
+           "return len(parts) > 1 and len(uuids) == 1", _ident("without_a_uuid"),
+           "sources without a uuid merged as one GPU"),
+    Mutant("contradict-name-ignored", "round5-fits", GR,
+           'return dev.name if key == "name" else getattr(dev.identity, key)',
+           "return getattr(dev.identity, key, None)",
+           _ident("describe_differently"), "one uuid with two names in two sources accepted"),
 )
 
 
@@ -217,12 +349,17 @@ def _pytest(selection: tuple[str, ...], tree: Path, env: dict[str, str], timeout
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=None, help="run only these mutant ids")
+    parser.add_argument("--group", nargs="*", default=None, choices=GROUPS, help="run only the mutants of these sets")
+    parser.add_argument("--under", nargs="*", default=None, metavar="PATH",
+                        help="run only the mutants of files under these paths (e.g. mfu_sweep/analysis/fits)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant (default 600)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = parser.parse_args()
-    chosen = [m for m in MUTANTS if args.only is None or m.id in args.only]
+    chosen = [m for m in MUTANTS if (args.only is None or m.id in args.only)
+              and (args.group is None or m.group in args.group)
+              and (args.under is None or any(m.path.startswith(u.rstrip("/") + "/") for u in args.under))]
     if args.list or not chosen:
-        for m in MUTANTS:
+        for m in chosen if args.list and chosen else MUTANTS:
             print(f"{m.id:30} {m.group:6} {m.path}: {m.what}")
         return
     rows, stale = [], 0
@@ -239,8 +376,10 @@ def main() -> None:
     for m, outcome, _took, why in rows:
         note = f" (argued equivalent: {m.equivalent})" if m.equivalent and outcome == "survived" else ""
         print(f"| `{m.id}` | {m.group} | {Path(m.path).name} | {m.what} | {outcome}{note} | {why or '-'} |")
-    for group in ("named", "fresh", "bands", "audit", "weak"):
+    for group in GROUPS:
         mine = [r for r in rows if r[0].group == group]
+        if not mine:
+            continue
         alive = [r[0].id for r in mine if r[1] == "survived" and not r[0].equivalent]
         print(f"\n{group}: {len(mine)} mutants, {sum(r[1] == 'killed' for r in mine)} killed, "
               f"{len(alive)} survived{(': ' + ', '.join(alive)) if alive else ''}")
