@@ -127,24 +127,26 @@ def test_identical_chips_rarely_get_a_fit_crossover() -> None:
     assert with_fit <= 1, with_fit
 
 
-def test_unmatched_shapes_are_paired_by_flops_never_interpolated() -> None:
-    # SYNTHETIC: B measured every shape 3% larger in FLOPs than A's (no shape in common). Every point is two
-    # measured shapes, one of each side (paired by FLOPs), no band uses more shapes than either side measured
-    # in it, and the crossovers are still found; interleaved grids 0.2 decade apart cannot be paired: one error
-    # that says why and what to sweep.
+def test_unmatched_shapes_are_compared_with_the_other_sides_prediction_at_that_shape() -> None:
+    # SYNTHETIC: B measured every shape 3% larger in FLOPs than A's (no shape in common). Every point is one
+    # side's measured shape against the other side's prediction at that very shape (model-based), each shape
+    # measured once, the bands say how many points of each kind they rest on, and the crossovers are still
+    # found. Square shapes against skinny ones (no square shape near a skinny one): nothing can be predicted
+    # without extrapolating, and one error says why and what to sweep.
     pa, pb = {"P_tflops": 1000, "W_tbs": 0.5, "t0_s": 5e-6}, {"P_tflops": 500, "W_tbs": 8, "t0_s": 10e-6}
     docs = (make_sweep_doc("A", flops=FLOPS, seed=1, **pa, **PASSES),
             make_sweep_doc("B", flops=[f * 1.03 for f in FLOPS], seed=2, **pb, **PASSES))
     [c] = compare_all(_sweeps(*docs), "tflops", use_fit=False)
-    assert {p.method for p in c.points} == {"paired"} and {p.interpolated for p in c.points} == {None}
-    assert len(c.points) == len({p.shape.split("~")[0] for p in c.points}) == len({p.shape.split("~")[1]
-                                                                                 for p in c.points})
+    assert {p.method for p in c.points} == {"model"} and {p.interpolated for p in c.points} == {"A", "B"}
+    assert len({p.shape for p in c.points}) == len(c.points)
     for band in c.bands:
-        assert band.n == band.shapes_a == band.shapes_b <= min(band.measured_a, band.measured_b)
-        assert band.matched == 0
+        assert band.matched == 0 and band.split.matched == 0 and band.split.weight_matched == 0
+        assert band.shapes_a <= band.measured_a and band.shapes_b <= band.measured_b
+        assert band.to_json("A", "B")["evidence_split"]["model_based"] == band.n
     assert [(x.from_label, x.to_label) for x in c.crossovers] == [("A", "B"), ("B", "A")]
-    far = (make_sweep_doc("A", flops=FLOPS[::2], seed=1, **pa, **PASSES),
-           make_sweep_doc("B", flops=FLOPS[1::2], seed=2, **pb, **PASSES))
+    skinny = [f"{s}x{s}x{64}" for s in (256, 512, 1024, 2048, 4096, 8192)]
+    far = (make_sweep_doc("A", flops=FLOPS, seed=1, **pa, **PASSES),
+           make_sweep_doc("B", shapes=skinny, seed=2, **pb, **PASSES))
     with pytest.raises(CompareError, match="no shape was measured by both.*sweep the same shapes"):
         compare_all(_sweeps(*far), "tflops", use_fit=False)
 
@@ -272,10 +274,12 @@ def test_compare_human_output(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     # eight shapes both measured, one value each: one band (the signed-rank test needs ~10 shapes), and a 5%
     # lead either side of 5 GFLOP is not enough for it; the per-shape table stays as detail. chip-b's ninth
-    # shape has no partner measured by chip-a: it is counted as measured, never read off chip-a's curve.
+    # shape lies among chip-a's: compared with chip-a's prediction there (model-based, with its share of the
+    # band's evidence); its tenth lies beyond chip-a's largest shape and is left out (no extrapolation).
     assert "interp" not in res.output
-    assert ("band 32 MFLOP-320 GFLOP: 8 measured shapes of each (8 matched, 0 paired by FLOPs; measured in the "
-            "band: 8 of chip-a, 9 of chip-b)") in res.output
+    assert ("band 32 MFLOP-320 GFLOP: 9 points (8 matched shapes, 1 model-based; measured in the band: 8 of "
+            "chip-a, 9 of chip-b)") in res.output
+    assert "from 8 matched shapes" in res.output and "left out: 1 of chip-b" in res.output
     assert "[method shapes; run-to-run variation not measured]." in res.output
     assert res.output.rstrip().splitlines()[-1].startswith(
         "chip-a vs chip-b (bf16, eager, TFLOP/s): no confident leader from 100 MFLOP to 320 GFLOP (neither is "
@@ -395,16 +399,16 @@ def _shares_by_nearest_level(points: list) -> dict:
 
 
 def test_summary_reads_a_fragmented_grid_comparison() -> None:
-    """SYNTHETIC: B measured a non-square grid (many shapes per FLOP count) and is slow in two bands of
-    FLOPs, so A's lead comes in pieces and the segments fragment."""
+    """SYNTHETIC: a non-square grid (many shapes per FLOP count), which A also measured between its square
+    shapes, and B is slow in two bands of FLOPs, so A's lead comes in pieces and the segments fragment."""
     def b_time(f: float, nbytes: float) -> float:
         band = 2**25.5 <= f < 2**27.5 or 2**29.5 <= f
         return roofline_time(f, nbytes, 100, 1.0, 5e-6) * (1.4 if band else 1.0)
 
     grid = [f"{m}x{n}x{k}" for m in (256, 512, 1024) for n in (256, 512, 1024) for k in (256, 512, 1024)]
     passes = {"noise_model": NOISE_MODELS["per-shape 1%"], "repeats": 3}
-    a = make_sweep_doc("A", P_tflops=100, W_tbs=1.0, t0_s=5e-6, flops=[2.0 * s**3 for s in range(192, 1100, 64)],
-                       seed=3, **passes)
+    squares = [f"{s}x{s}x{s}" for s in range(192, 1100, 64) if s not in (256, 512, 1024)]
+    a = make_sweep_doc("A", P_tflops=100, W_tbs=1.0, t0_s=5e-6, shapes=grid + squares, seed=3, **passes)
     b = make_sweep_doc("B", P_tflops=100, W_tbs=1.0, t0_s=5e-6, shapes=grid, seed=4, time_fn=b_time, **passes)
     [c] = compare_all(_sweeps(a, b), "tflops", use_fit=False)
     # B is slow in two bands of FLOPs: two A leads with an ambiguous band between them
@@ -413,7 +417,7 @@ def test_summary_reads_a_fragmented_grid_comparison() -> None:
     assert s is not None
     want = _shares_by_nearest_level(list(c.points))
     assert s.share_a == pytest.approx(want["A"], abs=1e-3)
-    assert s.share_ambiguous == pytest.approx(want[None], abs=1e-3)
+    assert s.share_ambiguous + s.share_same == pytest.approx(want[None], abs=1e-3)  # no leader: same or ambiguous
     assert s.share_b == 0.0 and 0.3 < s.share_a < 0.9
     widest = max((x for x in c.segments if x.leader), key=lambda x: x.end_flops / x.start_flops)
     assert s.longest == widest
