@@ -17,20 +17,25 @@ side preferring its own aspects: side a keeps a drawn shape with weight ``exp(pr
 b with ``exp(-prefer * spread)`` (square); a share ``matched`` of each side's list is common to both. Pairing by
 FLOPs then sets skinny shapes of a against square ones of b and "finds" a lead for b.
 
+:func:`split_table` makes two such sides out of two REAL published series that measured the same shapes (the
+values stay theirs), and :func:`split_goals` scores a comparison of them against its matched shapes alone.
+
 Never write this into ``sweeps/`` or ``plots/``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mfu_sweep.analysis.verdicts.comparison import LN_TERA
+from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts.comparison import LN_TERA, Comparison
 from mfu_sweep.analysis.verdicts.curves import PassCurve
 
 SIZES = np.arange(256, 8192 + 1, 64)
+MIN_MATCHED = 5  # bands with at least this many exact matches are scored against them (issue 35)
 
 
 @dataclass(frozen=True)
@@ -137,3 +142,39 @@ def aspect_calls(model: AspectModel, seeds: int, seed: int = 0, **kw: object) ->
         out.append([(b.state, math.log10(b.median_flops), b.split.weight_matched if b.split else 1.0)
                     for b in bands])
     return out
+
+
+def split_table(sa: Series, sb: Series, matched: float, rng: np.random.Generator,
+                adversarial: bool = True) -> tuple[Series, Series]:
+    """Two sides with their own shape lists made from two REAL series that measured the same shapes, by
+    hiding shapes: a share ``matched`` stays on both sides, and each other shape stays on one side only
+    (``adversarial``: the skinnier half on side a, the squarer half on side b; else at random). The values
+    are the series' own; only which side keeps which shape is made up here."""
+    names = sorted({str(r.shape) for r in sa.records} & {str(r.shape) for r in sb.records})
+    rows = np.array([[float(v) for v in ("1x" + n if n.count("x") == 2 else n).split("x")]
+                     for n in names]).reshape(-1, 4)
+    skinny = _spread(rows) + np.log2(rows[:, 0])
+    keep = rng.random(len(names)) < matched
+    rest = np.flatnonzero(~keep)
+    to_a = (skinny[rest] > np.median(skinny[rest])) if adversarial else rng.random(len(rest)) < 0.5
+    side_a = {names[i] for i in np.flatnonzero(keep)} | {names[i] for i in rest[to_a]}
+    side_b = {names[i] for i in np.flatnonzero(keep)} | {names[i] for i in rest[~to_a]}
+    return (replace(sa, records=tuple(r for r in sa.records if str(r.shape) in side_a)),
+            replace(sb, records=tuple(r for r in sb.records if str(r.shape) in side_b)))
+
+
+def split_goals(c: Comparison, margin: float) -> tuple[int, int, float]:
+    """Scored against the matched shapes alone, per band with at least ``MIN_MATCHED`` of them: (bands scored,
+    bands with a lead the matched shapes do not show beyond the margin, largest |log(band ratio / the
+    matched shapes' geometric mean)|)."""
+    delta = math.log1p(margin)
+    scored, against, worst = 0, 0, 0.0
+    for band in c.bands:
+        d = [math.log(p.ratio) for p in c.points[band.start:band.stop] if p.method == "matched"]
+        if len(d) < MIN_MATCHED:
+            continue
+        scored += 1
+        mean = float(np.mean(d))
+        against += bool(band.verdict) and mean * band.verdict <= delta
+        worst = max(worst, abs(band.estimate - mean))
+    return scored, against, worst

@@ -209,7 +209,7 @@ def _band_line(c: Any, band: Any) -> str:
             if j["left_out_a"] or j["left_out_b"] else "")
     measured = (f"; measured in the band: {j['measured_a']} of {c.a}, {j['measured_b']} of {c.b}{left}"
                 if j["measured_a"] is not None else "")
-    split = f"; {band.split.text()}" if band.split is not None and (band.split.model or band.split.dropped) else ""
+    split = f"; {band.split.text()}" if band.split is not None and (band.split.model or band.split.shown) else ""
     return (f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} points ({j['matched']} "
             f"matched shapes, {model} model-based{measured}), {c.a} ahead on {band.wins_a}, {c.b} on "
             f"{band.wins_b}; a/b {metric_name(c.metric)} x{j['ratio']:.3g} {ci}, p(Holm) {band.p_adjusted:.2g}: "

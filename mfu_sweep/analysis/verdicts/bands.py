@@ -363,7 +363,7 @@ def bands_and_runs(flops: Sequence[float], values_a: np.ndarray, values_b: np.nd
             return runs_test(d[s:e], run_var, s, e, sides, alpha, cal, None if terms is None else terms.model[s:e])
         if terms is None:
             return shapes_test(d[s:e], alpha, drift, cal, i < j)
-        return mixed_test(d, terms, s, e, alpha, drift, cal, delta, i < j)
+        return mixed_test(d, terms, s, e, alpha, drift, cal, i < j)
 
     fam = _family(_runs_of_bands(len(edges), run_longest(run_var is not None) if merge else 0),
                   test_of, delta, alpha)

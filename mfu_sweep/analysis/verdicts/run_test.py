@@ -6,18 +6,19 @@ test of a shifted log ratio that the four verdicts read (:func:`claims`), for th
     estimate (:mod:`mfu_sweep.analysis.verdicts.band_tests`); the drift factor
     only for series measured in FLOP order (``drift`` 1 otherwise).
 ``shapes`` with model-based points (the two sides measured different shape lists)
-    Two parts: the matched shapes (signed-rank, Hodges-Lehmann; below
-    ``MIN_MATCHED_RANK`` shapes they join the second part) and the model-based
-    points (:mod:`mfu_sweep.analysis.verdicts.matching`), whose mean has an exact
-    variance under the local model (every measured value a prediction shares is
-    counted once per point that uses it) plus the scatter of the true ratio across
-    shapes (a moment estimate, like a random effect). The model-based part joins
-    only when it agrees with the matched part (their difference within its
-    uncertainty at ``AGREE_ALPHA``); then the two are combined by inverse variance
-    and tested with a t test (Satterthwaite df). With at least ``VETO_MATCHED``
-    matched shapes a lead also needs the matched shapes' own estimate beyond the
-    margin that way: model-based points never make a lead the matched shapes do
-    not show. :class:`EvidenceSplit` says how much of the estimate each part carries.
+    Matched shapes first: a run with at least ``DECIDE_MATCHED`` of them is
+    decided by them alone (signed-rank, Hodges-Lehmann, as above); its
+    model-based points are shown beside (their own ratio), never used, so they
+    can neither make a lead the matched shapes do not show nor move the ratio
+    away from theirs. A run with fewer is decided through the local model
+    (:mod:`mfu_sweep.analysis.verdicts.matching`): the mean of its points, its
+    few matched shapes included with the model's residual variance, tested
+    with a t test against an exact variance under the model (every measured
+    value a prediction uses counted once with each coefficient it has, shared
+    neighbours included) plus the scatter of the true ratio across shapes
+    beyond what the model explains (a moment estimate, like a random effect),
+    Satterthwaite df. :class:`EvidenceSplit` says which points carry the
+    verdict and how much.
 ``runs`` (passes)
     The band mean with the shape as a random effect against run-to-run variance,
     pass offsets and drift within passes; a model-based point's prediction
@@ -32,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from mfu_sweep.analysis.verdicts.band_tests import (
@@ -47,43 +47,42 @@ from mfu_sweep.analysis.verdicts.band_tests import (
 Shifted = Callable[[float], tuple[float, int]]  # shift -> (two-sided p, sign) of the test of d - shift
 
 MERGED_HL_MAX = 400  # a run of several bands takes the median above this many shapes (Walsh averages are n^2)
-MIN_MATCHED_RANK = 6  # fewest matched shapes with a signed-rank interval of their own at alpha 0.05
-AGREE_ALPHA = 0.05  # model-based points join only if their mean agrees with the matched shapes' at this level
-VETO_MATCHED = 5  # from this many matched shapes, a lead needs them to show it beyond the margin themselves
+DECIDE_MATCHED = 5  # a run with this many exact matches is decided by them alone (issue 35's measured goal)
 
 
 @dataclass(frozen=True)
 class EvidenceSplit:
-    """How much of a band's (or run's) verdict comes from matched shapes and how much from model-based points.
+    """Which points carry a band's (or run's) verdict: matched shapes, model-based points, or both.
 
-    ``matched`` and ``model`` count the points of each kind the test used, ``dropped`` the model-based points
-    left out because their mean disagreed with the matched shapes'; ``weight_matched`` is the matched part's
-    share of the estimate's weight (inverse variance; 1 when no model-based point is used); ``ratio_matched``
-    and ``ratio_model`` are each part's own ratio a/b (None when the part is empty).
+    ``matched`` and ``model`` count the points of each kind the test used; ``shown`` the model-based points
+    shown beside but not used (the matched shapes decide); ``weight_matched`` is the matched shapes' share of
+    the estimate (1 when they decide; their share of the points when every point goes through the local model);
+    ``ratio_matched`` and ``ratio_model`` are each kind's own geometric-mean ratio a/b (None when empty).
     """
 
     matched: int
     model: int
-    dropped: int = 0
+    shown: int = 0
     weight_matched: float = 1.0
     ratio_matched: float | None = None
     ratio_model: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"matched": self.matched, "model_based": self.model, "model_based_dropped": self.dropped,
+        return {"matched": self.matched, "model_based": self.model, "model_based_not_used": self.shown,
                 "weight_matched": self.weight_matched, "weight_model_based": 1.0 - self.weight_matched,
                 "ratio_matched": self.ratio_matched, "ratio_model_based": self.ratio_model}
 
     def text(self) -> str:
-        """E.g. "72% from 26 matched shapes, 28% from 30 model-based" (the share of the estimate's weight)."""
-        if not self.model and not self.dropped:
+        """E.g. "decided by 26 matched shapes; 30 model-based beside (x0.97), not used" or "decided through the
+        local model: 3 matched shapes and 40 model-based"."""
+        if not self.model and not self.shown:
             return f"all from {self.matched} matched shapes"
-        parts = [f"{self.weight_matched:.0%} from {self.matched} matched shapes"]
-        if self.model:
-            parts.append(f"{1 - self.weight_matched:.0%} from {self.model} model-based")
-        if self.dropped:
-            parts.append(f"{self.dropped} model-based left out (they disagree with the matched shapes)")
-        return ", ".join(parts)
+        if self.shown:
+            return (f"decided by {self.matched} matched shapes; {self.shown} model-based beside "
+                    f"(x{self.ratio_model:.3g}), not used")
+        if not self.matched:
+            return f"decided by {self.model} model-based points"
+        return f"decided through the local model: {self.matched} matched shapes and {self.model} model-based"
 
 
 @dataclass(frozen=True)
@@ -144,9 +143,13 @@ def shapes_test(x: np.ndarray, alpha: float, drift: float, cal: tuple[float, flo
 
 def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int, sides: tuple,
               alpha: float, cal: tuple[float, float] | None, model: np.ndarray | None = None) -> RunTest:
-    """Random-effects band mean against run-to-run variance, pass offsets and drift within passes."""
-    mu, se, df = (float(y[0]) for y in random_effects(x, run_var[0][s:e], run_var[1][s:e]))
-    parts = [(se**2, df), *_correlated(sides, run_var, s, e)]
+    """Random-effects band mean against run-to-run variance, pass offsets and drift within passes; with
+    ``DECIDE_MATCHED`` matched shapes, over them alone (model-based points shown beside)."""
+    is_model = np.zeros(len(x), dtype=bool) if model is None else model
+    used = ~is_model if is_model.any() and (~is_model).sum() >= DECIDE_MATCHED else np.ones(len(x), dtype=bool)
+    v, f = run_var[0][s:e][used], run_var[1][s:e][used]
+    mu, se, df = (float(y[0]) for y in random_effects(x[used], v, f))
+    parts = [(se**2, df), *_correlated(sides, run_var, s, e, used)]
     if cal is not None:
         parts.append(cal)
     p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0
@@ -157,17 +160,18 @@ def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: 
         z = mu - shift
         return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
 
-    return RunTest(mu, mu - half, mu + half, p_unit, None, shifted, _runs_split(x, run_var[0][s:e], model))
+    return RunTest(mu, mu - half, mu + half, p_unit, None, shifted, _runs_split(x, run_var[0][s:e], is_model, used))
 
 
-def _runs_split(x: np.ndarray, v: np.ndarray, model: np.ndarray | None) -> EvidenceSplit:
-    """The evidence split of a ``runs`` band: inverse-variance weights of its matched and model-based points."""
-    is_model = np.zeros(len(x), dtype=bool) if model is None else model
-    w = np.where(np.isfinite(v) & (v > 0), 1.0 / np.where(v > 0, v, 1.0), 0.0)
+def _runs_split(x: np.ndarray, v: np.ndarray, is_model: np.ndarray, used: np.ndarray) -> EvidenceSplit:
+    """The evidence split of a ``runs`` band: its matched and model-based points, and the matched shapes' share
+    of the inverse-variance weight of the points used."""
+    w = np.where(used & np.isfinite(v) & (v > 0), 1.0 / np.where(v > 0, v, 1.0), 0.0)
     total = float(w.sum())
-    share = float(w[~is_model].sum()) / total if total > 0 else float((~is_model).mean()) if len(x) else 1.0
+    share = float(w[~is_model].sum()) / total if total > 0 else 1.0
     part = [(float(math.exp(np.mean(x[m]))) if m.any() else None) for m in (~is_model, is_model)]
-    return EvidenceSplit(int((~is_model).sum()), int(is_model.sum()), 0, share, part[0], part[1])
+    shown = int((is_model & ~used).sum())
+    return EvidenceSplit(int((~is_model & used).sum()), int((is_model & used).sum()), shown, share, *part)
 
 
 # -- shapes with model-based points ------------------------------------------------------------------------------
@@ -213,48 +217,23 @@ def _model_part(d: np.ndarray, idx: np.ndarray, terms: ModelTerms) -> tuple[floa
 
 
 def mixed_test(d: np.ndarray, terms: ModelTerms, s: int, e: int, alpha: float, drift: float,
-               cal: tuple[float, float] | None, delta: float, merged: bool = False) -> RunTest:
+               cal: tuple[float, float] | None, merged: bool = False) -> RunTest:
     """The test of points ``s:e`` when some are model-based (see the module docstring)."""
     idx = np.arange(s, e)
     mod = terms.model[s:e]
     matched, model = idx[~mod], idx[mod]
     if not len(model):
         return shapes_test(d[s:e], alpha, drift, cal, merged)
-    if len(matched) < MIN_MATCHED_RANK:  # too few to stand alone: every point through the local model
-        return _t_test(*_model_part(d, idx, terms), alpha, cal,
-                       EvidenceSplit(len(matched), len(model), 0, len(matched) / len(idx),
-                                     _ratio(d, matched), _ratio(d, model)))
-    rank = shapes_test(d[matched], alpha, drift, None, merged)
-    z = float(norm.ppf(1 - alpha / 2))
-    v_m = ((rank.high - rank.low) / (2 * z)) ** 2
-    e_u, v_u, df_u = _model_part(d, model, terms)
-    if not math.isfinite(v_m) or abs(rank.estimate - e_u) > norm.ppf(1 - AGREE_ALPHA / 2) * math.sqrt(v_m + v_u):
+    if len(matched) >= DECIDE_MATCHED:
         return _with_split(shapes_test(d[matched], alpha, drift, cal, merged),
                            EvidenceSplit(len(matched), 0, len(model), 1.0, _ratio(d, matched), _ratio(d, model)))
-    w_m = (1 / v_m) / (1 / v_m + 1 / v_u)
-    est = w_m * rank.estimate + (1 - w_m) * e_u
-    var, df = _satterthwaite([(w_m**2 * v_m, len(matched) - 1.0), ((1 - w_m) ** 2 * v_u, df_u)])
-    test = _t_test(est, var, df, alpha, cal, EvidenceSplit(len(matched), len(model), 0, w_m,
-                                                              _ratio(d, matched), _ratio(d, model)))
-    if len(matched) < VETO_MATCHED or delta <= 0:
-        return test
-    return _with_shifted(test, _vetoed(test.shifted, rank.estimate, delta))
+    return _t_test(*_model_part(d, idx, terms), alpha, cal,
+                   EvidenceSplit(len(matched), len(model), 0, len(matched) / len(idx), _ratio(d, matched),
+                                 _ratio(d, model)))
 
 
 def _ratio(d: np.ndarray, idx: np.ndarray) -> float | None:
     return float(math.exp(np.mean(d[idx]))) if len(idx) else None
-
-
-def _vetoed(shifted: Shifted, matched: float, delta: float) -> Shifted:
-    """``shifted``, except that a lead beyond the margin is never claimed where the matched shapes' own estimate
-    is not beyond it that way."""
-    def test(s: float) -> tuple[float, int]:
-        p, sign = shifted(s)
-        if s != 0 and sign == np.sign(s) and (matched - s) * sign <= 0:
-            return 1.0, sign
-        return p, sign
-
-    return test
 
 
 def _t_test(est: float, var: float, df: float, alpha: float, cal: tuple[float, float] | None,
@@ -273,10 +252,6 @@ def _t_test(est: float, var: float, df: float, alpha: float, cal: tuple[float, f
 
 def _with_split(test: RunTest, split: EvidenceSplit) -> RunTest:
     return RunTest(test.estimate, test.low, test.high, test.p_unit, test.p_common, test.shifted, split)
-
-
-def _with_shifted(test: RunTest, shifted: Shifted) -> RunTest:
-    return RunTest(test.estimate, test.low, test.high, test.p_unit, test.p_common, shifted, test.split)
 
 
 # -- the claims a run makes ----------------------------------------------------------------------------------------
