@@ -359,3 +359,21 @@ def test_crossing_interval_is_at_the_comparisons_alpha() -> None:
     a95, b95 = local_crossing(x, d, lo, hi, 0.05)
     a_look, b_look = local_crossing(x, d, lo, hi, 0.05 / 8)
     assert a_look < a95 < b95 < b_look and (lo, hi) != (a_look, b_look)
+
+
+def test_a_band_is_never_called_against_its_own_interval() -> None:
+    # "the same" by TOST at the last Holm step holds for the 1 - 2 alpha interval only: a band whose displayed
+    # 1 - alpha interval crosses the margin stays ambiguous; a lead needs its whole interval beyond the margin
+    from mfu_sweep.analysis.verdicts.bands import _state
+    from mfu_sweep.analysis.verdicts.run_test import EvidenceSplit, RunTest
+
+    delta = math.log1p(0.02)
+
+    def test(est: float, half: float) -> RunTest:
+        return RunTest(est, est - half, est + half, 0.5, None, lambda s: (1.0, 0), EvidenceSplit(20, 0))
+
+    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.015), delta) == SAME
+    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.022), delta) == 0
+    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.02), delta) == 1
+    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.035), delta) == 0
+    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, math.inf), delta) == 0  # too few shapes: no call

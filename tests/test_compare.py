@@ -594,3 +594,77 @@ def test_compare_help_offers_no_option_it_ignores() -> None:
     assert "ignored" not in res.output.lower() and "--n-boot " not in res.output.replace("--fit-n-boot", "")
     gone = CliRunner().invoke(main, ["compare", "x.json", "--n-boot", "50"])
     assert gone.exit_code == 2 and "No such option '--n-boot'" in gone.output
+
+
+def test_fit_crossovers_only_where_the_data_lean_both_ways() -> None:
+    # REAL (OpenXLA bf16, cited import): B200 is ahead of H100 in every band by TFLOP/s, H100 by MFU, yet the
+    # two fitted rooflines cross near 220 MFLOP. No band leans to H100 below it: no crossover at all, and a
+    # note says the fits cross where the data do not. SYNTHETIC A (low overhead) against B (high peak): the
+    # data cross, and the fit crossover is kept with an interval from the fits' bootstrap, never zero-width.
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    series = group_series(load_sweeps([published / "sm_100_B200.json", published / "sm_90.json"]))
+    b200, h100 = (next(s for k, s in series.items() if k.label == x and k.dtype == "bf16")
+                  for x in ("sm_100_B200", "sm_90"))
+    tflops = compare_series(b200, h100, "tflops", fit_n_boot=20)
+    assert tflops.crossovers == () and [x.method for x in tflops.fit_only] == ["fit"]
+    assert any(n.startswith("the fits cross at 220 MFLOP (sm_90 -> sm_100_B200), the data do not: no band "
+                            "below it leans to sm_90") for n in tflops.notes)
+    assert tflops.to_json()["unsupported_fit_crossings"][0]["reason"] == "no band below it leans to sm_90"
+    assert compare_series(b200, h100, "mfu", fit_n_boot=20).crossovers == ()
+    base = {"flops": FLOPS * 2, "peak_tflops": 1000.0, "noise": 0.01}
+    docs = (make_sweep_doc("A", seed=1, P_tflops=400, W_tbs=2.0, t0_s=2e-6, **base),
+            make_sweep_doc("B", seed=2, P_tflops=900, W_tbs=2.0, t0_s=20e-6, **base))
+    [c] = compare_all(_sweeps(*docs), "tflops", fit_n_boot=30)
+    [fit] = [x for x in c.crossovers if x.method == "fit"]
+    [data] = [x for x in c.crossovers if x.method != "fit"]
+    assert (fit.from_label, fit.to_label) == (data.from_label, data.to_label) == ("A", "B")
+    assert fit.low_flops < fit.flops < fit.high_flops and format_flops(fit.low_flops) != format_flops(fit.high_flops)
+    assert c.fit_only == ()
+
+
+def test_no_band_of_a_published_pair_is_labelled_against_its_own_interval() -> None:
+    # REAL published pairs (DeepBench fp32, OpenXLA bf16 and fp32): a band called for a leader has its whole
+    # interval beyond the margin that way, a band called "the same" has it inside the margin, and a band that
+    # is part of a run's conclusion is not called itself (round 4 copied runs' labels onto bands: a 13-shape
+    # band "the same within 2%" with its interval [0.967, 1.011])
+    from itertools import combinations
+
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    names = ("AMD_MI25", "NV_TitanX_Pascal", "NV_P100", "NV_TitanXp", "sm_90", "gfx950", "gfx942")
+    series = group_series(load_sweeps([published / f"{n}.json" for n in names]))
+    checked = 0
+    for (ka, sa), (kb, sb) in combinations(series.items(), 2):
+        if (ka.dtype, ka.mode) != (kb.dtype, kb.mode) or ka.dtype == "fp8":
+            continue
+        c = compare_series(sa, sb, "tflops", use_fit=False)
+        delta = math.log1p(c.margin)
+        for band in c.bands:
+            checked += 1
+            if band.verdict:
+                assert min(band.low * band.verdict, band.high * band.verdict) > delta, (c.a, c.b, band)
+            if band.same:
+                assert -delta < band.low and band.high < delta, (c.a, c.b, band)
+            assert band.via is None or band.state == 0
+    assert checked >= 60
+
+
+def test_by_mfu_no_band_or_sentence_says_faster() -> None:
+    # REAL (OpenXLA bf16): by MFU H100 is closer to its own peak everywhere while B200 is faster; band calls,
+    # the sentence, the summary and the per-band JSON call say "higher MFU" / "closer to its own peak"
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    series = group_series(load_sweeps([published / "sm_100_B200.json", published / "sm_90.json"]))
+    b200, h100 = (next(s for k, s in series.items() if k.label == x and k.dtype == "bf16")
+                  for x in ("sm_100_B200", "sm_90"))
+    mfu = compare_series(b200, h100, "mfu", use_fit=False)
+    text = json.dumps(mfu.to_json())
+    assert "faster" not in text and "slower" not in text
+    assert {b.call(mfu.a, mfu.b) for b in mfu.bands} == {"sm_90 higher MFU"}
+    assert "closer to its own peak" in mfu.sentence()
+    speed = compare_series(b200, h100, "tflops", use_fit=False)
+    assert "sm_100_B200 faster" in {b.call(speed.a, speed.b) for b in speed.bands}
