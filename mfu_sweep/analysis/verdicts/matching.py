@@ -53,7 +53,6 @@ MAX_LEVERAGE = 1.0  # the prediction's variance at most one shape's residual var
 MIN_RESIDUAL_DF = 3  # a local fit needs this many degrees of freedom left to estimate its residual variance
 SIGMA2_FLOOR = 1e-5  # residual variance floor (0.3% in log speed): a table truncated to whole ns is not exact
 
-Observation = tuple[str, str]  # ("a" or "b", shape name): one measured value a model point depends on
 
 
 def features(name: str) -> np.ndarray | None:
