@@ -104,7 +104,20 @@ def _design(x: np.ndarray, target: np.ndarray) -> np.ndarray | None:
     k = z.shape[1]
     cols = [np.ones(len(x))] + ([rel[:, 0]] if hi[0] - lo[0] > SPAN_TOL else [])
     cols += [z[:, i] for i in range(k)] + [z[:, i] * z[:, j] for i in range(k) for j in range(i, k)]
-    return np.column_stack(cols)
+    return _independent(cols)
+
+
+def _independent(cols: list[np.ndarray]) -> np.ndarray:
+    """The columns, in order, that add a direction the ones before do not span (on a grid whose neighbours
+    take two values along an axis, its square is its line: the square is dropped)."""
+    kept: list[np.ndarray] = []
+    basis = np.empty((len(cols[0]), 0))
+    for c in cols:
+        resid = c - basis @ (basis.T @ c)
+        if float(np.linalg.norm(resid)) > 1e-6 * max(float(np.linalg.norm(c)), 1e-12):
+            kept.append(c)
+            basis = np.column_stack([basis, resid / np.linalg.norm(resid)])
+    return np.column_stack(kept)
 
 
 def local_fit(target: np.ndarray, x: np.ndarray, y: np.ndarray, names: Sequence[str]) -> LocalFit | None:
