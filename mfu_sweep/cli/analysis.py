@@ -231,8 +231,9 @@ def _print_comparison(c: Any) -> None:
     for run in c.runs:
         j = run.to_json(c.a, c.b)
         what = (lead_words(j["leader"], c.metric) if j["leader"] else f"the same within {c.margin * 100:.3g}%")
+        alone = "none called alone" if j["leader"] else "not all the same alone"
         click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
-                   f"bands taken together, none called alone): a/b {name} x{j['ratio']:.3g} "
+                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.3g} "
                    f"[{j['ratio_low']:.3g}, {j['ratio_high']:.3g}], p(Holm) {run.p_adjusted:.2g}: {what} "
                    f"taken together ({run.split.text()})")
     if max(c.passes) > 1:
