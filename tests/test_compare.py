@@ -235,11 +235,12 @@ def _approx_equal(got: Any, want: Any, where: str = "") -> None:
 # finds that crossover. Changed deliberately with the band method, not by regeneration. Eight points, not
 # nine: the ninth was a value read off chip-a's curve at a shape only chip-b measured, and interpolated values
 # are no longer points (only shapes measured on both sides, or paired by FLOPs, are evidence).
-GOLDEN_VERDICTS = {
+GOLDEN_VERDICTS = {  # the fits cross, the data (one band of nine points) do not: no crossover (issue 35)
     "method": "shapes",
     "segments": [None],
-    "crossovers": [("chip-a", "chip-b", "fit")],
-    "points": [None] * 8,
+    "crossovers": [],
+    "unsupported": [("chip-a", "chip-b", "fit")],
+    "points": [None] * 9,
 }
 
 
@@ -247,6 +248,7 @@ def _verdicts(doc: dict) -> dict:
     [c] = doc["comparisons"]
     return {"method": c["method"], "segments": [s["leader"] for s in c["segments"]],
             "crossovers": [(x["from"], x["to"], x["method"]) for x in c["crossovers"]],
+            "unsupported": [(x["from"], x["to"], x["method"]) for x in c.get("unsupported_fit_crossings", [])],
             "points": [p["leader"] for p in c["points"]]}
 
 
@@ -265,7 +267,9 @@ def test_compare_json_golden(tmp_path: Path) -> None:
     [c] = got["comparisons"]
     assert {"a", "b", "dtype", "mode", "metric", "segments", "crossovers"} <= set(c)
     assert {"start_flops", "end_flops", "leader", "ratio"} <= set(c["segments"][0])
-    assert {"flops", "low_flops", "high_flops", "from", "to", "method"} <= set(c["crossovers"][0])
+    assert {"flops", "low_flops", "high_flops", "from", "to", "method", "reason"} <= set(
+        c["unsupported_fit_crossings"][0])
+    assert {"matched", "model_based", "weight_matched"} <= set(c["bands"][0]["evidence_split"])
 
 
 def test_compare_human_output(tmp_path: Path) -> None:
@@ -279,7 +283,7 @@ def test_compare_human_output(tmp_path: Path) -> None:
     assert "interp" not in res.output
     assert ("band 32 MFLOP-320 GFLOP: 9 points (8 matched shapes, 1 model-based; measured in the band: 8 of "
             "chip-a, 9 of chip-b)") in res.output
-    assert "from 8 matched shapes" in res.output and "left out: 1 of chip-b" in res.output
+    assert "decided by 8 matched shapes; 1 model-based beside" in res.output and "left out: 1 of chip-b" in res.output
     assert "[method shapes; run-to-run variation not measured]." in res.output
     assert res.output.rstrip().splitlines()[-1].startswith(
         "chip-a vs chip-b (bf16, eager, TFLOP/s): no confident leader from 100 MFLOP to 320 GFLOP (neither is "
