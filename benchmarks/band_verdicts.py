@@ -32,6 +32,11 @@ quarter decade of 1e9, 1e11 and 1e12 found (an a-lead band within 0.25 decade), 
 "the same" over what share of the range (band by band, or taken together over a run of bands), at 4 and 8
 shapes per decade.
 
+``audit``: every pair of sweeps/published/ sharing a dtype (and of ``--mamf`` logs when given), by TFLOP/s and
+by MFU where both have a peak: bands called a lead or "the same" against their own interval (goal 0), bands
+labelled although their own test does not call them (goal 0), and band calls, segments and sentences by MFU
+that say "faster" or "slower" (goal 0).
+
 ``real``: imported real logs (``--mamf``): each log against ``--xla`` (mixed sources: no band uses more
 points than the side with fewer measured shapes in it), and pairs of logs of one node (share "the same
 within 2%", crossovers).
@@ -210,15 +215,59 @@ def real_table(mamf: Path, xla: Path) -> None:
               f"| {c.sentence()} |")
 
 
+def _against_interval(c: object) -> int:
+    delta = math.log1p(c.margin)
+    bad = 0
+    for b in c.bands:
+        if b.verdict and not min(b.low * b.verdict, b.high * b.verdict) > delta:
+            bad += 1
+        if b.same and not (-delta < b.low and b.high < delta):
+            bad += 1
+    return bad
+
+
+def audit_table(mamf: Path | None) -> None:
+    files = sorted((ROOT / "sweeps" / "published").glob("*.json")) + (sorted(mamf.glob("*.json")) if mamf else [])
+    series = group_series(load_sweeps(files))
+    groups: dict[tuple[str, str], list] = {}
+    for key, s in series.items():
+        groups.setdefault((key.dtype, key.mode), []).append(s)
+    pairs = bands = against = carried = words = 0
+    for members in groups.values():
+        for sa, sb in combinations(sorted(members, key=lambda s: s.label), 2):
+            for metric in ("tflops", "mfu"):
+                if metric == "mfu" and None in (sa.peak_tflops, sb.peak_tflops):
+                    continue
+                try:
+                    c = compare_series(sa, sb, metric, use_fit=False)
+                except ValueError:
+                    continue
+                pairs += 1
+                bands += len(c.bands)
+                against += _against_interval(c)
+                carried += sum(b.via is not None and b.state != 0 for b in c.bands)
+                if metric == "mfu":
+                    text = " ".join([b.call(c.a, c.b) for b in c.bands] + [c.sentence(), c.summary()])
+                    words += text.count("faster") + text.count("slower")
+    print("| audit (real published pairs" + (" and mamf-finder logs" if mamf else "") + ") | comparisons | bands | "
+          "labelled against their own interval | labelled by a run, not their own test | 'faster'/'slower' by MFU |")
+    print("|---|---|---|---|---|---|")
+    print(f"| TFLOP/s and MFU | {pairs} | {bands} | {against} | {carried} | {words} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=400)
-    ap.add_argument("--only", choices=("false", "power", "published", "disjoint", "seedlike", "real"), default=None)
+    ap.add_argument("--only", choices=("false", "power", "published", "disjoint", "seedlike", "real", "audit"),
+                    default=None)
     ap.add_argument("--mamf", type=Path, default=None, help="folder of imported mamf-finder sweeps (--only real)")
     ap.add_argument("--xla", type=Path, default=ROOT / "sweeps" / "published" / "sm_90.json")
     args = ap.parse_args()
     if args.only == "real":
         real_table(args.mamf, args.xla)
+        return
+    if args.only == "audit":
+        audit_table(args.mamf)
         return
     if args.only in (None, "disjoint"):
         disjoint_table(args.seeds)
