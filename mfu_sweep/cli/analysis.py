@@ -201,8 +201,8 @@ def _band_line(c: Any, band: Any) -> str:
 
     j = band.to_json(c.a, c.b)
     model = band.n - j["matched"]
-    ci = ("too few shapes for an interval" if band.too_few
-          else f"[{j['ratio_low']:.3g}, {j['ratio_high']:.3g}]")
+    ci = ("too few shapes for an interval" if band.too_few  # 4 digits: a margin of 2% is read at the third
+          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}]")
     via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
            if band.via else "")
     left = (f"; left out: {j['left_out_a']} of {c.a}, {j['left_out_b']} of {c.b}"
@@ -212,7 +212,7 @@ def _band_line(c: Any, band: Any) -> str:
     split = f"; {band.split.text()}" if band.split is not None and (band.split.model or band.split.shown) else ""
     return (f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} points ({j['matched']} "
             f"matched shapes, {model} model-based{measured}), {c.a} ahead on {band.wins_a}, {c.b} on "
-            f"{band.wins_b}; a/b {metric_name(c.metric)} x{j['ratio']:.3g} {ci}, p(Holm) {band.p_adjusted:.2g}: "
+            f"{band.wins_b}; a/b {metric_name(c.metric)} x{j['ratio']:.4g} {ci}, p(Holm) {band.p_adjusted:.2g}: "
             f"{band.call(c.a, c.b)}{via}{split}")
 
 
@@ -233,8 +233,8 @@ def _print_comparison(c: Any) -> None:
         what = (lead_words(j["leader"], c.metric) if j["leader"] else f"the same within {c.margin * 100:.3g}%")
         alone = "none called alone" if j["leader"] else "not all the same alone"
         click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
-                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.3g} "
-                   f"[{j['ratio_low']:.3g}, {j['ratio_high']:.3g}], p(Holm) {run.p_adjusted:.2g}: {what} "
+                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} "
+                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}], p(Holm) {run.p_adjusted:.2g}: {what} "
                    f"taken together ({run.split.text()})")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
