@@ -54,7 +54,6 @@ MIN_RESIDUAL_DF = 3  # a local fit needs this many degrees of freedom left to es
 SIGMA2_FLOOR = 1e-5  # residual variance floor (0.3% in log speed): a table truncated to whole ns is not exact
 
 
-
 def features(name: str) -> np.ndarray | None:
     """``log2`` of (batch, M, N, K) of a shape's name ``[BATCHx]MxNxK``; None when the name does not parse."""
     try:
@@ -152,18 +151,17 @@ def local_fit(target: np.ndarray, x: np.ndarray, y: np.ndarray, names: Sequence[
 class _Side:
     """One side's measured shapes as the model sees them: names, features, log metric per (pass, shape)."""
 
-    key: str
     names: tuple[str, ...]
     x: np.ndarray
     y: np.ndarray
 
 
-def _side(key: str, curve: PassCurve, names: Sequence[str]) -> _Side:
+def _side(curve: PassCurve, names: Sequence[str]) -> _Side:
     rows = [(n, features(n)) for n in names]
     rows = [(n, f) for n, f in rows if f is not None]
     y = np.column_stack([_log_metric(math.log(curve.shapes[n][0]), curve.shapes[n][1], curve) for n, _ in rows]) \
         if rows else np.empty((len(curve.passes), 0))
-    return _Side(key, tuple(n for n, _ in rows), np.array([f for _, f in rows]).reshape(-1, 4), y)
+    return _Side(tuple(n for n, _ in rows), np.array([f for _, f in rows]).reshape(-1, 4), y)
 
 
 @dataclass(frozen=True)
@@ -211,7 +209,7 @@ def match_shapes(ca: PassCurve, cb: PassCurve) -> Matching:
         out.append(_Raw(ca.shapes[name][0], name, _log_metric(lf, ca.shapes[name][1], ca),
                         _log_metric(lf, cb.shapes[name][1], cb), 0.0, "matched", None,
                         combo=(("a", name, 1.0), ("b", name, -1.0))))
-    side_a, side_b = _side("a", ca, sorted(ca.shapes)), _side("b", cb, sorted(cb.shapes))
+    side_a, side_b = _side(ca, sorted(ca.shapes)), _side(cb, sorted(cb.shapes))
     only_a = sorted(set(ca.shapes) - set(both))
     only_b = sorted(set(cb.shapes) - set(both))
     pa, left_a = _predict_all(ca, only_a, side_b, "a", cb.label)
