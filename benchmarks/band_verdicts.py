@@ -23,12 +23,19 @@ p < 0.01; the band verdict "matches" when it names the winner of every clear ban
 ever names the loser of a clear band).
 
 ``disjoint``: SYNTHETIC identical devices that measured DISJOINT halves of one grid (shape effects up to 20%,
-the same population on both sides), tested through compare's pairing by FLOPs: false leads (goal <= 5%).
+the same population on both sides), each side's shapes against the other side's prediction there (compare's
+model-based points): false leads (goal <= 5%). Sides with their own aspects: benchmarks/unmatched_shapes.py.
 
 ``seedlike``: the SYNTHETIC seed-like pair at the default accelerator design (one square shape per FLOP count,
 4 per decade from 10 MFLOP to 10 TFLOP, 3 passes, 2% run-to-run noise per pass and shape): 10% leads within a
 quarter decade of 1e9, 1e11 and 1e12 found (an a-lead band within 0.25 decade), and identical devices called
-"the same" over what share of the range, at 4 and 8 shapes per decade.
+"the same" over what share of the range (band by band, or taken together over a run of bands), at 4 and 8
+shapes per decade.
+
+``audit``: every pair of sweeps/published/ sharing a dtype (and of ``--mamf`` logs when given), by TFLOP/s and
+by MFU where both have a peak: bands called a lead or "the same" against their own interval (goal 0), bands
+labelled although their own test does not call them (goal 0), and band calls, segments and sentences by MFU
+that say "faster" or "slower" (goal 0).
 
 ``real``: imported real logs (``--mamf``): each log against ``--xla`` (mixed sources: no band uses more
 points than the side with fewer measured shapes in it), and pairs of logs of one node (share "the same
@@ -61,7 +68,10 @@ FLOPS = grid_flops()
 
 
 def calls(model: PairModel, seeds: int, repeats: int, seed: int, **kw: object) -> np.ndarray:
-    """Band states: +1/-1 leads, 2 the same within the margin, 0 ambiguous."""
+    """Band states: +1/-1 leads, 2 the same within the margin, 0 ambiguous. One pass through a drift along FLOP
+    order is a series measured in FLOP order (the drift factor applies); other one-pass rows are tables."""
+    if repeats == 1 and model.drift:
+        kw = {"ordered": True, **kw}
     return band_calls(model, FLOPS, seeds, repeats, seed, **kw)
 
 
@@ -161,15 +171,17 @@ def seedlike_table(seeds: int) -> None:
     print("|---|---|---|---|")
     print(f"| 10% leads at 1e9, 1e11, 1e12 | {seeds} | {', '.join(f'{x:.0%}' for x in found)} | {wrong:.1%} |")
     print()
-    print("| identical devices, 3 passes, 2% noise | seeds | share of shapes 'the same within 2%' (mean, median) "
-          "| seeds with a lead |")
-    print("|---|---|---|---|")
+    print("| identical devices, 3 passes, 2% noise | seeds | share of shapes 'the same within 2%' taken together "
+          "(mean, median) | ... band by band | seeds with a lead |")
+    print("|---|---|---|---|---|")
     for per_decade in (4, 8):
         _, runs = seed_like((), per_decade=per_decade, seeds=seeds, seed=2)
-        share = [sum(b.n for b in bs if b.same) / sum(b.n for b in bs) for bs in runs]
+        share = [sum(b.n for b in bs if b.same or (b.via is not None and b.via[3] == 2)) / sum(b.n for b in bs)
+                 for bs in runs]
+        alone = [sum(b.n for b in bs if b.same) / sum(b.n for b in bs) for bs in runs]
         leads = float(np.mean([any(b.verdict for b in bs) for bs in runs]))
         print(f"| {per_decade} shapes per decade | {seeds} | {np.mean(share):.0%}, {np.median(share):.0%} | "
-              f"{leads:.1%} |")
+              f"{np.mean(alone):.0%} | {leads:.1%} |")
 
 
 def real_table(mamf: Path, xla: Path) -> None:
@@ -203,15 +215,59 @@ def real_table(mamf: Path, xla: Path) -> None:
               f"| {c.sentence()} |")
 
 
+def _against_interval(c: object) -> int:
+    delta = math.log1p(c.margin)
+    bad = 0
+    for b in c.bands:
+        if b.verdict and not min(b.low * b.verdict, b.high * b.verdict) > delta:
+            bad += 1
+        if b.same and not (-delta < b.low and b.high < delta):
+            bad += 1
+    return bad
+
+
+def audit_table(mamf: Path | None) -> None:
+    files = sorted((ROOT / "sweeps" / "published").glob("*.json")) + (sorted(mamf.glob("*.json")) if mamf else [])
+    series = group_series(load_sweeps(files))
+    groups: dict[tuple[str, str], list] = {}
+    for key, s in series.items():
+        groups.setdefault((key.dtype, key.mode), []).append(s)
+    pairs = bands = against = carried = words = 0
+    for members in groups.values():
+        for sa, sb in combinations(sorted(members, key=lambda s: s.label), 2):
+            for metric in ("tflops", "mfu"):
+                if metric == "mfu" and None in (sa.peak_tflops, sb.peak_tflops):
+                    continue
+                try:
+                    c = compare_series(sa, sb, metric, use_fit=False)
+                except ValueError:
+                    continue
+                pairs += 1
+                bands += len(c.bands)
+                against += _against_interval(c)
+                carried += sum(b.via is not None and b.state != 0 for b in c.bands)
+                if metric == "mfu":
+                    text = " ".join([b.call(c.a, c.b) for b in c.bands] + [c.sentence(), c.summary()])
+                    words += text.count("faster") + text.count("slower")
+    print("| audit (real published pairs" + (" and mamf-finder logs" if mamf else "") + ") | comparisons | bands | "
+          "labelled against their own interval | labelled by a run, not their own test | 'faster'/'slower' by MFU |")
+    print("|---|---|---|---|---|---|")
+    print(f"| TFLOP/s and MFU | {pairs} | {bands} | {against} | {carried} | {words} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=400)
-    ap.add_argument("--only", choices=("false", "power", "published", "disjoint", "seedlike", "real"), default=None)
+    ap.add_argument("--only", choices=("false", "power", "published", "disjoint", "seedlike", "real", "audit"),
+                    default=None)
     ap.add_argument("--mamf", type=Path, default=None, help="folder of imported mamf-finder sweeps (--only real)")
     ap.add_argument("--xla", type=Path, default=ROOT / "sweeps" / "published" / "sm_90.json")
     args = ap.parse_args()
     if args.only == "real":
         real_table(args.mamf, args.xla)
+        return
+    if args.only == "audit":
+        audit_table(args.mamf)
         return
     if args.only in (None, "disjoint"):
         disjoint_table(args.seeds)

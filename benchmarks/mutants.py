@@ -97,6 +97,7 @@ E, V, P = ("mfu_sweep/analysis/verdicts/evidence.py", "mfu_sweep/analysis/verdic
            "mfu_sweep/analysis/verdicts/pair.py")
 B, BS = "mfu_sweep/analysis/verdicts/bands.py", "mfu_sweep/analysis/verdicts/segments.py"
 BT = "mfu_sweep/analysis/verdicts/band_tests.py"
+RT, XF = "mfu_sweep/analysis/verdicts/run_test.py", "mfu_sweep/analysis/verdicts/fit_crossings.py"
 FE, FC = "mfu_sweep/analysis/fleet/evidence.py", "mfu_sweep/analysis/fleet/cells.py"
 R = "mfu_sweep/analysis/fits/roofline.py"
 FI, BA, LS = "mfu_sweep/analysis/fits/fit.py", "mfu_sweep/analysis/fits/batch.py", "mfu_sweep/analysis/fits/lsq.py"
@@ -104,7 +105,10 @@ PH, PA = "mfu_sweep/analysis/fits/physical.py", "mfu_sweep/analysis/fits/paralle
 ID, GR = "mfu_sweep/importers/identity.py", "mfu_sweep/importers/grouping.py"
 STACK_SETTLED = "settled = None if first.settled is None else [p.settled for p in problems]"
 USABLE = 'text = value.strip().lower().removeprefix("gpu-")'
-RUNS_HALF = "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
+# the runs test's interval (run_test.runs_test; the local model's t test has the same line after other ones)
+RUNS_P = ("p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0\n"
+          "    var, df = _satterthwaite(parts)\n    ")
+RUNS_HALF = RUNS_P + "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
 
 GROUPS = ("named", "fresh", "bands", "audit", "weak", "round5-fits")
 MUTANTS = (
@@ -117,7 +121,7 @@ MUTANTS = (
            "reference = median over all devices, the device included"),
     Mutant("band-50-percent", "named", FC, "half = student_t.ppf(1 - alpha / 2, dof) * se",
            "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "fleet band intervals at 50% instead of 95%"),
-    Mutant("t-to-normal", "named", B, RUNS_HALF, "half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(var)",
+    Mutant("t-to-normal", "named", RT, RUNS_HALF, RUNS_P + "half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(var)",
            _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) with a normal instead of a t quantile"),
     Mutant("no-pass-offsets", "named", BT,
            "parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]",
@@ -145,8 +149,10 @@ MUTANTS = (
     Mutant("offsets-not-over-passes", "fresh", E, "return float(np.var(offsets, ddof=1)) / len(offsets),",
            "return float(np.var(offsets, ddof=1)),", _first((VAR, "-k", "pass_offsets"), EVIDENCE),
            "pass-offset variance of one pass, not of the mean"),
-    Mutant("one-sided-p", "fresh", B, "(float(2 * student_t.sf(abs(z) / math.sqrt(var), df))",
-           "(float(student_t.sf(abs(z) / math.sqrt(var), df))", _first((CAL, "-k", "compare_band"), BANDS),
+    Mutant("one-sided-p", "fresh", RT,
+           "z = mu - shift\n        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df))",
+           "z = mu - shift\n        return (float(student_t.sf(abs(z) / math.sqrt(var), df))",
+           _first((CAL, "-k", "compare_band"), BANDS),
            "band p-value (runs) one-sided"),
     Mutant("mad-unscaled", "fresh", FE, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
            "MAD without the 1.4826 normal factor"),
@@ -161,25 +167,26 @@ MUTANTS = (
     Mutant("crossover-interval-collapsed", "fresh", BS, "lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops",
            "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", SEGMENTS,
            "data crossover interval of zero width"),
-    Mutant("fit-crossover-alpha", "fresh", P, "axis=1), 1 - alpha))", "axis=1), alpha))",
+    Mutant("fit-crossover-alpha", "fresh", XF, "axis=1), 1 - alpha))", "axis=1), alpha))",
            _first(("tests/test_compare.py", "-k", "fit_crossover"), PAIR),
            "fit band's critical value at the alpha quantile"),
     # -- band verdicts (compare's verdict per FLOP band) --
-    Mutant("band-no-correlation", "bands", B, "parts = [(se**2, df), *_correlated(sides, run_var, s, e)]",
+    Mutant("band-no-correlation", "bands", RT, "parts = [(se**2, df), *_correlated(sides, run_var, s, e, used)]",
            "parts = [(se**2, df)]", _first((CAL, "-k", "compare_band"), BANDS),
            "band mean tested against independent shapes only (no drift, no offsets)"),
     Mutant("band-no-holm", "bands", B, "holm([min(rows[k][0], rows[k][2]) for k in keys])",
            "np.array([min(rows[k][0], rows[k][2]) for k in keys])", _first((CAL, "-k", "compare_band"), BANDS),
            "band verdicts without Holm over the bands"),
     # -- audit: the second audit's survivors and the slips only the golden file caught (held out before) --
-    Mutant("drift-factor-dropped", "audit", B, "p, sign = signed_rank_p(x - s, drift)",
+    Mutant("drift-factor-dropped", "audit", RT, "p, sign = signed_rank_p(x - s, drift)",
            "p, sign = signed_rank_p(x - s)", _first((VAR, "-k", "one_pass_under_drift"), BANDS),
            "one-pass signed-rank null variance without the drift factor"),
     Mutant("re-df-n", "audit", BT, "resid_df = n - 1 - slope_df", "resid_df = n - slope_df", BANDS,
            "random-effects band mean on n instead of n - 1 df"),
     Mutant("offsets-ddof-0", "audit", E, "np.var(offsets, ddof=1)", "np.var(offsets, ddof=0)",
            _first((VAR, "-k", "pass_offsets"), EVIDENCE), "pass-offset variance with ddof 0"),
-    Mutant("band-90-percent", "audit", B, RUNS_HALF, "half = float(student_t.ppf(1 - alpha, df)) * math.sqrt(var)",
+    Mutant("band-90-percent", "audit", RT, RUNS_HALF,
+           RUNS_P + "half = float(student_t.ppf(1 - alpha, df)) * math.sqrt(var)",
            _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) at 90% instead of 95%"),
     Mutant("per-pass-minimum", "audit", V, "math.log(float(np.median(runs[p])))",
            "math.log(float(np.min(runs[p])))", ((VAR, "-k", "jittery"), COMPARE),

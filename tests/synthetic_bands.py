@@ -103,26 +103,25 @@ def grid_names(sizes: Sequence[int] = MAMF_SIZES) -> tuple[list[str], np.ndarray
 
 def disjoint_calls(model: PairModel, sizes: Sequence[int], seeds: int, seed: int = 0, **kw: object) -> np.ndarray:
     """(seeds, bands) band states when a and b measured DISJOINT halves of one SYNTHETIC grid (each shape drawn
-    to a or b at random), tested through compare's pairing of unmatched shapes by FLOPs
-    (:func:`mfu_sweep.analysis.verdicts.pairing.pair_by_flops`). One value per shape (no passes); ``model``'s
-    offsets are the systematic shape effects, the same population on both sides."""
-    from mfu_sweep.analysis.verdicts.bands import band_verdicts
-    from mfu_sweep.analysis.verdicts.pairing import pair_by_flops
+    to a or b at random), tested through compare's real path: each side's shapes against the other side's
+    prediction there (:func:`mfu_sweep.analysis.verdicts.matching.match_shapes`). One value per shape (no
+    passes); ``model``'s offsets are the systematic shape effects, the same population on both sides."""
+    from synthetic_aspect import curve
+
+    from mfu_sweep.analysis.verdicts.bands import bands_and_runs
+    from mfu_sweep.analysis.verdicts.matching import match_shapes, terms_of
 
     names, flops = grid_names(sizes)
     rng = np.random.default_rng(seed)
     va, vb, _ = draw_pair(model, flops, seeds=seeds, rng=rng)
-    index = {n: i for i, n in enumerate(names)}
     out = []
     for s in range(seeds):
         to_a = rng.random(len(names)) < 0.5
-        pairs = pair_by_flops({n: flops[i] for i, n in enumerate(names) if to_a[i]},
-                              {n: flops[i] for i, n in enumerate(names) if not to_a[i]})
-        ia = np.array([index[p] for p, _ in pairs])
-        ib = np.array([index[q] for _, q in pairs])
-        f = np.sqrt(flops[ia] * flops[ib])
-        order = np.argsort(f, kind="stable")
-        bands = band_verdicts(f[order], va[s][:, ia[order]], vb[s][:, ib[order]], **kw)
+        ca = curve("a", {n: float(va[s][0, i]) for i, n in enumerate(names) if to_a[i]})
+        cb = curve("b", {n: float(vb[s][0, i]) for i, n in enumerate(names) if not to_a[i]})
+        pts = match_shapes(ca, cb).points
+        bands, _ = bands_and_runs([p.flops for p in pts], np.column_stack([p.values_a for p in pts]),
+                                  np.column_stack([p.values_b for p in pts]), model=terms_of(pts), **kw)
         out.append([b.state for b in bands])
     width = max(len(r) for r in out)
     return np.array([r + [0] * (width - len(r)) for r in out])

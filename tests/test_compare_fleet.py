@@ -24,8 +24,9 @@ def test_many_devices_get_a_leaderboard_and_the_fleet_view_not_pairs(tmp_path: P
     files = _files(tmp_path)
     res = CliRunner().invoke(main, ["compare", *files, "--metric", "tflops"])
     assert res.exit_code == 0, res.output
-    assert res.output.startswith("fleet: synthetic-gpu (bf16, eager) over 6 devices: flagged synthetic-gpu.r2")
-    assert "leaderboard bf16 eager (TFLOP/s), 6 devices vs the median of the other devices" in res.output
+    assert res.output.startswith("fleet: synthetic-gpu (bf16, eager, by TFLOP/s) over 6 devices: flagged "
+                                 "synthetic-gpu.r2")
+    assert "leaderboard bf16 eager (by TFLOP/s), 6 devices vs the median of the other devices" in res.output
     assert " vs synthetic-gpu.r" not in res.output and "summary:" not in res.output  # no pairs
     pairs = CliRunner().invoke(main, ["compare", *files, "--metric", "tflops", "--pairwise", "--no-fit"])
     assert pairs.exit_code == 0, pairs.output

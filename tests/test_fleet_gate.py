@@ -66,8 +66,8 @@ def test_the_healthy_node_flags_nobody_and_the_gate_passes(node: Path) -> None:
     code, out = _compare(node, "--fail-on", "slower")
     assert code == 0, out
     lines = out.splitlines()
-    assert lines[0].startswith("fleet: h100 (bf16, eager) over 8 devices: no device is slower than the rest by more "
-                               "than 2% in any FLOP band")
+    assert lines[0].startswith("fleet: h100 (bf16, eager, by TFLOP/s) over 8 devices: no device is slower than the "
+                               "rest by more than 2% in any FLOP band")
     assert len(lines[0]) < 400
     assert lines[-1] == "gate (--fail-on slower, margin 2%): pass: 0 of 8 devices slower than their reference by " \
                         "more than 2%"
@@ -84,8 +84,8 @@ def test_one_gpu_5pct_slower_is_flagged_named_once_and_fails_the_gate(slow_node:
     code, out = _compare(slow_node, "--fail-on", "slower")
     assert code == 1, out
     fleet, gate_line = out.splitlines()[0], out.splitlines()[-1]
-    assert fleet.startswith(f"fleet: h100 (bf16, eager) over 8 devices: flagged h100.r{SLOW_RANK} (slower by more "
-                            "than 2% in ")
+    assert fleet.startswith(f"fleet: h100 (bf16, eager, by TFLOP/s) over 8 devices: flagged h100.r{SLOW_RANK} "
+                            "(slower by more than 2% in ")
     assert fleet.count("h100.r3") == 2  # flagged, and named the slowest: one clause, not an item per shape
     assert "flagged h100.r3 (" in fleet and "; slowest h100.r3 (" in fleet
     assert len(fleet) < 500
@@ -131,6 +131,49 @@ def test_the_library_gate_and_its_errors(node: Path) -> None:
         gate(fleets, [], "never")
     with pytest.raises(GateError, match="--fail-on needs devices to rank"):
         gate([], [], "slower")
+
+
+def _two_dtypes(folder: Path) -> dict:
+    """The node's series, and a copy of each as fp16 (the same SYNTHETIC values under a second dtype)."""
+    from dataclasses import replace
+
+    from mfu_sweep.analysis.series import SeriesKey
+
+    series = group_series(load_sweeps(sorted(folder.glob("*.json"))))
+    copies = {SeriesKey(k.label, "fp16", k.mode): replace(s, key=SeriesKey(k.label, "fp16", k.mode),
+                                                          records=tuple(replace(r, dtype="fp16") for r in s.records))
+              for k, s in series.items()}
+    return {**series, **copies}
+
+
+def test_the_gate_counts_devices_not_series(node: Path, slow_node: Path) -> None:
+    # eight GPUs measured in two dtypes are 8 devices (the gate said "0 of 16 devices"), and one GPU slower in
+    # both dtypes is one failing device, named once per dtype
+    healthy = gate(replicate_fleets(_two_dtypes(node), margin=0.02), [], "slower")
+    assert healthy.passed and healthy.checked == 8 and healthy.boards == 2
+    assert "pass: 0 of 8 devices slower" in healthy.line()
+    slow = gate(replicate_fleets(_two_dtypes(slow_node), margin=0.02), [], "slower")
+    assert [(f.label, f.dtype) for f in slow.failures] == [("h100.r3", "bf16"), ("h100.r3", "fp16")]
+    assert slow.failed_devices == 1 and "FAIL: 1 of 8 devices slower" in slow.line()
+    assert slow.to_json()["checked"] == 8 and slow.to_json()["failed_devices"] == 1
+
+
+def test_by_mfu_the_fleet_and_the_leaderboard_never_say_faster_or_slower(slow_node: Path) -> None:
+    # MFU is a fraction of each device's own peak: the leaderboard's columns, its cells and the fleet view say
+    # higher / lower MFU; the same files by TFLOP/s say faster / slower
+    res = CliRunner().invoke(main, ["compare", *map(str, sorted(slow_node.glob("*.json"))), "--metric", "mfu",
+                                    "--no-fit", "--baseline", "h100.r0"])
+    assert res.exit_code == 0, res.output
+    board = res.output[res.output.index("leaderboard"):]
+    assert "by MFU" in board and "higher MFU" in board and "lower MFU" in board
+    assert "faster" not in board and "slower" not in board
+    from mfu_sweep.analysis.fleet.leaderboard import leaderboard
+
+    series = list(group_series(load_sweeps(sorted(slow_node.glob("*.json")))).values())
+    mfu = leaderboard(series, "mfu", reference="h100.r0")
+    assert {c.call for c in mfu.cells} <= {"higher", "lower", "same", "ambiguous"} and "lower" in {c.call for c
+                                                                                                 in mfu.cells}
+    assert {c.call for c in leaderboard(series, "tflops", reference="h100.r0").cells} >= {"slower"}
 
 
 def test_fail_on_without_devices_to_rank_and_a_bad_margin_are_one_line_errors(node: Path) -> None:

@@ -197,3 +197,17 @@ def test_values_read_off_a_curve_are_not_tested_as_shapes() -> None:
     measured = sum(1 for e in board.evidence["synthetic-gpu.r9"] if not e.interpolated)
     assert sum(c.n_shapes for c in board.cells if c.label == "synthetic-gpu.r9") == measured == len(FLOPS[::2])
     assert sum(c.n_shapes for c in board.cells if c.label == "synthetic-gpu.r0") == len(FLOPS)
+
+
+def test_a_cell_is_the_same_only_when_its_own_interval_lies_inside_the_margin() -> None:
+    # TOST at the last Holm step speaks for the 1 - 2 alpha interval: a cell whose 1 - alpha interval crosses
+    # the margin is ambiguous, not "the same"; by MFU a lead is called higher / lower, never faster / slower
+    import numpy as np
+
+    from mfu_sweep.analysis.fleet.cells import calls
+
+    est = np.array([0.0, 0.0, 0.05, -0.05])
+    p_lead, p_same = np.array([1.0, 1.0, 0.01, 0.01]), np.array([0.03, 0.03, 1.0, 1.0])
+    inside = np.array([True, False, False, False])
+    assert calls(est, p_lead, p_same, 0.05, inside)[1] == ["same", "ambiguous", "faster", "slower"]
+    assert calls(est, p_lead, p_same, 0.05, inside, "mfu")[1] == ["same", "ambiguous", "higher", "lower"]

@@ -23,7 +23,7 @@ from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT, c
 from mfu_sweep.analysis.verdicts.pair import compare_series
 from mfu_sweep.results import parse_document
 
-DRIFT_NOTE = "neighbouring shapes' ratios are correlated (drift)"
+DRIFT_NOTE = "neighbouring shapes' ratios are correlated (drift"
 
 
 def _pair(models: tuple[NoiseModel, NoiseModel], flops: list[float], seed: int, repeats: int = 1,
@@ -31,6 +31,10 @@ def _pair(models: tuple[NoiseModel, NoiseModel], flops: list[float], seed: int, 
     """Two SYNTHETIC devices with the same roofline, each with its own noise, as compare's series."""
     docs = [make_sweep_doc(m.name, P_tflops=600, W_tbs=2.0, t0_s=8e-6, flops=flops, seed=seed + k, noise_model=m,
                            repeats=repeats, shuffle=shuffle, n_samples=n_samples) for k, m in enumerate(models)]
+    if not shuffle and repeats == 1:  # a file from before shuffled passes: FLOP order, no pass index
+        for doc in docs:
+            for r in doc["records"]:
+                r.pop("pass", None)
     a, b = group_series([sw for d in docs for sw in parse_document(d, validate=False)]).values()
     return a, b
 
@@ -54,7 +58,7 @@ def test_one_pass_under_drift_counts_correlated_shapes_as_fewer_and_says_so() ->
     leads, factors = 0, []
     for s in range(100):
         assert choose_method(va[s], vb[s]) == "shapes"
-        bands = band_verdicts(flops, va[s], vb[s], alpha=0.05, run_var=None, margin=0.0)
+        bands = band_verdicts(flops, va[s], vb[s], alpha=0.05, run_var=None, margin=0.0, ordered=True)
         leads += any(b.verdict for b in bands)
         factors.append(bands[0].drift)
     assert leads <= 52, leads
@@ -73,7 +77,8 @@ def test_one_pass_under_drift_rarely_calls_devices_a_margin_apart_the_same() -> 
     """
     flops = grid_flops()
     va, vb, _ = draw_pair(PairModel(offset=0.2, drift=0.02), flops, seeds=200, repeats=1, rng=np.random.default_rng(12))
-    same = sum(any(b.same for b in band_verdicts(flops, va[s] + math.log1p(0.02), vb[s], run_var=None))
+    same = sum(any(b.same for b in band_verdicts(flops, va[s] + math.log1p(0.02), vb[s], run_var=None,
+                                                 ordered=True))
                for s in range(200))
     assert same <= 59, same
 
@@ -92,6 +97,26 @@ def test_one_pass_compare_notes_what_it_cannot_measure_and_the_drift_it_saw(drif
     assert (c.bands[0].drift > 1) == drift
 
 
+def test_a_table_of_one_value_per_shape_gets_the_shape_level_test_and_no_unbounded_interval() -> None:
+    """The same SYNTHETIC values (one pass in FLOP order through a 2% drift, 120 shapes, a 4% lead of a) read
+    as two published tables: a table has no measured order, so no drift factor (it does not change when the
+    records are reordered), finite intervals in every band, and the lead is found; read as two files from
+    before shuffled passes (FLOP order known), the drift factor applies and says so."""
+    from dataclasses import replace as swap
+
+    flops = [float(f) for f in np.geomspace(1e8, 1e12, 120)]
+    a, b = _pair((replace(DRIFT, name="a"), replace(DRIFT, name="b")), flops, seed=42, shuffle=False)
+    a = swap(a, records=tuple(swap(r, samples_s=tuple(x / 1.04 for x in r.samples_s),
+                                   median_s=r.median_s / 1.04) for r in a.records))
+    legacy = compare_series(a, b, "tflops", use_fit=False)
+    table = compare_series(swap(a, published=True), swap(b, published=True), "tflops", use_fit=False)
+    assert legacy.bands[0].drift > 1 and any(n.startswith(DRIFT_NOTE) for n in legacy.notes)
+    assert all(band.drift == 1 for band in table.bands) and not any(n.startswith(DRIFT_NOTE) for n in table.notes)
+    assert not any(band.too_few for band in table.bands)
+    assert all(j["ratio_low"] is not None and j["ratio_high"] is not None for j in table.to_json()["bands"])
+    assert sum(band.verdict == 1 for band in table.bands) > sum(band.verdict == 1 for band in legacy.bands)
+
+
 # -- passes: the random-effects band mean and the pass offsets -------------------------------------------------
 
 
@@ -106,7 +131,7 @@ def test_four_shape_band_p_values_keep_their_level(tau: float) -> None:
     """
     from scipy.stats import t as student_t
 
-    from mfu_sweep.analysis.verdicts.bands import random_effects
+    from mfu_sweep.analysis.verdicts.band_tests import random_effects
 
     rng = np.random.default_rng(3)
     rows, n = 20000, 4

@@ -9,7 +9,6 @@ Every command reads sweep files and merged files alike.
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -219,7 +218,30 @@ ABOVE_PEAK_MARK = ("*: MFU above 100%: the peak is lower than this run reached (
                    "not clipped)")
 
 
+def _band_line(c: Any, band: Any) -> str:
+    """One band of a comparison: its points (matched, model-based, left out), wins, ratio by the metric with its
+    interval (or "too few shapes"), p(Holm), its own verdict and how much of it comes from matched shapes."""
+    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
+
+    j = band.to_json(c.a, c.b)
+    model = band.n - j["matched"]
+    ci = ("too few shapes for an interval" if band.too_few  # 4 digits: a margin of 2% is read at the third
+          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}]")
+    via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
+           if band.via else "")
+    left = (f"; left out: {j['left_out_a']} of {c.a}, {j['left_out_b']} of {c.b}"
+            if j["left_out_a"] or j["left_out_b"] else "")
+    measured = (f"; measured in the band: {j['measured_a']} of {c.a}, {j['measured_b']} of {c.b}{left}"
+                if j["measured_a"] is not None else "")
+    split = f"; {band.split.text()}" if band.split is not None and (band.split.model or band.split.shown) else ""
+    return (f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} points ({j['matched']} "
+            f"matched shapes, {model} model-based{measured}), {c.a} ahead on {band.wins_a}, {c.b} on "
+            f"{band.wins_b}; a/b {metric_name(c.metric)} x{j['ratio']:.4g} {ci}, p(Holm) {band.p_adjusted:.2g}: "
+            f"{band.call(c.a, c.b)}{via}{split}")
+
+
 def _print_comparison(c: Any) -> None:
+    from mfu_sweep.analysis.verdicts.bands import lead_words
     from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
 
     name = metric_name(c.metric)
@@ -229,23 +251,22 @@ def _print_comparison(c: Any) -> None:
                f"p < {c.alpha:g}; {c.evidence_note()}")
     click.echo(f"summary: {c.summary()}")
     for band in c.bands:
-        j = band.to_json(c.a, c.b)
-        ci = f"[{j['ratio_low'] or 0:.3g}, {j['ratio_high'] or math.inf:.3g}]"
-        via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
-               if band.via else "")
-        measured = (f"; measured in the band: {j['measured_a']} of {c.a}, {j['measured_b']} of {c.b}"
-                    if j["measured_a"] is not None else "")
-        click.echo(f"band {format_flops(band.low_flops)}-{format_flops(band.high_flops)}: {band.n} measured shapes "
-                   f"of each ({j['matched']} matched, {band.n - j['matched']} paired by FLOPs{measured}), "
-                   f"{c.a} ahead on {band.wins_a}, {c.b} on {band.wins_b}; a/b x{j['ratio']:.3g} {ci}, "
-                   f"p(Holm) {band.p_adjusted:.2g}: {band.call(c.a, c.b)}{via}")
+        click.echo(_band_line(c, band))
+    for run in c.runs:
+        j = run.to_json(c.a, c.b)
+        what = (lead_words(j["leader"], c.metric) if j["leader"] else f"the same within {c.margin * 100:.3g}%")
+        alone = "none called alone" if j["leader"] else "not all the same alone"
+        click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
+                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} "
+                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}], p(Holm) {run.p_adjusted:.2g}: {what} "
+                   f"taken together ({run.split.text()})")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
                    "a/b and its CI: the mean over passes of the log ratio, which the verdicts test")
     click.echo(f"{'FLOP':>11}  {'shape':<20} {c.a + ' ' + name:>{wv}} {c.b + ' ' + name:>{wv}} "
                f"{'a/b':>6}  {'95% CI':<17} {'p(band)':>8}  {'leader':<{wl}} method")
     for p in c.points:
-        method = p.method if p.interpolated is None else f"interp ({p.interpolated})"
+        method = p.method if p.interpolated is None else f"model ({p.interpolated} predicted)"
         ci = f"[{p.ratio_low:.3g}, {p.ratio_high:.3g}]"
         click.echo(f"{format_flops(p.flops):>11}  {p.shape:<20} {_value(c.metric, p.a_value):>{wv}} "
                    f"{_value(c.metric, p.b_value):>{wv}} {p.ratio:>6.3f}  {ci:<17} {p.p_adjusted:>8.2g}  "

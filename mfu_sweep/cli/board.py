@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from mfu_sweep.analysis.fleet.cells import lead_words
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.fleet.view import fleets_json
 from mfu_sweep.analysis.series import with_peak
@@ -42,8 +43,11 @@ def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, l
 
 
 def device_lines(board: Leaderboard) -> list[str]:
-    """One line per device against a baseline: mean ratio, the bands it is faster or slower in (beyond the margin)."""
-    rows = [f"{'device':<28} {'mean ratio':>10}  faster in / slower in (bands, beyond the margin)"]
+    """One line per device against a baseline: mean ratio, the bands it is ahead or behind in (beyond the margin),
+    in the metric's words (faster/slower by TFLOP/s, higher/lower MFU by MFU)."""
+    ahead, behind = lead_words(board.metric)
+    name = "MFU" if board.metric == "mfu" else "TFLOP/s"
+    rows = [f"{'device':<28} {'mean ratio':>10}  {ahead} in / {behind} in (bands by {name}, beyond the margin)"]
     for label in sorted(board.devices, key=lambda lbl: (-board.overall.get(lbl, 0.0), lbl)):
         cells = board.cells_of.get(label, ())
         ahead = ", ".join(board.bands[c.band].name for c in cells if c.verdict > 0) or "-"

@@ -88,7 +88,8 @@ def method_blocks(settings: Mapping[str, object]) -> list[Block]:
         f"alpha {st.get('alpha', '?')}): a device leads (by MFU: runs closer to its own peak; by TFLOP/s: is "
         "faster) only beyond the margin (default 2%) with confidence, "
         "the two are the same within it when two one-sided tests say so, else ambiguous. Only measured shapes "
-        "are evidence (shapes both measured, or pairs of shapes within 12% in FLOPs). The test is against "
+        "are evidence (shapes both measured, or one side's shapes against the other's prediction there). The "
+        "test is against "
         "run-to-run variation when both devices were swept in several passes (method runs), else against the "
         "scatter of the band's shapes (method shapes: run-to-run variation not measured, so a slow drift of the "
         "machine during a sweep can pass for a lead); each verdict names its method.",

@@ -42,9 +42,11 @@ from mfu_sweep.analysis.verdicts.margin import log_margin
 class BandCell:
     """One device in one band: the geometric-mean ratio to the reference, its interval and verdict.
 
-    ``call`` is one of "faster", "slower", "same" or "ambiguous"; ``verdict`` is +1 (faster), -1 (slower)
-    or 0 (the same or ambiguous: not a lead). ``p_adjusted`` (the lead beyond the margin) and ``p_same`` (within it) are
-    Holm-adjusted over every device and band of the leaderboard.
+    ``call`` is one of "faster", "slower" (by TFLOP/s; "higher", "lower" by MFU), "same" or "ambiguous";
+    ``verdict`` is +1 (ahead), -1 (behind) or 0 (the same or ambiguous: not a lead). A cell is a lead or "the
+    same" only when its own ``1 - alpha`` interval (``low``, ``high``) lies beyond or inside the margin.
+    ``p_adjusted`` (the lead beyond the margin) and ``p_same`` (within it) are Holm-adjusted over every device
+    and band of the leaderboard.
     """
 
     label: str
@@ -128,11 +130,21 @@ def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np
         return student_t.sf((delta - np.abs(est)) / se, dof)
 
 
-def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float) -> tuple[np.ndarray, list[str]]:
-    """(verdict, call) per test from Holm-adjusted p-values: a lead beyond the margin, else the same, else ambiguous."""
+def lead_words(metric: str) -> tuple[str, str]:
+    """What ahead and behind are called by the metric: ("faster", "slower") by TFLOP/s, ("higher", "lower")
+    by MFU (a fraction of each device's own peak: higher MFU is not faster)."""
+    return ("higher", "lower") if metric == "mfu" else ("faster", "slower")
+
+
+def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float, inside: np.ndarray,
+          metric: str = "tflops") -> tuple[np.ndarray, list[str]]:
+    """(verdict, call) per test from Holm-adjusted p-values: a lead beyond the margin, else the same (only where
+    the cell's own ``1 - alpha`` interval lies inside the margin, ``inside``), else ambiguous; a lead is called
+    by the metric's words (:func:`lead_words`)."""
+    ahead, behind = lead_words(metric)
     verdict = np.where(p_lead < alpha, np.sign(est), 0).astype(int)
-    words = ["faster" if v > 0 else "slower" if v < 0 else "same" if ps < alpha else "ambiguous"
-             for v, ps in zip(verdict, p_same, strict=True)]
+    words = [ahead if v > 0 else behind if v < 0 else "same" if ps < alpha and ok else "ambiguous"
+             for v, ps, ok in zip(verdict, p_same, inside, strict=True)]
     return verdict, words
 
 
@@ -151,7 +163,8 @@ def _band_rows(ev: _Evidence, skip: int | None) -> list[tuple[str, int, float, f
     return rows
 
 
-def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0.0) -> list[BandCell]:
+def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0.0,
+                metric: str = "tflops") -> list[BandCell]:
     rows = _band_rows(ev, skip)
     if not rows:
         return []
@@ -159,8 +172,8 @@ def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0
     est, se, dof = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
     p = lead_p(est, se, dof, delta)
     adj, adj_same = holm(p), holm(same_p(est, se, dof, delta))
-    verdict, words = calls(est, adj, adj_same, alpha)
     half = student_t.ppf(1 - alpha / 2, dof) * se
+    verdict, words = calls(est, adj, adj_same, alpha, np.abs(est) + half < delta, metric)
     return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), float(pv), float(pa), int(v), n, w,
                      float(ps))
             for (label, b, e, _, _, n), h, pv, pa, v, w, ps in zip(rows, half, p, adj, verdict, words, adj_same,

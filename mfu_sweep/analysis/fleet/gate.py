@@ -51,32 +51,42 @@ class Failure:
 
 @dataclass(frozen=True)
 class Gate:
-    """The outcome: ``failures`` (empty when it passes) among ``checked`` devices (label, dtype, mode) of ``boards``."""
+    """The outcome: ``failures`` (empty when it passes; one per device, dtype and mode) among ``checked`` devices
+    (distinct labels: a GPU measured in two dtypes is one device) of ``boards``; ``metric`` is the boards' metric
+    ("mixed" when they differ), which names what behind means."""
 
     fail_on: str
     margin: float
     checked: int
     boards: int
     failures: tuple[Failure, ...]
+    metric: str = "tflops"
 
     @property
     def passed(self) -> bool:
         return not self.failures
 
+    @property
+    def failed_devices(self) -> int:
+        """Distinct devices that fail, in any dtype or mode."""
+        return len({f.label for f in self.failures})
+
     def line(self) -> str:
         """One line for a log, e.g. "gate (--fail-on slower, margin 2%): FAIL: 1 of 8 devices ...: h100.r3 (...)"."""
-        what = (f"slower than their reference by more than {margin_words(self.margin)}" if self.fail_on == "slower"
-                else f"slower by more than {margin_words(self.margin)}, or not shown within it (ambiguous)")
+        behind = {"tflops": "slower", "mfu": "lower in MFU"}.get(self.metric, "behind")
+        what = (f"{behind} than their reference by more than {margin_words(self.margin)}" if self.fail_on == "slower"
+                else f"{behind} by more than {margin_words(self.margin)}, or not shown within it (ambiguous)")
         head = f"gate (--fail-on {self.fail_on}, margin {margin_words(self.margin)}): "
         if self.passed:
             return head + f"pass: 0 of {self.checked} devices {what}"
         named = "; ".join(f.text() for f in self.failures[:MOST_NAMED])
         more = f"; and {len(self.failures) - MOST_NAMED} more" if len(self.failures) > MOST_NAMED else ""
-        return head + f"FAIL: {len(self.failures)} of {self.checked} devices {what}: {named}{more}"
+        return head + f"FAIL: {self.failed_devices} of {self.checked} devices {what}: {named}{more}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"fail_on": self.fail_on, "margin": self.margin, "passed": self.passed, "checked": self.checked,
-                "boards": self.boards, "failures": [f.to_json() for f in self.failures], "line": self.line()}
+        return {"fail_on": self.fail_on, "margin": self.margin, "metric": self.metric, "passed": self.passed,
+                "checked": self.checked, "failed_devices": self.failed_devices, "boards": self.boards,
+                "failures": [f.to_json() for f in self.failures], "line": self.line()}
 
 
 def device_failure(board: Leaderboard, label: str, fail_on: str) -> str | None:
@@ -116,6 +126,8 @@ def gate(fleets: Sequence[FleetView], boards: Sequence[Leaderboard], fail_on: st
             if reason and (key not in failures or failures[key].reason != "slower"):
                 failures[key] = Failure(label, board.dtype, board.mode, board.reference,
                                         board.overall.get(label, float("nan")), reason)
-    checked = len({(lbl, b.dtype, b.mode) for b in every for lbl in b.devices})
+    checked = len({lbl for b in every for lbl in b.devices})
     ordered = sorted(failures.values(), key=lambda f: (f.reason != "slower", f.mean_ratio, f.label))
-    return Gate(fail_on, max(b.margin for b in every), checked, len(every), tuple(ordered))
+    metrics = {b.metric for b in every}
+    return Gate(fail_on, max(b.margin for b in every), checked, len(every), tuple(ordered),
+                metrics.pop() if len(metrics) == 1 else "mixed")

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.fleet.cells import BandBoard, BandCell, Run, _band_cells, _boards, _runs
+from mfu_sweep.analysis.fleet.cells import BandBoard, BandCell, Run, _band_cells, _boards, _runs, lead_words
 from mfu_sweep.analysis.fleet.evidence import (
     LN_TERA,
     MAD_EFFICIENCY,
@@ -112,11 +112,14 @@ class Leaderboard:
         return ratio, verdict
 
     def verdict_text(self) -> str:
-        """What faster, slower and the same mean here, e.g. "faster/slower = beyond +-2%, same = within +-2%"."""
+        """What ahead, behind and the same mean here in the metric's words, e.g. "faster/slower = beyond +-2%,
+        same = within +-2%" (TFLOP/s) or "higher/lower MFU = ..." (MFU)."""
+        ahead, behind = lead_words(self.metric)
+        words = f"{ahead}/{behind}" + (" MFU" if self.metric == "mfu" else "")
         if self.margin <= 0:
-            return "faster/slower = any difference (margin 0: nothing is called the same)"
+            return f"{words} = any difference (margin 0: nothing is called the same)"
         m = margin_words(self.margin)
-        return f"faster/slower = beyond +-{m}, same = within +-{m} (equivalence test)"
+        return f"{words} = beyond +-{m}, same = within +-{m} (equivalence test)"
 
     def reference_text(self) -> str:
         return "the median of the other devices" if self.reference == REST else f"baseline {self.reference}"
@@ -134,10 +137,12 @@ class Leaderboard:
     def lines(self, most: int = 3) -> list[str]:
         """A text table: one line per band."""
         name = "MFU" if self.metric == "mfu" else "TFLOP/s"
-        head = (f"leaderboard {self.dtype} {self.mode} ({name}), {len(self.devices)} devices vs "
+        ahead, behind = (f"{w} {name}" if self.metric == "mfu" else w for w in lead_words(self.metric))
+        head = (f"leaderboard {self.dtype} {self.mode} (by {name}), {len(self.devices)} devices vs "
                 f"{self.reference_text()}; {self.verdict_text()}, Holm-corrected p < {self.alpha:g} over "
                 f"{len(self.devices)} devices x {len(self.bands)} bands")
-        rows = [head, f"{'band':<24} {'faster':<34} {'same':>5} {'ambig':>5}  {'slower':<34} {'median':<22} slowest"]
+        rows = [head, f"{'band':<24} {ahead:<34} {'same':>5} {'ambig':>5}  {behind:<34} {'median':<22} "
+                      f"{'lowest' if self.metric == 'mfu' else 'slowest'}"]
         for b in self.boards:
             rows.append(f"{b.band.name:<24} {_few(b.ahead, most):<34} {len(b.same):>5} {len(b.ambiguous):>5}  "
                         f"{_few(b.behind, most):<34} {_named(b.median):<22} {_named(b.slowest)}")
@@ -201,7 +206,7 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     grid = align([profile(s, metric) for s in series])
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
-    cells = _band_cells(ev, alpha, skip, margin)
+    cells = _band_cells(ev, alpha, skip, margin, metric)
     p_values = shape_p_values(ev)
     overall = {lbl: math.exp(float(np.nanmean(ev.log_ratio[d]))) for d, lbl in enumerate(grid.labels)
                if d != skip and np.isfinite(ev.log_ratio[d]).any()}

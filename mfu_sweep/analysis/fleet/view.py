@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mfu_sweep.analysis.fleet.cells import lead_words
 from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
@@ -50,12 +51,14 @@ class DeviceHealth:
     def flagged(self) -> bool:
         return bool(self.slow_runs or self.slow_bands)
 
-    def describe(self, margin: float = 0.0) -> str:
-        """The label and, when flagged, one short clause each for its slower bands and runs (never one per shape)."""
+    def describe(self, margin: float = 0.0, metric: str = "tflops") -> str:
+        """The label and, when flagged, one short clause each for its slower bands and runs (never one per shape),
+        in the metric's words ("slower" by TFLOP/s, "lower MFU" by MFU)."""
         parts = [p for p in (_bands_text(self.slow_bands), _runs_text(self.slow_runs)) if p]
         if not parts:
             return self.label
-        beyond = f"slower by more than {margin_words(margin)}" if margin > 0 else "slower"
+        behind = _behind(metric)
+        beyond = f"{behind} by more than {margin_words(margin)}" if margin > 0 else behind
         return f"{self.label} ({beyond} {'; '.join(parts)})"
 
     def to_json(self) -> dict[str, Any]:
@@ -63,6 +66,11 @@ class DeviceHealth:
                 "worst_shape": self.worst_shape, "flagged": self.flagged, "same_bands": self.same_bands,
                 "n_bands": self.n_bands, "slow_bands": [{"band": b.to_json(), "ratio": r} for b, r in self.slow_bands],
                 "slow_runs": [r.to_json() for r in self.slow_runs]}
+
+
+def _behind(metric: str) -> str:
+    """"slower" (TFLOP/s) or "lower MFU" (MFU: a lower fraction of its own peak)."""
+    return lead_words(metric)[1] + (" MFU" if metric == "mfu" else "")
 
 
 def _ratios(values: Sequence[float]) -> str:
@@ -116,17 +124,21 @@ class FleetView:
         return self.board.margin
 
     def sentence(self, most: int = 5) -> str:
-        """E.g. "h100 (bf16, eager) over 8 devices: flagged h100.r5 (slower by more than 2% in 2 FLOP band(s) ...)"."""
+        """E.g. "h100 (bf16, eager, by TFLOP/s) over 8 devices: flagged h100.r5 (slower by more than 2% in 2 FLOP
+        band(s) ...)"."""
         m = margin_words(self.margin)
-        head = f"{self.label} ({self.dtype}, {self.mode}) over {len(self.health)} devices: "
+        metric = self.board.metric
+        name = "MFU" if metric == "mfu" else "TFLOP/s"
+        head = f"{self.label} ({self.dtype}, {self.mode}, by {name}) over {len(self.health)} devices: "
         flagged = sorted(self.flagged, key=lambda h: (h.mean_ratio, h.label))
+        behind = _behind(metric)
         if flagged:
             more = f" and {len(flagged) - most} more" if len(flagged) > most else ""
-            text = "flagged " + "; ".join(h.describe(self.margin) for h in flagged[:most]) + more
+            text = "flagged " + "; ".join(h.describe(self.margin, metric) for h in flagged[:most]) + more
         else:
-            text = (f"no device is slower than the rest by more than {m} in any FLOP band or run of FLOP counts"
+            text = (f"no device is {behind} than the rest by more than {m} in any FLOP band or run of FLOP counts"
                     if self.margin > 0 else
-                    "no device is significantly slower than the rest in any FLOP band or run of FLOP counts")
+                    f"no device is significantly {behind} than the rest in any FLOP band or run of FLOP counts")
         if self.margin > 0:
             same = sum(h.same_bands == h.n_bands > 0 for h in self.health)
             text += f"; {same} of {len(self.health)} the same as the rest within {m} in every band"

@@ -60,7 +60,8 @@ def _leanings(points: Sequence[ComparePoint], min_run: int) -> np.ndarray:
 def _flop_leanings(points: Sequence[ComparePoint], min_run: int) -> tuple[np.ndarray, np.ndarray]:
     """(FLOP counts, one leaning each) over the measured points: +1/-1 where every leaning point of that FLOP
     count leans that way, 0 where none leans or they lean both ways (shapes of one FLOP count that differ
-    are a shape effect, not a crossover along FLOPs). Interpolated points are no evidence and are left out."""
+    are a shape effect, not a crossover along FLOPs). Model-based points (one side's shape against the other
+    side's prediction there) are left out: placement leans on shapes both sides measured."""
     measured = [p for p in points if not p.interpolated]
     if not measured:
         return np.empty(0), np.empty(0, dtype=int)

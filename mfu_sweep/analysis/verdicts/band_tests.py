@@ -142,17 +142,20 @@ def hodges_lehmann(d: np.ndarray, alpha: float, drift: float = 1.0, most: int = 
 
 
 def _correlated(sides: tuple[RunSide, RunSide], run_var: tuple[np.ndarray, np.ndarray], start: int,
-                stop: int) -> list[tuple[float, float]]:
+                stop: int, used: np.ndarray | None = None) -> list[tuple[float, float]]:
     """Variance of a band's mean log ratio beyond independent shapes, as parts ``(var, df)``: the correlation
     of neighbouring shapes within a pass (drift through passes in FLOP order) and pass-level offsets.
 
     Both come from :func:`mfu_sweep.analysis.verdicts.evidence.run_side`, estimated over all shapes of each series
     (its autocorrelation of pass deviations and its pass offsets), so a band of few shapes measured in two
-    passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance).
+    passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance), 0 for
+    points of the band the mean does not use (``used`` False).
     """
     a, b = sides
     cov = run_covariance(a.var / a.n_runs, b.var / b.n_runs, a.rho, b.rho)[start:stop, start:stop]
     w = 1.0 / run_var[0][start:stop]
+    if used is not None:
+        w = np.where(used, w, 0.0)
     u = w / w.sum()
     excess = float(u @ cov @ u - np.sum(u**2 * np.diag(cov)))
     df = float(np.mean(np.minimum(a.df[start:stop], b.df[start:stop])))

@@ -1,10 +1,11 @@
 """One verdict per FLOP band, with the shape as the unit of evidence (numpy/scipy only).
 
 A comparison of two series has one log ratio ``d_i`` (a over b, mean over
-passes) per pair of measured shapes. Shapes of one FLOP count differ
-systematically (aspect ratio, alignment, which kernel the library picks), so
-the question is asked once per FLOP band: *do the shapes of this band favour
-a or b, by more than the margin?*
+passes) per point: a shape both measured, or one side's shape against the other
+side's prediction there (:mod:`mfu_sweep.analysis.verdicts.matching`). Shapes of
+one FLOP count differ systematically (aspect ratio, alignment, which kernel the
+library picks), so the question is asked once per FLOP band: *do the shapes of
+this band favour a or b, by more than the margin?*
 
 Bands
     Half-decades aligned to powers of ten (``[1e9, 3.16e9)``, ...), widened by
@@ -13,21 +14,26 @@ Bands
     depends on the FLOP counts only, never on the ratios.
 
 Four verdicts (``margin``, :mod:`mfu_sweep.analysis.verdicts.margin`; ``delta = log(1 + margin)``)
-    *a faster*: the test of ``d - delta`` rejects upwards (two-sided level, so
-    the ``1 - alpha`` interval lies above ``+delta``); *b faster*: the test of
-    ``d + delta`` rejects downwards; *the same within +-margin*: both one-sided
-    tests (TOST) put the band inside ``(-delta, delta)``; else *ambiguous*. A
-    difference smaller than the margin is never a lead; ``margin = 0`` is the
-    pure difference test (no "same").
+    *a leads*: the test of ``d - delta`` rejects upwards (two-sided level) and the
+    band's ``1 - alpha`` interval lies above ``+delta``; *b leads*: the same
+    below ``-delta``; *the same within +-margin*: both one-sided tests (TOST)
+    put the band inside ``(-delta, delta)`` and so does its interval; else
+    *ambiguous*. A band without a bounded interval (too few shapes) is
+    ambiguous and says so. A difference smaller than the margin is never a
+    lead; ``margin = 0`` is the pure difference test (no "same"). What a lead
+    means is the metric's: by MFU a higher fraction of one's own peak, by
+    TFLOP/s faster (:meth:`Band.call`).
 
-The test of a shift (:mod:`mfu_sweep.analysis.verdicts.band_tests`)
+The test of a run of bands (:mod:`mfu_sweep.analysis.verdicts.run_test`)
     Without passes: Wilcoxon's signed-rank statistic of ``d_i - shift`` against
     its sign-flip distribution (exact up to 30 shapes), its null variance
-    inflated by a drift factor when neighbours' residuals are correlated. With
-    passes: the band mean with the shape as a random effect against run-to-run
-    variance, pass offsets and drift within a pass (Satterthwaite df). A
-    timing calibration adds its variance (``runs``) or a second test the band
-    must also pass (``shapes``, intersection-union).
+    inflated by a drift factor only when a series was measured in FLOP order
+    (``ordered``; a table of one value per shape, or a sweep in shuffled
+    order, has no FLOP-order drift); model-based points join through their
+    own variance. With passes: the band mean with the shape as a random effect
+    against run-to-run variance, pass offsets and drift within a pass
+    (Satterthwaite df). A timing calibration adds its variance (``runs``) or a
+    second test the band must also pass (``shapes``, intersection-union).
 
 Power across bands
     Without passes the family is every run of one to ``MAX_RUN_BANDS`` (3)
@@ -36,71 +42,106 @@ Power across bands
     shapes each) the bands and the whole range, one test more, where two
     identical devices are "the same" with all their shapes
     (:func:`run_longest`). Holm over that family keeps the family-wise error
-    at ``alpha``. A lead over more bands is found through its runs of three,
-    which hold most of its shapes; every longer run would raise every
-    threshold of the family. A band keeps its own verdict when called; else
-    it takes the claim of the narrowest called run that holds it, when its
-    own estimate agrees (beyond the margin in the run's direction with its
-    own test leaning there, unadjusted p < 0.5; inside the margin for
-    "same"), and says so (``via``). A lead that holds over adjacent bands is
-    called although no band alone is, and no band is named for the side its
-    own shapes favour less.
+    at ``alpha``. A band's verdict is its own test's, never a run's: a run
+    whose claim holds (after Holm) over bands none of which is called alone
+    is reported as the run's conclusion (:class:`RunClaim`, "a leads over 1-10
+    GFLOP taken together"), and its bands say they are part of it (``via``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.band_tests import (
-    _correlated,
-    _satterthwaite,
-    common_p,
-    drift_factor,
-    hodges_lehmann,
-    random_effects,
-    run_variance,
-    signed_rank_p,
-)
+from mfu_sweep.analysis.verdicts.band_tests import drift_factor, run_variance, signed_rank_p
 from mfu_sweep.analysis.verdicts.evidence import holm, run_side
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, log_margin
+from mfu_sweep.analysis.verdicts.run_test import (
+    EvidenceSplit,
+    ModelTerms,
+    RunTest,
+    calibration_of,
+    claims,
+    mixed_test,
+    runs_test,
+    shapes_test,
+)
 
-__all__ = ["BANDS_PER_DECADE", "BAND_TEST", "MIN_BAND_SHAPES", "SAME", "Band", "band_edges", "band_verdicts",
-           "drift_factor", "method_edges", "run_variance", "signed_rank_p"]
+__all__ = ["BANDS_PER_DECADE", "BAND_TEST", "MIN_BAND_SHAPES", "SAME", "Band", "RunClaim", "band_edges",
+           "band_verdicts", "bands_and_runs", "drift_factor", "lead_words", "method_edges", "run_variance",
+           "signed_rank_p"]
 
 BANDS_PER_DECADE = 2
 MIN_BAND_SHAPES = 10  # fewest shapes a band is widened to: 10 same-sign shapes give exact p = 0.002
 MIN_RUN_BAND_SHAPES = 1  # with passes a band may be one shape: run-to-run variation is its noise
 BAND_TEST = "signed-rank over shapes per FLOP band"
-SAME = 2  # Band.state of "the same within the margin" (+1: a faster, -1: b faster, 0: ambiguous)
+SAME = 2  # Band.state of "the same within the margin" (+1: a leads, -1: b leads, 0: ambiguous)
 CALLS = {1: "a", -1: "b", SAME: "same", 0: "ambiguous"}
+
+
+def lead_words(leader: str, metric: str) -> str:
+    """What a lead is called in the metric's words: "X higher MFU" (closer to its own peak) or "X faster"."""
+    return f"{leader} higher MFU" if metric == "mfu" else f"{leader} faster"
+
+
+@dataclass(frozen=True)
+class RunClaim:
+    """A conclusion over a run of adjacent bands taken together that some of its bands do not reach alone (a lead:
+    none of them): bands ``first`` .. ``last`` (indices), their FLOP range, the claim (+1 a leads, -1 b leads,
+    ``SAME``), the run's estimate (log ratio) with its interval, its Holm-adjusted p-value and evidence split."""
+
+    first: int
+    last: int
+    low_flops: float
+    high_flops: float
+    state: int
+    estimate: float
+    low: float
+    high: float
+    p_adjusted: float
+    split: EvidenceSplit
+
+    def leader(self, a: str, b: str) -> str | None:
+        return {1: a, -1: b}.get(self.state)
+
+    def to_json(self, a: str, b: str) -> dict[str, Any]:
+        return {"first_band": self.first, "last_band": self.last, "low_flops": self.low_flops,
+                "high_flops": self.high_flops, "verdict": CALLS[self.state], "leader": self.leader(a, b),
+                "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(self.low)),
+                "ratio_high": _finite(math.exp(self.high)), "p_adjusted": self.p_adjusted,
+                "evidence_split": self.split.to_json()}
 
 
 @dataclass(frozen=True)
 class Band:
-    """The verdict of one FLOP band, a over b on the log scale.
+    """The verdict of one FLOP band, a over b on the log scale, from the band's own test alone.
 
     ``low_flops``/``high_flops`` are the band's edges (half-decades or wider);
     ``start``/``stop`` the [start, stop) range of its points (sorted by FLOPs).
-    ``wins_a``/``wins_b``/``ties`` count shapes by the sign of their log ratio.
-    ``estimate`` is the Hodges-Lehmann log ratio (``shapes``) or the
-    random-effects mean (``runs``) and ``low``/``high`` its ``1 - alpha``
-    interval; ``p_shapes`` the p-value of the band's difference test,
+    ``wins_a``/``wins_b``/``ties`` count points by the sign of their log ratio.
+    ``estimate`` is the Hodges-Lehmann log ratio (``shapes``), the combined
+    estimate of matched and model-based points, or the random-effects mean
+    (``runs``) and ``low``/``high`` its ``1 - alpha`` interval (infinite: too few
+    shapes, ``too_few``); ``p_shapes`` the p-value of the band's difference test,
     ``p_common`` that of the common-offset test (calibration, ``shapes``), ``p``
-    the p-value of the claim the band makes (the smaller of ``p_lead``, the
-    test beyond the margin, and ``p_same``, TOST inside it), ``p_adjusted`` Holm
-    over the runs of bands; ``verdict`` +1 (a faster), -1 (b faster) or 0, and
-    ``same`` True for "the same within ``margin``". ``via`` is ``(low_flops,
-    high_flops, p_adjusted)`` of the run of adjacent bands whose claim the band
-    carries, None when the band is called on its own or not at all.
-    ``shapes_a``/``shapes_b`` count the measured shapes of each side the band
-    used (one each per point), ``matched`` the points that are one shape both
-    measured, ``measured_a``/``measured_b`` the shapes each side measured in the
-    band's FLOP range (None: not known here; :func:`mfu_sweep.analysis.verdicts.pair.compare_series` fills them).
+    the p-value of the claim the band makes (the smaller of ``p_lead``, the test
+    beyond the margin, and ``p_same``, TOST inside it), ``p_adjusted`` Holm over
+    the runs of bands; ``verdict`` +1 (a leads), -1 (b leads) or 0, and ``same``
+    True for "the same within ``margin``". ``via`` is ``(low_flops,
+    high_flops, p_adjusted, state)`` of the run of adjacent bands whose
+    conclusion (:class:`RunClaim`) this uncalled band is part of, else None: the
+    run's claim, never the band's. ``shapes_a``/``shapes_b`` count each side's
+    measured shapes in the band's points, ``matched`` the points that are one
+    shape both measured, ``measured_a``/``measured_b`` the shapes each side
+    measured in the band's FLOP range and ``left_out_a``/``left_out_b`` those
+    neither matched nor predicted (None: not known here;
+    :func:`mfu_sweep.analysis.verdicts.pair.compare_series` fills them);
+    ``split`` how much of the estimate comes from matched and from model-based
+    points; ``metric`` names what a lead means (:func:`lead_words`).
     """
 
     low_flops: float
@@ -126,12 +167,16 @@ class Band:
     margin: float = 0.0
     p_lead: float = math.nan
     p_same: float = math.nan
-    via: tuple[float, float, float] | None = None
+    via: tuple[float, float, float, int] | None = None
     shapes_a: int | None = None
     shapes_b: int | None = None
     matched: int | None = None
     measured_a: int | None = None
     measured_b: int | None = None
+    split: EvidenceSplit | None = None
+    left_out_a: int | None = None
+    left_out_b: int | None = None
+    metric: str = "tflops"
 
     @property
     def n(self) -> int:
@@ -139,34 +184,53 @@ class Band:
 
     @property
     def state(self) -> int:
-        """+1 (a faster), -1 (b faster), ``SAME`` or 0 (ambiguous)."""
+        """+1 (a leads), -1 (b leads), ``SAME`` or 0 (ambiguous)."""
         return self.verdict or (SAME if self.same else 0)
 
+    @property
+    def too_few(self) -> bool:
+        """The band's interval is unbounded: too few shapes to say anything alone."""
+        return not (math.isfinite(self.low) and math.isfinite(self.high))
+
     def call(self, a: str, b: str) -> str:
-        """``"<a> faster"``, ``"<b> faster"``, ``"the same within 2%"`` or ``"ambiguous"``."""
+        """The band's own verdict in the metric's words: ``"<a> faster"`` (TFLOP/s) or ``"<a> higher MFU"``,
+        ``"the same within 2%"``, ``"ambiguous"`` or ``"too few shapes"``; a band that is part of a run's
+        conclusion adds it ("ambiguous alone; <a> faster taken together")."""
         if self.verdict:
-            return f"{a if self.verdict > 0 else b} faster"
-        return f"the same within {self.margin * 100:.3g}%" if self.same else "ambiguous"
+            return lead_words(a if self.verdict > 0 else b, self.metric)
+        if self.same:
+            return f"the same within {self.margin * 100:.3g}%"
+        own = "too few shapes" if self.too_few else "ambiguous"
+        if self.via is None:
+            return own
+        run = ({1: lead_words(a, self.metric), -1: lead_words(b, self.metric)}.get(self.via[3])
+               or f"the same within {self.margin * 100:.3g}%")
+        return f"{own} alone; {run} taken together"
 
     def to_json(self, a: str, b: str) -> dict[str, object]:
         n_a = self.n if self.shapes_a is None else self.shapes_a
         n_b = self.n if self.shapes_b is None else self.shapes_b
         via = None if self.via is None else {"low_flops": self.via[0], "high_flops": self.via[1],
-                                             "p_adjusted": self.via[2]}
+                                             "p_adjusted": self.via[2], "verdict": CALLS[self.via[3]],
+                                             "leader": {1: a, -1: b}.get(self.via[3])}
         return {"low_flops": self.low_flops, "high_flops": self.high_flops, "first_flops": self.first_flops,
                 "last_flops": self.last_flops, "n_shapes": self.n, "shapes_a": n_a, "shapes_b": n_b,
                 "matched": self.n if self.matched is None else self.matched,
                 "measured_a": self.measured_a, "measured_b": self.measured_b,
+                "left_out_a": self.left_out_a, "left_out_b": self.left_out_b,
+                "evidence_split": (self.split or EvidenceSplit(self.n, 0)).to_json(),
                 "wins_a": self.wins_a, "wins_b": self.wins_b, "ties": self.ties,
                 "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(self.low)),
-                "ratio_high": _finite(math.exp(self.high)), "p_shapes": self.p_shapes, "p_common": self.p_common,
+                "ratio_high": _finite(math.exp(self.high)), "too_few_shapes": self.too_few,
+                "p_shapes": self.p_shapes, "p_common": self.p_common,
                 "p_lead": self.p_lead, "p_same": self.p_same, "p": self.p, "p_adjusted": self.p_adjusted,
-                "margin": self.margin, "verdict": CALLS[self.state], "leader": {1: a, -1: b}.get(self.verdict),
-                "same": self.same, "via": via, "drift_factor": self.drift}
+                "margin": self.margin, "metric": self.metric, "verdict": CALLS[self.state],
+                "leader": {1: a, -1: b}.get(self.verdict), "same": self.same, "call": self.call(a, b), "via": via,
+                "drift_factor": self.drift}
 
 
 def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+    return x if math.isfinite(x) and x > 0 else None
 
 
 # -- bands ------------------------------------------------------------------------------
@@ -205,98 +269,6 @@ def method_edges(flops: Sequence[float], runs: bool) -> list[tuple[int, int, flo
 
 # -- the verdicts -------------------------------------------------------------------------
 
-Shifted = Callable[[float], tuple[float, int]]  # shift -> (two-sided p, sign) of the test of d - shift
-
-
-@dataclass(frozen=True)
-class _RunTest:
-    """The test of one run of adjacent bands: estimate, interval, difference-test p-values and the shifted test."""
-
-    estimate: float
-    low: float
-    high: float
-    p_unit: float
-    p_common: float | None
-    shifted: Shifted
-
-
-MERGED_HL_MAX = 400  # a run of several bands takes the median above this many shapes (Walsh averages are n^2)
-
-
-def _shapes_test(x: np.ndarray, alpha: float, drift: float, cal: tuple[float, float] | None,
-                 merged: bool = False) -> _RunTest:
-    """Signed-rank over the shapes of a run; with a calibration also a t test of the mean against shape scatter
-    plus calibration variance (intersection-union: the larger p, and the two must agree in sign)."""
-    est, lo, hi = hodges_lehmann(x, alpha, drift, *((MERGED_HL_MAX,) if merged else ()))
-    scatter = float(np.var(x, ddof=1)) / len(x) * drift if len(x) > 1 else math.inf
-    if cal is not None and cal[0] > 0:
-        widen = student_t.ppf(1 - alpha / 2, 30) * math.sqrt(cal[0])
-        lo, hi = est - math.hypot(est - lo, widen), est + math.hypot(hi - est, widen)
-
-    def shifted(s: float) -> tuple[float, int]:
-        p, sign = signed_rank_p(x - s, drift)
-        p_rank, sign_rank = float(p[0]), int(sign[0])
-        if cal is None:
-            return p_rank, sign_rank
-        p_mean, var = common_p(float(np.mean(x)) - s, [(scatter, len(x) - 1.0), cal])
-        if p_mean is None or var <= 0:
-            return p_rank, sign_rank
-        agree = np.sign(np.mean(x) - s) == sign_rank
-        return (max(p_rank, p_mean) if agree else 1.0), sign_rank
-
-    p0, _ = signed_rank_p(x, drift)
-    p_common = shifted(0.0)[0] if cal is not None else None
-    return _RunTest(est, lo, hi, float(p0[0]), p_common, shifted)
-
-
-def _runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int, sides: tuple,
-               alpha: float, cal: tuple[float, float] | None) -> _RunTest:
-    """Random-effects band mean against run-to-run variance, pass offsets and drift within passes."""
-    mu, se, df = (float(y[0]) for y in random_effects(x, run_var[0][s:e], run_var[1][s:e]))
-    parts = [(se**2, df), *_correlated(sides, run_var, s, e)]
-    if cal is not None:
-        parts.append(cal)
-    p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0
-    var, df = _satterthwaite(parts)
-    half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var) if var > 0 else math.inf
-
-    def shifted(shift: float) -> tuple[float, int]:
-        z = mu - shift
-        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
-
-    return _RunTest(mu, mu - half, mu + half, p_unit, None, shifted)
-
-
-def claims(test: Shifted, delta: float) -> tuple[float, int, float]:
-    """``(p_lead, sign, p_same)`` of a run: the test beyond the margin in the direction the data point (two-sided
-    level) and TOST inside it (the larger of the two one-sided p-values; 1 when ``delta`` is 0)."""
-    if delta <= 0:
-        p, sign = test(0.0)
-        return p, sign, 1.0
-    p_up, s_up = test(delta)
-    p_down, s_down = test(-delta)
-    if s_up > 0:
-        p_lead, sign = p_up, 1
-    elif s_down < 0:
-        p_lead, sign = p_down, -1
-    else:
-        p_lead, sign = 1.0, 0
-    below = p_up / 2 if s_up < 0 else 1 - p_up / 2
-    above = p_down / 2 if s_down > 0 else 1 - p_down / 2
-    return p_lead, sign, max(below, above)
-
-
-def _calibration_of(calibration: Sequence[tuple[float, float, float]] | None, i: int, j: int,
-                    sizes: Sequence[int]) -> tuple[float, float] | None:
-    """Variance and df of the calibration over bands i..j (shape-weighted, errors taken as fully correlated)."""
-    if calibration is None:
-        return None
-    w = np.asarray(sizes[i:j + 1], dtype=float)
-    w = w / w.sum()
-    sd = float(np.sum(w * np.sqrt([calibration[k][1] for k in range(i, j + 1)])))
-    return sd**2, float(min(calibration[k][2] for k in range(i, j + 1)))
-
-
 MAX_RUN_BANDS = 3  # runs of up to three adjacent bands join the family (longer ones cost more than they add)
 
 
@@ -314,11 +286,39 @@ def _runs_of_bands(m: int, longest: int = MAX_RUN_BANDS) -> list[tuple[int, int]
     return runs + ([(0, m - 1)] if longest == 1 and m > 1 else [])
 
 
-def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, *, alpha: float = 0.05,
-                  calibration: Sequence[tuple[float, float, float]] | None = None,
-                  run_var: tuple[np.ndarray, np.ndarray] | None = None, margin: float = DEFAULT_MARGIN,
-                  merge: bool = True) -> list[Band]:
-    """One of four verdicts per FLOP band from the log values of both series per (pass, point).
+@dataclass(frozen=True)
+class _Family:
+    """Every run of the family: its test, its claims ``(p_lead, sign, p_same)``, Holm-adjusted p and state."""
+
+    tests: dict[tuple[int, int], RunTest]
+    rows: dict[tuple[int, int], tuple[float, int, float]]
+    adjusted: dict[tuple[int, int], float]
+    called: dict[tuple[int, int], int]
+
+
+def _family(family: Sequence[tuple[int, int]], test_of: Any, delta: float, alpha: float) -> _Family:
+    tests, rows = {}, {}
+    for i, j in family:
+        tests[i, j] = test_of(i, j)
+        rows[i, j] = claims(tests[i, j].shifted, delta)
+    keys = list(rows)
+    adjusted = dict(zip(keys, holm([min(rows[k][0], rows[k][2]) for k in keys]), strict=True)) if keys else {}
+    called = {k: _state(rows[k], adjusted[k], alpha, tests[k], delta) for k in keys}
+    return _Family(tests, rows, adjusted, called)
+
+
+def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, **kw: Any) -> list[Band]:
+    """The bands of :func:`bands_and_runs` (each band's own verdict; the runs' conclusions in their ``via``)."""
+    return bands_and_runs(flops, values_a, values_b, **kw)[0]
+
+
+def bands_and_runs(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, *, alpha: float = 0.05,
+                   calibration: Sequence[tuple[float, float, float]] | None = None,
+                   run_var: tuple[np.ndarray, np.ndarray] | None = None, margin: float = DEFAULT_MARGIN,
+                   merge: bool = True, ordered: bool = False, model: ModelTerms | None = None
+                   ) -> tuple[list[Band], list[RunClaim]]:
+    """One of four verdicts per FLOP band from the log values of both series per (pass, point), and the
+    conclusions over runs of adjacent bands that no band of the run reaches alone.
 
     Parameters
     ----------
@@ -338,6 +338,12 @@ def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.nda
         Practical-equivalence margin (a fraction); 0 for the pure difference test.
     merge:
         Test runs of adjacent bands and the whole range too (power across bands); False: single bands only.
+    ordered:
+        Method ``shapes``: a series was measured in FLOP order, so a drift of the machine can correlate
+        neighbouring shapes (the drift factor is estimated); False for tables and shuffled sweeps.
+    model:
+        Which points are model-based, with what the tests need of them (:class:`ModelTerms`); None: every
+        point is a shape both sides measured.
     """
     delta = log_margin(margin)
     f = np.asarray(flops, dtype=float)
@@ -345,66 +351,73 @@ def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.nda
     with np.errstate(invalid="ignore"):
         d = np.nanmean(va, axis=0) - np.nanmean(vb, axis=0)
     edges = method_edges(flops, run_var is not None)
-    drift = drift_factor(d, edges, np.log(f)) if run_var is None else 1.0
+    drift = drift_factor(d, edges, np.log(f)) if run_var is None and ordered else 1.0
     sides = (run_side(np.log(f), va), run_side(np.log(f), vb)) if run_var is not None else None
     sizes = [e - s for s, e, _, _ in edges]
-    family = _runs_of_bands(len(edges), run_longest(run_var is not None) if merge else 0)
-    tests, rows = {}, {}
-    for i, j in family:
+    terms = model if model is not None and model.any else None
+
+    def test_of(i: int, j: int) -> RunTest:
         s, e = edges[i][0], edges[j][1]
-        cal = _calibration_of(calibration, i, j, sizes)
-        test = (_shapes_test(d[s:e], alpha, drift, cal, i < j) if run_var is None
-                else _runs_test(d[s:e], run_var, s, e, sides, alpha, cal))
-        tests[i, j] = test
-        rows[i, j] = claims(test.shifted, delta)
-    keys = list(rows)
-    adjusted = dict(zip(keys, holm([min(rows[k][0], rows[k][2]) for k in keys]), strict=True)) if keys else {}
-    called = {k: _state(rows[k], adjusted[k], alpha, tests[k].estimate, delta) for k in keys}
+        cal = calibration_of(calibration, i, j, sizes)
+        if run_var is not None:
+            return runs_test(d[s:e], run_var, s, e, sides, alpha, cal, None if terms is None else terms.model[s:e])
+        if terms is None:
+            return shapes_test(d[s:e], alpha, drift, cal, i < j)
+        return mixed_test(d, terms, s, e, alpha, drift, cal, i < j)
+
+    fam = _family(_runs_of_bands(len(edges), run_longest(run_var is not None) if merge else 0),
+                  test_of, delta, alpha)
+    runs = _run_claims(fam, edges)
     out = []
     for k, (s, e, lo_f, hi_f) in enumerate(edges):
-        x, t = d[s:e], tests[k, k]
-        p_lead, _, p_same = rows[k, k]
-        state, via = called[k, k], None
-        if state == 0:
-            state, via = _inherited(k, called, adjusted, (t.estimate, p_lead), delta, edges)
+        x, t = d[s:e], fam.tests[k, k]
+        p_lead, _, p_same = fam.rows[k, k]
+        state = fam.called[k, k]
+        via = next(((r.low_flops, r.high_flops, r.p_adjusted, r.state) for r in runs if r.first <= k <= r.last),
+                   None) if state == 0 else None
         out.append(Band(
             low_flops=lo_f, high_flops=hi_f, start=s, stop=e, wins_a=int((x > 0).sum()), wins_b=int((x < 0).sum()),
             ties=int((x == 0).sum()), estimate=t.estimate, low=t.low, high=t.high, p_shapes=t.p_unit,
-            p_common=t.p_common, p=min(p_lead, p_same), p_adjusted=float(adjusted[k, k]),
+            p_common=t.p_common, p=min(p_lead, p_same), p_adjusted=float(fam.adjusted[k, k]),
             verdict=state if state in (1, -1) else 0, drift=drift, first_flops=float(f[s]),
             last_flops=float(f[e - 1]), median_flops=float(np.exp(np.median(np.log(f[s:e])))),
-            same=state == SAME, margin=margin, p_lead=p_lead, p_same=p_same, via=via))
-    return out
+            same=state == SAME, margin=margin, p_lead=p_lead, p_same=p_same, via=via, split=t.split))
+    return out, runs
 
 
-def _state(row: tuple[float, int, float], adjusted: float, alpha: float, estimate: float, delta: float) -> int:
-    """The claim a run makes after Holm: a lead (its estimate beyond the margin, same direction), SAME, or 0."""
+def _state(row: tuple[float, int, float], adjusted: float, alpha: float, test: RunTest, delta: float) -> int:
+    """The claim a run makes after Holm, only where its own interval says the same: a lead (estimate and
+    interval beyond the margin, same direction), ``SAME`` (interval inside the margin), or 0."""
     p_lead, sign, p_same = row
-    if adjusted >= alpha:
+    if adjusted >= alpha or not (math.isfinite(test.low) and math.isfinite(test.high)):
         return 0
-    if p_lead <= p_same and sign and estimate * sign > delta:
+    if p_lead <= p_same and sign and test.estimate * sign > delta and min(test.low * sign, test.high * sign) > delta:
         return sign
-    return SAME if p_same < p_lead else 0
+    if p_same < p_lead and -delta < test.low and test.high < delta:
+        return SAME
+    return 0
 
 
-LEAN_P = 0.5  # a band carries a run's lead only if its own test beyond the margin leans that way (p below this)
+def _run_claims(fam: _Family, edges: Sequence[tuple[int, int, float, float]]) -> list[RunClaim]:
+    """Called runs of two or more bands, narrowest first (then the smallest adjusted p), without overlaps, that
+    hold bands no test calls alone: a lead only over bands none of which is called alone (so no band's own lead
+    carries the others), "the same" over bands each uncalled or the same alone. The conclusions that hold only
+    taken together."""
+    alone = {k: fam.called[k, k] for k in range(len(edges))}
 
+    def fits(i: int, j: int, st: int) -> bool:
+        inside = [alone[k] for k in range(i, j + 1)]
+        return 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)
 
-def _inherited(k: int, called: dict[tuple[int, int], int], adjusted: dict[tuple[int, int], float],
-               own: tuple[float, float], delta: float, edges: Sequence[tuple[int, int, float, float]]
-               ) -> tuple[int, tuple[float, float, float] | None]:
-    """The claim of the narrowest called run of bands holding band ``k`` that the band's own ``(estimate,
-    p_lead)`` agrees with (:func:`_agrees`), and that run's range and adjusted p."""
-    held = sorted(((j - i, adjusted[i, j], i, j) for (i, j), st in called.items()
-                   if st and i <= k <= j and i < j and _agrees(st, *own, delta)))
-    if not held:
-        return 0, None
-    _, p, i, j = held[0]
-    return called[i, j], (float(edges[i][2]), float(edges[j][3]), float(p))
-
-
-def _agrees(state: int, estimate: float, p_lead: float, delta: float) -> bool:
-    """A band carries a run's lead only when its own estimate is beyond the margin that way and its own test
-    leans there (``p_lead < LEAN_P``: never a lead written over a band whose shapes say less than the margin,
-    or are too few to say anything), and "same" only when its estimate lies inside the margin."""
-    return abs(estimate) < delta if state == SAME else estimate * state > delta and p_lead < LEAN_P
+    candidates = sorted((j - i, fam.adjusted[i, j], i, j) for (i, j), st in fam.called.items()
+                        if st and i < j and fits(i, j, st))
+    taken: set[int] = set()
+    out = []
+    for _, p, i, j in candidates:
+        if taken & set(range(i, j + 1)):
+            continue
+        taken |= set(range(i, j + 1))
+        t = fam.tests[i, j]
+        out.append(RunClaim(i, j, float(edges[i][2]), float(edges[j][3]), fam.called[i, j], t.estimate, t.low,
+                            t.high, float(p), t.split))
+    return sorted(out, key=lambda r: r.first)

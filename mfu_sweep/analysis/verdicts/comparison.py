@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band, run_longest
+from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band, RunClaim, run_longest
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, margin_words
 from mfu_sweep.text import format_flops
@@ -75,7 +75,9 @@ class Segment:
     ``ratio`` is the Hodges-Lehmann ratio a/b of its bands (the median over
     its lead bands, weighted by shapes), ``diff`` the median of the
     matching ``a - b`` in metric units (MFU as a fraction, or TFLOP/s);
-    ``method`` the evidence behind the verdict (``runs`` or ``shapes``).
+    ``method`` the evidence behind the verdict (``runs`` or ``shapes``); ``together`` True when some band of
+    the segment is not called alone and shows the conclusion of a run of adjacent bands taken together, and
+    ``alone`` True when some band of it is called alone ("partly taken together" when both).
     """
 
     start_flops: float
@@ -86,6 +88,8 @@ class Segment:
     n_points: int
     method: str = "shapes"
     same: bool = False
+    together: bool = False
+    alone: bool = True
 
     @property
     def verdict(self) -> str:
@@ -101,7 +105,8 @@ class Crossover:
     """Where the leader changes from ``from_label`` to ``to_label``, with an interval.
 
     ``method`` is the evidence it rests on: ``runs`` or ``shapes`` (the data
-    verdicts) or ``fit`` (the fitted rooflines).
+    verdicts) or ``fit`` (the fitted rooflines, kept only where the data lean
+    both ways; ``reason`` says why one is not kept).
     """
 
     flops: float
@@ -110,10 +115,12 @@ class Crossover:
     from_label: str
     to_label: str
     method: str
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"flops": self.flops, "low_flops": self.low_flops, "high_flops": self.high_flops,
-                "from": self.from_label, "to": self.to_label, "method": self.method}
+        out = {"flops": self.flops, "low_flops": self.low_flops, "high_flops": self.high_flops,
+               "from": self.from_label, "to": self.to_label, "method": self.method}
+        return {**out, "reason": self.reason} if self.reason else out
 
 
 @dataclass(frozen=True)
@@ -183,6 +190,9 @@ class Comparison:
     bands: tuple[Band, ...] = ()
     timing: Mapping[str, Any] = field(default_factory=dict)
     margin: float = DEFAULT_MARGIN
+    runs: tuple[RunClaim, ...] = ()
+    fit_only: tuple[Crossover, ...] = ()
+    left_out: tuple[int, int] = (0, 0)
 
     @property
     def runs_measured(self) -> bool:
@@ -206,8 +216,11 @@ class Comparison:
             "band_test": self.band_test(),
             "summary": self._summary_json(),
             "bands": [band.to_json(self.a, self.b) for band in self.bands],
+            "run_claims": [r.to_json(self.a, self.b) for r in self.runs],
             "segments": [s.to_json() for s in self.segments],
             "crossovers": [c.to_json() for c in self.crossovers],
+            "unsupported_fit_crossings": [c.to_json() for c in self.fit_only],
+            "left_out": {"a": self.left_out[0], "b": self.left_out[1]},
             "points": [p.to_json() for p in self.points],
             "timing": dict(self.timing), "notes": list(self.notes), "sentence": self.sentence(),
         }
@@ -322,6 +335,8 @@ def _span(seg: Segment) -> str:
 def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str, margin: float = 0.0) -> str:
     lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
     span = _span(seg)
+    if seg.together:  # a run's conclusion, said as the run's: no band of it is called alone
+        span = f"from {lo} to {hi}, partly taken together" if seg.alone else f"over {lo}-{hi} taken together"
     if seg.leader is not None:
         return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
     if seg.same:

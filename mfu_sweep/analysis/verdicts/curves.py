@@ -81,13 +81,20 @@ def _log_metric(log_f: float, log_t: Any, curve: PassCurve) -> Any:
 
 @dataclass(frozen=True)
 class _Raw:
+    """One point of a comparison: a shape both measured (``matched``), or one side's shape against the other side's
+    prediction there (``model``; ``interpolated`` names the predicted series); see
+    :mod:`mfu_sweep.analysis.verdicts.matching`."""
+
     flops: float
     shape: str
     values_a: np.ndarray  # log metric of a per pass (NaN where a pass lacks the shape)
     values_b: np.ndarray
-    extra_var: float  # interpolation uncertainty of the log ratio
-    method: str
+    extra_var: float  # the prediction's variance (model points), 0 for matched shapes
+    method: str  # "matched" or "model"
     interpolated: str | None
+    combo: tuple[tuple[str, str, float], ...] = ()  # the log ratio as sum(coef * measured value of (side, shape))
+    sigma2: float = 0.0  # residual variance of each measured value in ``combo`` (model points)
+    df: float = math.inf  # its degrees of freedom
 
     @property
     def log_a(self) -> float:

@@ -12,53 +12,17 @@ import numpy as np
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series, why_unfittable
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts import segments as band_segments
-from mfu_sweep.analysis.verdicts.bands import band_verdicts, method_edges, run_variance
-from mfu_sweep.analysis.verdicts.comparison import (
-    FIT_GRID,
-    METRICS,
-    CompareError,
-    Comparison,
-    Crossover,
-    format_flops,
-)
-from mfu_sweep.analysis.verdicts.curves import (
-    PassCurve,
-    _Raw,
-    bytes_along,
-    crossing_point,
-    lead_runs,
-    pass_curve,
-)
+from mfu_sweep.analysis.verdicts.bands import Band, bands_and_runs, method_edges, run_variance
+from mfu_sweep.analysis.verdicts.comparison import METRICS, CompareError, Comparison, Crossover, format_flops
+from mfu_sweep.analysis.verdicts.curves import PassCurve, _Raw, pass_curve
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
+from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, supported, unsupported_note
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
-from mfu_sweep.analysis.verdicts.pairing import PAIR_DECADES, measured_in, measured_points
+from mfu_sweep.analysis.verdicts.matching import Matching, left_out_in, match_shapes, measured_in, terms_of
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
+from mfu_sweep.text import counted
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
-
-
-def _fit_crossovers(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, metric: str, lo: float, hi: float,
-                    alpha: float) -> list[Crossover]:
-    log_f = np.linspace(math.log(lo), math.log(hi), FIT_GRID)
-    f, nbytes = np.exp(log_f), bytes_along([sa, sb], log_f)
-    # log(MFU_a / MFU_b) = log(t_b / t_a) + log(peak_b / peak_a)
-    shift = math.log(sb.peak_tflops) - math.log(sa.peak_tflops) if metric == "mfu" else 0.0
-    central = np.log(fb.predict_time(f, nbytes)) - np.log(fa.predict_time(f, nbytes)) + shift
-    n = min(len(fa.boot), len(fb.boot))
-    if n < 2:
-        return []
-    draws = (np.log(fb.predict_time_draws(f, nbytes)[:n]) - np.log(fa.predict_time_draws(f, nbytes)[:n]) + shift)
-    se = np.maximum(np.std(draws, axis=0, ddof=1), 1e-12)
-    crit = float(np.quantile(np.max(np.abs(draws - central) / se, axis=1), 1 - alpha))
-    verdict = np.where(central - crit * se > 0, 1, np.where(central + crit * se < 0, -1, 0))
-    names = {1: sa.label, -1: sb.label}
-    out = []
-    leads = lead_runs(verdict)
-    for (_, i, s0), (j, _, s1) in zip(leads, leads[1:], strict=False):
-        if s0 != s1:
-            x = crossing_point(log_f[i:j + 1], central[i:j + 1])
-            out.append(Crossover(math.exp(x), float(f[i]), float(f[j]), names[s0], names[s1], "fit"))
-    return out
 
 
 def _agreement(data: Sequence[Crossover], fitted: Sequence[Crossover]) -> list[str]:
@@ -165,9 +129,10 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
     if min_run < 1 or not 0 < alpha < 1:
         raise CompareError(f"need min_run >= 1 and 0 < alpha < 1 (got {min_run}, {alpha})")
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
-    raw = measured_points(ca, cb)
+    matching = match_shapes(ca, cb)
+    raw = list(matching.points)
     note = timing_note(a, b, calibration is not None)
-    notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else [])
+    notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else []) + _model_notes(matching, a, b)
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
     timing = timing_json(a, b)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha,
@@ -186,27 +151,59 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
         timing = {**timing, "calibration": cal.to_json(edges)}
     va, vb = np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw])
     run_var = run_variance(flops, va, vb, np.array([r.extra_var for r in raw])) if method == "runs" else None
-    bands = [replace(band, shapes_a=band.n, shapes_b=band.n,
-                     matched=int(sum(r.method == "matched" for r in raw[band.start:band.stop])),
-                     measured_a=measured_in(ca, band.low_flops, band.high_flops),
-                     measured_b=measured_in(cb, band.low_flops, band.high_flops))
-             for band in band_verdicts(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var,
-                                       margin=margin)]
+    ordered = any(not s.published and not c.pass_indexed for s, c in ((a, ca), (b, cb)))
+    found, runs = bands_and_runs(flops, va, vb, alpha=alpha, calibration=per_band, run_var=run_var, margin=margin,
+                                 ordered=ordered and method == "shapes", model=terms_of(raw))
+    bands = [_counted(band, raw, ca, cb, matching, metric) for band in found]
     data = band_segments.crossovers(raw, bands, a.label, b.label, method, alpha)
-    fitted = (_fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha)
-              if fa is not None and fb is not None else [])
+    fitted, fit_only = [], []
     if fa is not None and fb is not None:
-        notes += _agreement(data, fitted)
+        fitted, fit_only = supported(fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha),
+                                     bands, a.label)
+        notes += _agreement(data, fitted) + [unsupported_note(c) for c in fit_only]
     if method == "shapes":
         notes.append(one_pass_note(a, b))
     if bands and bands[0].drift > 1:
-        notes.append(f"neighbouring shapes' ratios are correlated (drift): band tests' variance x{bands[0].drift:.2f}")
+        notes.append(f"neighbouring shapes' ratios are correlated (drift of a series measured in FLOP order): band "
+                     f"tests' variance x{bands[0].drift:.2f}")
     return Comparison(
         points=tuple(band_segments.points(raw, bands, a.label, b.label, method, alpha, run_var)),
-        segments=tuple(band_segments.segments(raw, bands, a.label, b.label, method)),
+        segments=tuple(band_segments.segments(raw, bands, a.label, b.label, method, runs)),
         crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), method=method, bands=tuple(bands),
-        timing=timing, **common,
+        timing=timing, runs=tuple(runs), fit_only=tuple(fit_only),
+        left_out=(len(matching.left_out_a), len(matching.left_out_b)), **common,
     )
+
+
+def _counted(band: Band, raw: Sequence[_Raw], ca: PassCurve, cb: PassCurve, matching: Matching, metric: str) -> Band:
+    """``band`` with the shapes of each side it used, those measured in its range and those left out."""
+    pts = raw[band.start:band.stop]
+    matched = sum(r.method == "matched" for r in pts)
+    lo, hi = band.low_flops, band.high_flops
+    return replace(band, matched=matched, metric=metric,
+                   shapes_a=matched + sum(r.method == "model" and r.interpolated == cb.label for r in pts),
+                   shapes_b=matched + sum(r.method == "model" and r.interpolated == ca.label for r in pts),
+                   measured_a=measured_in(ca, lo, hi), measured_b=measured_in(cb, lo, hi),
+                   left_out_a=left_out_in(matching.left_out_a, ca.shapes, lo, hi),
+                   left_out_b=left_out_in(matching.left_out_b, cb.shapes, lo, hi))
+
+
+def _model_notes(matching: Matching, a: Series, b: Series) -> list[str]:
+    """Say how shapes only one side measured were compared, and how many could not be."""
+    model = sum(r.method == "model" for r in matching.points)
+    if not model and not (matching.left_out_a or matching.left_out_b):
+        return []
+    out = []
+    if model:
+        out.append(f"{counted(model, 'shape')} only one side measured compared with the other side's value "
+                   f"predicted at that very shape (a local quadratic in log M, N, K and batch through its nearest "
+                   f"measured shapes), the prediction's uncertainty kept; per band, the evidence split says how "
+                   f"much of the verdict they carry")
+    left = [f"{len(names)} of {s.label}" for names, s in ((matching.left_out_a, a), (matching.left_out_b, b)) if names]
+    if left:
+        out.append(f"left out: {' and '.join(left)} unmatched shapes that lie outside the other side's measured "
+                   f"shapes (batch, aspect or size not covered; a prediction there would extrapolate)")
+    return out
 
 
 def _calibrated(raw: Sequence[_Raw], edges: Sequence[tuple[int, int, float, float]],
@@ -226,9 +223,9 @@ def _nothing_to_test(a: Series, b: Series, ca: PassCurve, cb: PassCurve) -> str:
         why = (f"their FLOP ranges do not meet ({a.label}: {format_flops(lo_a)}-{format_flops(hi_a)}, "
                f"{b.label}: {format_flops(lo_b)}-{format_flops(hi_b)})")
     else:
-        why = (f"no shape was measured by both and no two of their shapes lie within "
-               f"{10 ** PAIR_DECADES - 1:.0%} in FLOPs in one half-decade (values read off the other's curve are "
-               f"not measurements)")
+        why = ("no shape was measured by both and none of either side's shapes lies among the other side's "
+               "measured shapes closely enough to predict its value there (batch, aspect and size must be "
+               "covered)")
     return (f"cannot compare {a.label} with {b.label} ({a.dtype} {a.mode}): {why}; sweep the same shapes on "
             f"both, e.g. write one side's shapes to a CSV (m,n,k) and run mfu-sweep sweep --shape-file on the other")
 

@@ -2,7 +2,9 @@
 (:mod:`mfu_sweep.analysis.verdicts.bands`).
 
 Every point takes the leader of the segment it lies in, and segments are runs
-of bands with one verdict, so the segments, the summary shares
+of bands with one verdict (a band's own; for bands no test calls alone that a
+run of adjacent bands calls taken together, the run's, as a segment of its own
+marked ``together``), so the segments, the summary shares
 (:meth:`mfu_sweep.analysis.verdicts.comparison.Comparison.lead_summary`) and the
 sentence cannot disagree. Two lead segments of the same leader separated by an
 ambiguous stretch narrower than one nominal band (half a decade, from the last
@@ -20,27 +22,38 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, SAME, Band
+from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, SAME, Band, RunClaim
 from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Crossover, Segment
 from mfu_sweep.analysis.verdicts.curves import _Raw, crossing_point
 
 
+def effective_state(band: Band) -> int:
+    """The state a band's stretch of a segment shows: its own verdict, or, for a band no test calls alone that is
+    part of a run's conclusion (``via``), the run's claim (a segment "taken together")."""
+    return band.state or (band.via[3] if band.via is not None else 0)
+
+
+def together(band: Band) -> bool:
+    """Whether a band shows a run's conclusion rather than its own (see :func:`effective_state`)."""
+    return band.state == 0 and band.via is not None
+
+
 def band_runs(bands: Sequence[Band]) -> list[tuple[int, int, int]]:
-    """(first band, last band + 1, state) of the runs of equal states (+1, -1, ``SAME``, 0: ambiguous), after
-    merging two runs of one state across an ambiguous gap narrower than one nominal band."""
+    """(first band, last band + 1, state) of the runs of equal states (+1, -1, ``SAME``, 0: ambiguous; a band
+    that shows a run's conclusion counts with the run's state, :func:`effective_state`), after merging two runs
+    of one state called band by band across an ambiguous gap narrower than one nominal band."""
     runs: list[list[int]] = []
     for k, band in enumerate(bands):
-        if runs and runs[-1][2] == band.state:
+        if runs and runs[-1][2] == effective_state(band):
             runs[-1][1] = k + 1
         else:
-            runs.append([k, k + 1, band.state])
+            runs.append([k, k + 1, effective_state(band)])
     merged: list[list[int]] = []
     for run in runs:
         if (len(merged) >= 2 and run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]
                 and _gap_decades(bands, merged[-2][1] - 1, run[0]) < 1 / BANDS_PER_DECADE):
-            gap = merged.pop()
+            merged.pop()
             merged[-1][1] = run[1]
-            del gap
         else:
             merged.append(list(run))
     return [(s, e, v) for s, e, v in merged]
@@ -58,24 +71,32 @@ def _merged_leader(bands: Sequence[Band], runs: Sequence[tuple[int, int, int]]) 
     return out
 
 
-def segments(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str) -> list[Segment]:
-    """One segment per run of bands (:func:`band_runs`), tiled from the first to the last point."""
-    runs = band_runs(bands)
+def segments(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method: str,
+             runs: Sequence[RunClaim] = ()) -> list[Segment]:
+    """One segment per run of bands (:func:`band_runs`), tiled from the first to the last point; a segment that
+    shows a run's conclusion (``together``) takes the run's estimate for those bands."""
+    stretches = band_runs(bands)
     flops = [r.flops for r in raw]
     names = {1: a, -1: b, 0: None}
     bounds = [flops[0]]
-    for (_, e, _), (s, _, _) in zip(runs, runs[1:], strict=False):
+    for (_, e, _), (s, _, _) in zip(stretches, stretches[1:], strict=False):
         bounds.append(math.sqrt(flops[bands[e - 1].stop - 1] * flops[bands[s].start]))
     bounds.append(flops[-1])
     out = []
-    for k, (s, e, v) in enumerate(runs):
-        own = [bd for bd in bands[s:e] if bd.state == v] or list(bands[s:e])
-        log_ratio = _weighted_median([bd.estimate for bd in own], [bd.n for bd in own])
+    for k, (s, e, v) in enumerate(stretches):
+        claims = [r for r in runs if s <= r.first and r.last < e and r.state == v]
+        own = [bd for bd in bands[s:e] if bd.state == v]
+        parts = [(bd.estimate, bd.n) for bd in own] + [(r.estimate, bands[r.last].stop - bands[r.first].start)
+                                                      for r in claims]
+        log_ratio = _weighted_median(*zip(*parts, strict=True)) if parts else _weighted_median(
+            [bd.estimate for bd in bands[s:e]], [bd.n for bd in bands[s:e]])
         ratio = math.exp(log_ratio)
         pts = raw[bands[s].start:bands[e - 1].stop]
         out.append(Segment(start_flops=bounds[k], end_flops=bounds[k + 1], leader=names.get(v), ratio=ratio,
                            diff=float(np.median([math.exp(p.log_b) * (ratio - 1) for p in pts])),
-                           n_points=len(pts), method=method, same=v == SAME))
+                           n_points=len(pts), method=method, same=v == SAME,
+                           together=v != 0 and any(together(bd) for bd in bands[s:e]),
+                           alone=v != 0 and bool(own)))
     return out
 
 
@@ -91,8 +112,9 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
     lead and of the first band of the second, placed where the shapes' log ratio crosses zero between them.
 
     The interval is the line's ``1 - alpha`` Fieller interval (the comparison's own level, so a stricter
-    look never gets a narrower interval) when the shapes' own crossing lies inside it; a crossing outside
-    means the line does not describe the shapes there, and the interval is the whole bracket."""
+    look never gets a narrower interval) when the shapes' own crossing lies inside the line's interval at
+    ``CHECK_ALPHA`` (or the comparison's level when looser: one test for every stricter look); a crossing
+    outside means the line does not describe the shapes there, and the interval is the whole bracket."""
     leads = [r for r in band_runs(bands) if r[2] in (1, -1)]
     log_f = np.log([r.flops for r in raw])
     d = np.array([r.log_a - r.log_b for r in raw])
@@ -105,11 +127,15 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
         inside = (log_f >= math.log(lo)) & (log_f <= math.log(hi))
         x = crossing_point(log_f[inside], d[inside]) if inside.sum() >= 2 else math.log(math.sqrt(lo * hi))
         x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), alpha)
-        if not x_lo <= x <= x_hi:
+        c_lo, c_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), max(alpha, CHECK_ALPHA))
+        if not c_lo <= x <= c_hi:  # judged at one level for every look, so a stricter look never narrows it
             x_lo, x_hi = math.log(lo), math.log(hi)
             x = min(max(x, x_lo), x_hi)
         out.append(Crossover(math.exp(x), math.exp(x_lo), math.exp(x_hi), names[v0], names[v1], method))
     return out
+
+
+CHECK_ALPHA = 0.05  # the level at which the shapes' own crossing must lie inside the line's interval
 
 
 def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float, alpha: float = 0.05) -> tuple[float, float]:

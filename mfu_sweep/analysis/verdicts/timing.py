@@ -24,7 +24,7 @@ import numpy as np
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import CompareError
 from mfu_sweep.analysis.verdicts.curves import pass_curve
-from mfu_sweep.analysis.verdicts.pairing import measured_points
+from mfu_sweep.analysis.verdicts.matching import measured_points
 
 FIELDS = ("timer", "cache", "mode")
 H100_EXAMPLE = "one H100: mamf-finder log vs the OpenXLA table's sm_90, median ratio 0.74"
@@ -97,8 +97,9 @@ def pick_reference(series: Mapping[Any, Series], dtype: str, which: str) -> Seri
 
 
 def band_calibration(ref_a: Series, ref_b: Series, edges: Sequence[tuple[int, int, float, float]]) -> Calibration:
-    """Log TFLOP/s ratio ref_a/ref_b at the reference's measured shapes (matched, or paired by FLOPs:
-    :func:`mfu_sweep.analysis.verdicts.pairing.measured_points`), averaged per band of ``edges``.
+    """Log TFLOP/s ratio ref_a/ref_b at the reference's shapes (matched, or one side's against the other's
+    prediction there:
+    :func:`mfu_sweep.analysis.verdicts.matching.measured_points`), averaged per band of ``edges``.
 
     A band without two reference shapes takes those of the nearest bands until
     it has two; the variance is the scatter of the reference's log ratios over
@@ -108,7 +109,8 @@ def band_calibration(ref_a: Series, ref_b: Series, edges: Sequence[tuple[int, in
     raw = measured_points(pass_curve(ref_a, "tflops"), pass_curve(ref_b, "tflops"))
     if len(raw) < 2:
         raise CompareError(f"--calibrate: {ref_a.label} and {ref_b.label} share fewer than two measured shapes "
-                           f"(matched, or within 12% in FLOPs); sweep the reference chip on the same shapes both ways")
+                           f"(matched, or predicted from close ones); sweep the reference chip on the same shapes "
+                           f"both ways")
     lf = np.log10([r.flops for r in raw])
     r = np.array([x.log_a - x.log_b for x in raw])
     factor, var, df, n = [], [], [], []

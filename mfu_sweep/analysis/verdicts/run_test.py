@@ -1,0 +1,287 @@
+"""The test of one run of adjacent FLOP bands (a single band is a run of one): its estimate, interval and the
+test of a shifted log ratio that the four verdicts read (:func:`claims`), for the three kinds of evidence.
+
+``shapes`` (one value per shape), all points matched
+    Wilcoxon's signed-rank over the shapes' log ratios and the Hodges-Lehmann
+    estimate (:mod:`mfu_sweep.analysis.verdicts.band_tests`); the drift factor
+    only for series measured in FLOP order (``drift`` 1 otherwise).
+``shapes`` with model-based points (the two sides measured different shape lists)
+    Matched shapes first: a run with at least ``DECIDE_MATCHED`` of them is
+    decided by them alone (signed-rank, Hodges-Lehmann, as above); its
+    model-based points are shown beside (their own ratio), never used, so they
+    can neither make a lead the matched shapes do not show nor move the ratio
+    away from theirs. A run with fewer is decided through the local model
+    (:mod:`mfu_sweep.analysis.verdicts.matching`): the mean of its points, its
+    few matched shapes included with the model's residual variance, tested
+    with a t test against an exact variance under the model (every measured
+    value a prediction uses counted once with each coefficient it has, shared
+    neighbours included) plus the scatter of the true ratio across shapes
+    beyond what the model explains (a moment estimate, like a random effect),
+    Satterthwaite df. :class:`EvidenceSplit` says which points carry the
+    verdict and how much.
+``runs`` (passes)
+    The band mean with the shape as a random effect against run-to-run variance,
+    pass offsets and drift within passes; a model-based point's prediction
+    variance is part of its own variance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import t as student_t
+
+from mfu_sweep.analysis.verdicts.band_tests import (
+    _correlated,
+    _satterthwaite,
+    common_p,
+    hodges_lehmann,
+    random_effects,
+    signed_rank_p,
+)
+
+Shifted = Callable[[float], tuple[float, int]]  # shift -> (two-sided p, sign) of the test of d - shift
+
+MERGED_HL_MAX = 400  # a run of several bands takes the median above this many shapes (Walsh averages are n^2)
+DECIDE_MATCHED = 5  # a run with this many exact matches is decided by them alone (issue 35's measured goal)
+
+
+@dataclass(frozen=True)
+class EvidenceSplit:
+    """Which points carry a band's (or run's) verdict: matched shapes, model-based points, or both.
+
+    ``matched`` and ``model`` count the points of each kind the test used; ``shown`` the model-based points
+    shown beside but not used (the matched shapes decide); ``weight_matched`` is the matched shapes' share of
+    the estimate (1 when they decide; their share of the points when every point goes through the local model);
+    ``ratio_matched`` and ``ratio_model`` are each kind's own geometric-mean ratio a/b (None when empty).
+    """
+
+    matched: int
+    model: int
+    shown: int = 0
+    weight_matched: float = 1.0
+    ratio_matched: float | None = None
+    ratio_model: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"matched": self.matched, "model_based": self.model, "model_based_not_used": self.shown,
+                "weight_matched": self.weight_matched, "weight_model_based": 1.0 - self.weight_matched,
+                "ratio_matched": self.ratio_matched, "ratio_model_based": self.ratio_model}
+
+    def text(self) -> str:
+        """E.g. "decided by 26 matched shapes; 30 model-based beside (x0.97), not used" or "decided through the
+        local model: 3 matched shapes and 40 model-based"."""
+        if not self.model and not self.shown:
+            return f"all from {self.matched} matched shapes"
+        if self.shown:
+            return (f"decided by {self.matched} matched shapes; {self.shown} model-based beside "
+                    f"(x{self.ratio_model:.3g}), not used")
+        if not self.matched:
+            return f"decided by {self.model} model-based points"
+        return f"decided through the local model: {self.matched} matched shapes and {self.model} model-based"
+
+
+@dataclass(frozen=True)
+class RunTest:
+    """The test of one run of adjacent bands: estimate, interval, difference-test p-values, the shifted test and
+    the split of its evidence."""
+
+    estimate: float
+    low: float
+    high: float
+    p_unit: float
+    p_common: float | None
+    shifted: Shifted
+    split: EvidenceSplit
+
+
+@dataclass(frozen=True)
+class ModelTerms:
+    """What the tests need to know of model-based points (all arrays per point, in FLOP order): which are
+    model-based, each point's log ratio as a linear combination of measured values (``combo``: (side, shape,
+    coefficient)), the residual variance of those values and its df."""
+
+    model: np.ndarray
+    combo: tuple[tuple[tuple[str, str, float], ...], ...]
+    sigma2: np.ndarray
+    df: np.ndarray
+
+    @property
+    def any(self) -> bool:
+        return bool(self.model.any())
+
+
+def shapes_test(x: np.ndarray, alpha: float, drift: float, cal: tuple[float, float] | None,
+                merged: bool = False) -> RunTest:
+    """Signed-rank over the shapes of a run; with a calibration also a t test of the mean against shape scatter
+    plus calibration variance (intersection-union: the larger p, and the two must agree in sign)."""
+    est, lo, hi = hodges_lehmann(x, alpha, drift, *((MERGED_HL_MAX,) if merged else ()))
+    scatter = float(np.var(x, ddof=1)) / len(x) * drift if len(x) > 1 else math.inf
+    if cal is not None and cal[0] > 0:
+        widen = student_t.ppf(1 - alpha / 2, 30) * math.sqrt(cal[0])
+        lo, hi = est - math.hypot(est - lo, widen), est + math.hypot(hi - est, widen)
+
+    def shifted(s: float) -> tuple[float, int]:
+        p, sign = signed_rank_p(x - s, drift)
+        p_rank, sign_rank = float(p[0]), int(sign[0])
+        if cal is None:
+            return p_rank, sign_rank
+        p_mean, var = common_p(float(np.mean(x)) - s, [(scatter, len(x) - 1.0), cal])
+        if p_mean is None or var <= 0:
+            return p_rank, sign_rank
+        agree = np.sign(np.mean(x) - s) == sign_rank
+        return (max(p_rank, p_mean) if agree else 1.0), sign_rank
+
+    p0, _ = signed_rank_p(x, drift)
+    p_common = shifted(0.0)[0] if cal is not None else None
+    return RunTest(est, lo, hi, float(p0[0]), p_common, shifted, EvidenceSplit(len(x), 0))
+
+
+def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int, sides: tuple,
+              alpha: float, cal: tuple[float, float] | None, model: np.ndarray | None = None) -> RunTest:
+    """Random-effects band mean against run-to-run variance, pass offsets and drift within passes; with
+    ``DECIDE_MATCHED`` matched shapes, over them alone (model-based points shown beside)."""
+    is_model = np.zeros(len(x), dtype=bool) if model is None else model
+    used = ~is_model if is_model.any() and (~is_model).sum() >= DECIDE_MATCHED else np.ones(len(x), dtype=bool)
+    v, f = run_var[0][s:e][used], run_var[1][s:e][used]
+    mu, se, df = (float(y[0]) for y in random_effects(x[used], v, f))
+    parts = [(se**2, df), *_correlated(sides, run_var, s, e, used)]
+    if cal is not None:
+        parts.append(cal)
+    p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0
+    var, df = _satterthwaite(parts)
+    half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var) if var > 0 else math.inf
+
+    def shifted(shift: float) -> tuple[float, int]:
+        z = mu - shift
+        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
+
+    return RunTest(mu, mu - half, mu + half, p_unit, None, shifted, _runs_split(x, run_var[0][s:e], is_model, used))
+
+
+def _runs_split(x: np.ndarray, v: np.ndarray, is_model: np.ndarray, used: np.ndarray) -> EvidenceSplit:
+    """The evidence split of a ``runs`` band: its matched and model-based points, and the matched shapes' share
+    of the inverse-variance weight of the points used."""
+    w = np.where(used & np.isfinite(v) & (v > 0), 1.0 / np.where(v > 0, v, 1.0), 0.0)
+    total = float(w.sum())
+    share = float(w[~is_model].sum()) / total if total > 0 else 1.0
+    part = [(float(math.exp(np.mean(x[m]))) if m.any() else None) for m in (~is_model, is_model)]
+    shown = int((is_model & ~used).sum())
+    return EvidenceSplit(int((~is_model & used).sum()), int((is_model & used).sum()), shown, share, *part)
+
+
+# -- shapes with model-based points ------------------------------------------------------------------------------
+
+
+def _combo_variance(idx: np.ndarray, combo: Sequence[tuple[tuple[str, str, float], ...]],
+                    sigma2: np.ndarray) -> float:
+    """Variance of the mean of the points ``idx`` under the local model: every measured value counted once with
+    its residual variance, so neighbours shared by several predictions add their covariance."""
+    coef: dict[tuple[str, str], float] = {}
+    var_of: dict[tuple[str, str], list[float]] = {}
+    for i in idx:
+        for side, name, c in combo[i]:
+            coef[side, name] = coef.get((side, name), 0.0) + c
+            var_of.setdefault((side, name), []).append(float(sigma2[i]))
+    return sum(float(np.mean(var_of[k])) * c**2 for k, c in coef.items()) / len(idx) ** 2
+
+
+def _pooled_df(idx: np.ndarray, terms: ModelTerms) -> float:
+    """Degrees of freedom of the residual variances of the predictions ``idx`` taken together: their local fits'
+    df, divided by how many fits each measured value serves on average (overlapping fits share data)."""
+    uses = sum(len(terms.combo[i]) - 1 for i in idx)
+    distinct = len({(side, name) for i in idx for side, name, _ in terms.combo[i][1:]})
+    total = float(np.sum(terms.df[idx]))
+    return float(np.clip(total * distinct / max(uses, 1), np.min(terms.df[idx]), 1000.0))
+
+
+def _model_part(d: np.ndarray, idx: np.ndarray, terms: ModelTerms) -> tuple[float, float, float]:
+    """Mean of the points ``idx``, its variance (the local model's, plus the scatter of the true ratio across
+    shapes beyond what the model explains, as a moment estimate) and Satterthwaite df. Matched points among
+    them take the residual variance of the model-based ones."""
+    x = d[idx]
+    n = len(idx)
+    model = terms.model[idx]
+    sigma2 = terms.sigma2.copy()
+    sigma2[idx[~model]] = float(np.median(terms.sigma2[idx[model]]))
+    v_model = _combo_variance(idx, terms.combo, sigma2)
+    own = np.array([sum(c**2 for _, _, c in terms.combo[i]) * sigma2[i] for i in idx])
+    tau2 = max(0.0, float(np.var(x, ddof=1)) - float(own.mean())) if n > 1 else 0.0
+    parts = [(v_model, _pooled_df(idx[model], terms)), (tau2 / n, max(n - 1.0, 1.0))]
+    var, df = _satterthwaite([(v, f) for v, f in parts if v > 0])
+    return float(np.mean(x)), var, df
+
+
+def mixed_test(d: np.ndarray, terms: ModelTerms, s: int, e: int, alpha: float, drift: float,
+               cal: tuple[float, float] | None, merged: bool = False) -> RunTest:
+    """The test of points ``s:e`` when some are model-based (see the module docstring)."""
+    idx = np.arange(s, e)
+    mod = terms.model[s:e]
+    matched, model = idx[~mod], idx[mod]
+    if not len(model):
+        return shapes_test(d[s:e], alpha, drift, cal, merged)
+    if len(matched) >= DECIDE_MATCHED:
+        return _with_split(shapes_test(d[matched], alpha, drift, cal, merged),
+                           EvidenceSplit(len(matched), 0, len(model), 1.0, _ratio(d, matched), _ratio(d, model)))
+    return _t_test(*_model_part(d, idx, terms), alpha, cal,
+                   EvidenceSplit(len(matched), len(model), 0, len(matched) / len(idx), _ratio(d, matched),
+                                 _ratio(d, model)))
+
+
+def _ratio(d: np.ndarray, idx: np.ndarray) -> float | None:
+    return float(math.exp(np.mean(d[idx]))) if len(idx) else None
+
+
+def _t_test(est: float, var: float, df: float, alpha: float, cal: tuple[float, float] | None,
+            split: EvidenceSplit) -> RunTest:
+    parts = [(var, df)] + ([cal] if cal is not None and cal[0] > 0 else [])
+    var, df = _satterthwaite(parts)
+    half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var) if var > 0 else math.inf
+
+    def shifted(shift: float) -> tuple[float, int]:
+        z = est - shift
+        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
+
+    p0 = shifted(0.0)[0]
+    return RunTest(est, est - half, est + half, p0, p0 if cal is not None else None, shifted, split)
+
+
+def _with_split(test: RunTest, split: EvidenceSplit) -> RunTest:
+    return RunTest(test.estimate, test.low, test.high, test.p_unit, test.p_common, test.shifted, split)
+
+
+# -- the claims a run makes ----------------------------------------------------------------------------------------
+
+
+def claims(test: Shifted, delta: float) -> tuple[float, int, float]:
+    """``(p_lead, sign, p_same)`` of a run: the test beyond the margin in the direction the data point (two-sided
+    level) and TOST inside it (the larger of the two one-sided p-values; 1 when ``delta`` is 0)."""
+    if delta <= 0:
+        p, sign = test(0.0)
+        return p, sign, 1.0
+    p_up, s_up = test(delta)
+    p_down, s_down = test(-delta)
+    if s_up > 0:
+        p_lead, sign = p_up, 1
+    elif s_down < 0:
+        p_lead, sign = p_down, -1
+    else:
+        p_lead, sign = 1.0, 0
+    below = p_up / 2 if s_up < 0 else 1 - p_up / 2
+    above = p_down / 2 if s_down > 0 else 1 - p_down / 2
+    return p_lead, sign, max(below, above)
+
+
+def calibration_of(calibration: Sequence[tuple[float, float, float]] | None, i: int, j: int,
+                   sizes: Sequence[int]) -> tuple[float, float] | None:
+    """Variance and df of the calibration over bands i..j (shape-weighted, errors taken as fully correlated)."""
+    if calibration is None:
+        return None
+    w = np.asarray(sizes[i:j + 1], dtype=float)
+    w = w / w.sum()
+    sd = float(np.sum(w * np.sqrt([calibration[k][1] for k in range(i, j + 1)])))
+    return sd**2, float(min(calibration[k][2] for k in range(i, j + 1)))
