@@ -15,8 +15,9 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
@@ -332,6 +333,11 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
                  empty=NO_CROSSOVER)
 
 
+def _with(table: Table, skipped: Sequence[str]) -> Table:
+    """``table`` with a note per pair that could not be compared."""
+    return replace(table, notes=(*table.notes, *(f"not compared: {n}" for n in skipped)))
+
+
 # -- rendering ---------------------------------------------------------------------
 
 
@@ -375,13 +381,34 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _note_on_stderr(note: str) -> None:
+    sys.stderr.write(f"note: {note}\n")
+
+
+def _compared(sweeps: Sequence[Sweep], metric: str, on_skip: Callable[[str], None] | None = None,
+             **kw: Any) -> tuple[list[Comparison], tuple[str, ...]]:
+    """Every pair of ``sweeps`` that can be compared, and a note per pair that cannot (no peak for MFU, no shape
+    either side can be compared at), each also handed to ``on_skip`` [a ``note:`` line on stderr].
+
+    Raises :class:`~mfu_sweep.analysis.verdicts.compare.CompareError` when no pair can be compared for want of
+    shared shapes, or for any other reason (:func:`~mfu_sweep.analysis.verdicts.compare.compare_all`)."""
+    notes: list[str] = []
+    comps = compare_all(sweeps, metric, on_skip=lambda exc: notes.append(str(exc)), **kw)
+    for note in notes:
+        (on_skip or _note_on_stderr)(note)
+    return comps, tuple(notes)
+
+
 def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv", *, metric: str = "mfu",
-                 **kw: Any) -> str:
+                 on_skip: Callable[[str], None] | None = None, **kw: Any) -> str:
     """Render ``what`` (records, fits, crossovers, bands or steps) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
     ``steps`` is time to N steps of every model family in the records (:mod:`mfu_sweep.present.export_steps`).
     Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
     :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers, bands: e.g. ``margin``).
+    Crossovers and bands are of the pairs that can be compared; each pair that cannot is
+    a note below a Markdown or LaTeX table, and goes to ``on_skip`` [a ``note:`` line on stderr: a CSV file
+    has no place for it].
     """
     if what not in WHATS:
         raise ValueError(f"what={what!r} must be one of {', '.join(WHATS)}")
@@ -398,11 +425,11 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
     elif what == "steps":
         rows, table = (steps_rows(sweeps, **kw), None) if fmt == "csv" else ([], Table(*steps_display(sweeps, **kw)))
     elif what == "crossovers":
-        comps = compare_all(sweeps, metric, **kw)
-        rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], crossovers_table(comps))
+        comps, skipped = _compared(sweeps, metric, on_skip, **kw)
+        rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], _with(crossovers_table(comps), skipped))
     else:
-        comps = compare_all(sweeps, metric, **{"use_fit": False, **kw})
-        rows, table = (band_rows(comps), None) if fmt == "csv" else ([], bands_table(comps))
+        comps, skipped = _compared(sweeps, metric, on_skip, **{"use_fit": False, **kw})
+        rows, table = (band_rows(comps), None) if fmt == "csv" else ([], _with(bands_table(comps), skipped))
     if table is None:
         return to_csv(rows)
     return to_latex(table) if fmt == "latex" else to_markdown(table)

@@ -23,6 +23,11 @@ class CompareError(ValueError):
     """Two series cannot be compared; the message says why."""
 
 
+class NoSharedShapesError(CompareError):
+    """Two series share no shape either side can be compared at: no shape both measured, and none of one side's
+    shapes among the other side's closely enough to predict its value there (the message says what to sweep)."""
+
+
 @dataclass(frozen=True)
 class ComparePoint:
     """The ratio a/b of the metric at one shape: the per-shape detail of a comparison.
