@@ -664,7 +664,8 @@ def test_fit_crossovers_only_where_the_data_lean_both_ways() -> None:
                             "below it leans to sm_90") for n in tflops.notes)
     assert tflops.to_json()["unsupported_fit_crossings"][0]["reason"] == "no band below it leans to sm_90"
     assert compare_series(b200, h100, "mfu", fit_n_boot=20).crossovers == ()
-    base = {"flops": FLOPS * 2, "peak_tflops": 1000.0, "noise": 0.01}
+    # 48 distinct shapes measured once (one record per pass, shape, dtype and mode: a file that repeats one is refused)
+    base = {"flops": [float(f) for f in np.geomspace(1e8, 1e13, 2 * len(FLOPS))], "peak_tflops": 1000.0, "noise": 0.01}
     docs = (make_sweep_doc("A", seed=1, P_tflops=400, W_tbs=2.0, t0_s=2e-6, **base),
             make_sweep_doc("B", seed=2, P_tflops=900, W_tbs=2.0, t0_s=20e-6, **base))
     [c] = compare_all(_sweeps(*docs), "tflops", fit_n_boot=30)
