@@ -25,7 +25,7 @@ from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
 from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
-from mfu_sweep.present.words import band_call, metric_name
+from mfu_sweep.present.words import metric_name
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
 from mfu_sweep.text import format_flops
@@ -165,7 +165,8 @@ def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
 def bands_table(comparisons: Iterable[Comparison]) -> Table:
     """One row per band: pair, metric, band, shapes used (matched) of those measured, ratio [interval], verdict.
 
-    The verdict is in the words of the metric: by MFU a lead is "closer to its own peak", never "faster".
+    The verdict is the band's own (:meth:`~mfu_sweep.analysis.verdicts.bands.Band.call`) in the words of the
+    metric: by MFU a lead is "higher MFU" (closer to its own peak), never "faster".
     """
     rows = []
     for c in comparisons:
@@ -173,16 +174,17 @@ def bands_table(comparisons: Iterable[Comparison]) -> Table:
             j = band.to_json(c.a, c.b)
             lo, hi = j["ratio_low"], j["ratio_high"]
             half = (hi - lo) / 2 if lo is not None and hi is not None else None
-            via = " (over run)" if band.via else ""
+            via = f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])})" if band.via else ""
             rows.append(((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (metric_name(c.metric), None),
                          (f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}", None),
                          (f"{band.n} ({j['matched']}) of {j['measured_a']}/{j['measured_b']}", None),
-                         _cell(j["ratio"], half), (band_call(band, c.a, c.b, c.metric) + via, None)))
+                         _cell(j["ratio"], half), (band.call(c.a, c.b) + via, None)))
     header = ("A", "B", "dtype", "mode", "Metric", "FLOP band", "Shapes used (matched) of measured A/B", "A/B",
               "Verdict")
     notes = ("verdicts: a lead beyond the margin (by MFU: closer to its own peak, each device against its own "
              "peak, not faster; by TFLOP/s: faster), the same within it (two one-sided tests), else ambiguous; "
-             "Holm over the bands and runs of adjacent bands; '(over run)': the band carries a run's claim",)
+             "Holm over the bands and runs of adjacent bands; 'ambiguous alone; ... taken together (over X-Y)': "
+             "the band is part of a run of adjacent bands whose conclusion it does not reach alone",)
     return Table(header=header, rows=tuple(rows), align="lllllllrl", notes=notes)
 
 
