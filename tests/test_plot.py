@@ -161,6 +161,31 @@ def test_plot_mfu_draws_series_fits_crossovers_and_leader_strip(pair: list[Sweep
     assert ticks and all(t.endswith("FLOP") for t in ticks)
 
 
+def test_the_leader_strip_hatches_a_lead_that_only_adjacent_bands_taken_together_show() -> None:
+    """REAL published DeepBench fp32 (cited import), AMD_MI25 vs NV_TitanX_Pascal: MI25's lead from 8.4 MFLOP to
+    3.2 GFLOP is the conclusion of a run of three bands, none called alone; the strip draws it hatched, as the
+    sentence says "taken together", and NV_TitanX_Pascal's own-band lead above 100 GFLOP plain."""
+    from mfu_sweep.analysis.verdicts.compare import compare_series
+    from mfu_sweep.present.fig_mfu import together_spans
+    from mfu_sweep.results import load_sweeps
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    sweeps = load_sweeps([str(published / f"{n}.json") for n in ("AMD_MI25", "NV_TitanX_Pascal")])
+    series = group_series(sweeps)
+    sa, sb = (next(s for k, s in series.items() if k.label == x and k.dtype == "fp32")
+              for x in ("AMD_MI25", "NV_TitanX_Pascal"))
+    c = compare_series(sa, sb, "tflops", use_fit=False)
+    ax = P.plot_mfu(sweeps, dtype="fp32", mode="eager", metric="tflops", comparisons=[c], show_fit=False,
+                    ax=new_ax())
+    hatched = gids(ax, "leader-together:")
+    assert hatched and {h.get_gid() for h in hatched} == {"leader-together:AMD_MI25"}
+    assert all(h.get_hatch() for h in hatched)
+    spans = together_spans([c], P.leader_spans([c]))  # the three bands of the run, 3.2 MFLOP to 3.2 GFLOP
+    assert len(spans) == len(hatched) == 3 and all(3.1e6 < lo < hi < 3.2e9 for lo, hi, _ in spans)
+    assert any("taken together" in t.get_text() for t in ax.get_legend().get_texts())
+    assert [s.get_gid() for s in gids(ax, "leader:")] == ["leader:AMD_MI25", "leader:NV_TitanX_Pascal"]
+
+
 def test_plot_mfu_marks_estimated_and_mixed_peaks() -> None:
     est = doc("chip-b")
     est["peak"]["estimated"] = True
