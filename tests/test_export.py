@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, write_sweep
 
+from mfu_sweep.analysis.verdicts.compare import CompareError
 from mfu_sweep.cli import main
 from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
 from mfu_sweep.results import parse_document
@@ -252,6 +253,13 @@ def test_export_of_many_files_keeps_the_pairs_it_can_compare_and_notes_the_other
     assert res.exit_code == 0 and res.stdout.startswith("a,b,") and "A,C," in res.stdout
     assert [line.split(":")[1] for line in res.stderr.splitlines()] == [" cannot compare A with B (bf16 eager)",
                                                                          " cannot compare B with C (bf16 eager)"]
+    # by MFU a series without a peak is skipped the same way; only without any comparable pair is it the error
+    nopeak = make_sweep_doc("D", flops=flops, seed=4, peak_tflops=0, **base)
+    kept: list[str] = []
+    _, rows = _csv(export_table([*sweeps, *parse_document(nopeak)], "bands", "csv", on_skip=kept.append))
+    assert {(r["a"], r["b"]) for r in rows} == {("A", "C")} and sum("D bf16 eager has no peak" in n for n in kept) == 3
+    with pytest.raises(CompareError, match="nothing to compare: 1 pair skipped .*--metric tflops"):
+        export_table([*sweeps[:1], *parse_document(nopeak)], "bands", "csv", on_skip=kept.append)
     # one pair that cannot be compared: one line, no table
     res = CliRunner().invoke(main, ["export", *paths[:2], "--what", "bands", "--metric", "tflops"])
     assert res.exit_code == 1 and res.output.count("\n") == 1

@@ -22,13 +22,13 @@ from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
-from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
+from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, compare_all
 from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
-from mfu_sweep.text import format_flops
+from mfu_sweep.text import counted, format_flops
 
 FORMATS = ("csv", "markdown", "latex")
 WHATS = ("records", "fits", "crossovers", "bands", "steps")
@@ -392,10 +392,12 @@ def _compared(sweeps: Sequence[Sweep], metric: str, on_skip: Callable[[str], Non
     """Every pair of ``sweeps`` that can be compared, and a note per pair that cannot (no peak for MFU, no shape
     either side can be compared at), each also handed to ``on_skip`` [a ``note:`` line on stderr].
 
-    Raises :class:`~mfu_sweep.analysis.verdicts.compare.CompareError` when no pair can be compared for want of
-    shared shapes, or for any other reason (:func:`~mfu_sweep.analysis.verdicts.compare.compare_all`)."""
+    Raises :class:`~mfu_sweep.analysis.verdicts.compare.CompareError` when no pair can be compared (for want of
+    shared shapes or of peaks, or any reason :func:`~mfu_sweep.analysis.verdicts.compare.compare_all` gives)."""
     notes: list[str] = []
     comps = compare_all(sweeps, metric, on_skip=lambda exc: notes.append(str(exc)), **kw)
+    if notes and not comps:
+        raise CompareError(f"nothing to compare: {counted(len(notes), 'pair')} skipped (first: {notes[0]})")
     for note in notes:
         (on_skip or _note_on_stderr)(note)
     return comps, tuple(notes)
