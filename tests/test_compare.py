@@ -528,6 +528,53 @@ def test_on_error_skips_pairs_that_cannot_be_compared() -> None:
         compare_all(alone, "mfu", use_fit=False)
 
 
+def _apart_trio() -> tuple[dict, dict, dict]:
+    """SYNTHETIC: A and C sweep the same square shapes; B sweeps skinny ones (k = 64) that no square shape
+    is near, like a model's layer shapes beside a square sweep: A vs C can be compared, A vs B and B vs C cannot."""
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "n_samples": 5}
+    skinny = [f"{s}x{s}x64" for s in (256, 512, 1024, 2048, 4096, 8192)]
+    return (make_sweep_doc("A", flops=FLOPS[::2], seed=1, **base), make_sweep_doc("B", shapes=skinny, seed=2, **base),
+            make_sweep_doc("C", flops=FLOPS[::2], seed=3, **base))
+
+
+def test_many_pairs_compare_what_they_can_and_note_each_pair_without_shared_shapes() -> None:
+    from mfu_sweep.analysis.verdicts.compare import NoSharedShapesError
+
+    sweeps = _sweeps(*_apart_trio())
+    skipped: list[CompareError] = []
+    comps = compare_all(sweeps, "tflops", use_fit=False, on_skip=skipped.append)
+    assert [(c.a, c.b) for c in comps] == [("A", "C")]
+    assert [type(e) for e in skipped] == [NoSharedShapesError] * 2
+    assert [str(e).split(":")[0] for e in skipped] == ["cannot compare A with B (bf16 eager)",
+                                                        "cannot compare B with C (bf16 eager)"]
+    assert all("sweep the same shapes" in str(e) for e in skipped)
+    with pytest.raises(NoSharedShapesError, match="cannot compare A with B .*sweep the same shapes"):
+        compare_all(sweeps, "tflops", use_fit=False)  # without on_skip the first such pair is the error
+    # one pair (compare --a A --b B), or no pair that can be compared at all: the reason is the error
+    for a, b in (("A", "B"), ("B", None)):
+        with pytest.raises(NoSharedShapesError, match=f"cannot compare {a} with {'B' if b else 'A'}"):
+            compare_all(sweeps, "tflops", a, b, use_fit=False, on_skip=skipped.append)
+    errors: list[CompareError] = []  # on_error takes every pair's error, the report's way
+    assert len(compare_all(sweeps, "tflops", use_fit=False, on_error=errors.append)) == 1 and len(errors) == 2
+
+
+def test_cli_compare_of_many_files_notes_each_pair_it_cannot_compare_and_one_pair_is_one_line(
+        tmp_path: Path) -> None:
+    paths = [str(write_sweep(tmp_path, d)) for d in _apart_trio()]
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops", "--pairwise"])
+    assert res.exit_code == 0, res.output
+    assert "A vs C: bf16 eager" in res.output
+    notes = [line for line in res.output.splitlines() if line.startswith("note: cannot compare")]
+    assert [n.split(":")[1].strip() for n in notes] == ["cannot compare A with B (bf16 eager)",
+                                                         "cannot compare B with C (bf16 eager)"]
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops", "--json", "--pairwise"])
+    out = json.loads(res.output)
+    assert [(c["a"], c["b"]) for c in out["comparisons"]] == [("A", "C")] and len(out["skipped"]) == 2
+    res = CliRunner().invoke(main, ["compare", *paths, "--no-fit", "--metric", "tflops", "--a", "A", "--b", "B"])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert res.output.startswith("Error: cannot compare A with B (bf16 eager): ") and res.output.count("\n") == 1
+
+
 def test_min_run_counts_flop_counts_not_points() -> None:
     """Hand-made verdicts (synthetic): shapes of equal FLOPs are one place on the axis."""
     flops = [1, 2, 2, 2, 3, 4]
@@ -617,7 +664,8 @@ def test_fit_crossovers_only_where_the_data_lean_both_ways() -> None:
                             "below it leans to sm_90") for n in tflops.notes)
     assert tflops.to_json()["unsupported_fit_crossings"][0]["reason"] == "no band below it leans to sm_90"
     assert compare_series(b200, h100, "mfu", fit_n_boot=20).crossovers == ()
-    base = {"flops": FLOPS * 2, "peak_tflops": 1000.0, "noise": 0.01}
+    # 48 distinct shapes measured once (one record per pass, shape, dtype and mode: a file that repeats one is refused)
+    base = {"flops": [float(f) for f in np.geomspace(1e8, 1e13, 2 * len(FLOPS))], "peak_tflops": 1000.0, "noise": 0.01}
     docs = (make_sweep_doc("A", seed=1, P_tflops=400, W_tbs=2.0, t0_s=2e-6, **base),
             make_sweep_doc("B", seed=2, P_tflops=900, W_tbs=2.0, t0_s=20e-6, **base))
     [c] = compare_all(_sweeps(*docs), "tflops", fit_n_boot=30)

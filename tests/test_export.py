@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, write_sweep
 
+from mfu_sweep.analysis.verdicts.compare import CompareError
 from mfu_sweep.cli import main
 from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
 from mfu_sweep.results import parse_document
@@ -212,7 +213,12 @@ def test_every_what_exports_the_reference_sweeps_in_every_format(what: str) -> N
 
     sweeps = load_sweeps(REFERENCE)
     kw = {"records": {}, "fits": {"n_boot": 20}, "crossovers": {"fit_n_boot": 20}, "bands": {}}[what]
+    skipped: list[str] = []
+    kw = {**kw, "on_skip": skipped.append} if what in ("crossovers", "bands") else kw
     header, rows = _csv(export_table(sweeps, what, "csv", **kw))
+    steps = {s.label for s in sweeps if any(r.family and r.family.startswith("llm:") for r in s.records)}
+    # the model-step sweeps' layer shapes are out of the square sweeps' reach: those pairs only are noted
+    assert all(any(f" {label} " in f" {n.replace('(', ' ')} " for label in steps) for n in skipped)
     if what == "records":
         assert len(rows) == sum(len(s.records) for s in sweeps)
     if what == "fits":  # the reference fits differ in their columns: some bounded by a bandwidth range, some not
@@ -223,6 +229,41 @@ def test_every_what_exports_the_reference_sweeps_in_every_format(what: str) -> N
         assert rows and {"a", "b", "verdict"} <= set(header)
     for fmt in ("markdown", "latex"):
         assert export_table(sweeps, what, fmt, **kw).strip()
+
+
+def test_export_of_many_files_keeps_the_pairs_it_can_compare_and_notes_the_others(tmp_path: Path) -> None:
+    # SYNTHETIC: A and C sweep the same square shapes, B skinny ones (k = 64) no square shape is near
+    base = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "n_samples": 5}
+    flops = [float(f) for f in np.geomspace(1e8, 1e13, 12)]
+    skinny = [f"{s}x{s}x64" for s in (256, 512, 1024, 2048, 4096, 8192)]
+    docs = (make_sweep_doc("A", flops=flops, seed=1, **base), make_sweep_doc("B", shapes=skinny, seed=2, **base),
+            make_sweep_doc("C", flops=flops, seed=3, **base))
+    sweeps = [s for d in docs for s in parse_document(d)]
+    skipped: list[str] = []
+    _, rows = _csv(export_table(sweeps, "bands", "csv", metric="tflops", on_skip=skipped.append))
+    assert rows and {(r["a"], r["b"]) for r in rows} == {("A", "C")}
+    assert [n.split(":")[0] for n in skipped] == ["cannot compare A with B (bf16 eager)",
+                                                  "cannot compare B with C (bf16 eager)"]
+    md = export_table(sweeps, "bands", "markdown", metric="tflops", on_skip=lambda n: None)
+    assert md.count("_not compared: cannot compare ") == 2 and "| A | C |" in md
+    tex = export_table(sweeps, "crossovers", "latex", metric="tflops", use_fit=False, on_skip=lambda n: None)
+    assert tex.count("% not compared: cannot compare ") == 2
+    paths = [str(write_sweep(tmp_path, d)) for d in docs]
+    res = CliRunner().invoke(main, ["export", *paths, "--what", "bands", "--metric", "tflops"])
+    assert res.exit_code == 0 and res.stdout.startswith("a,b,") and "A,C," in res.stdout
+    assert [line.split(":")[1] for line in res.stderr.splitlines()] == [" cannot compare A with B (bf16 eager)",
+                                                                         " cannot compare B with C (bf16 eager)"]
+    # by MFU a series without a peak is skipped the same way; only without any comparable pair is it the error
+    nopeak = make_sweep_doc("D", flops=flops, seed=4, peak_tflops=0, **base)
+    kept: list[str] = []
+    _, rows = _csv(export_table([*sweeps, *parse_document(nopeak)], "bands", "csv", on_skip=kept.append))
+    assert {(r["a"], r["b"]) for r in rows} == {("A", "C")} and sum("D bf16 eager has no peak" in n for n in kept) == 3
+    with pytest.raises(CompareError, match="nothing to compare: 1 pair skipped .*--metric tflops"):
+        export_table([*sweeps[:1], *parse_document(nopeak)], "bands", "csv", on_skip=kept.append)
+    # one pair that cannot be compared: one line, no table
+    res = CliRunner().invoke(main, ["export", *paths[:2], "--what", "bands", "--metric", "tflops"])
+    assert res.exit_code == 1 and res.output.count("\n") == 1
+    assert res.output.startswith("Error: cannot compare A with B")
 
 
 def test_records_and_fits_export_every_committed_and_published_sweep() -> None:

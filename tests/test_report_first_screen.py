@@ -173,3 +173,36 @@ def test_pair_strip_names_each_bands_leader_and_the_sentence_its_crossovers() ->
     opening = _first_section(to_markdown(build_report(sweeps, analysis, [])))
     assert "chip-a vs chip-b (bf16 · eager, by TFLOP/s): " in opening
     assert ("crossovers " in opening) == bool(c.crossovers) and ("no crossover" in opening) != bool(c.crossovers)
+
+
+def test_a_runs_conclusion_is_said_as_the_runs_never_copied_onto_its_bands() -> None:
+    """REAL published DeepBench fp32 (cited import), AMD_MI25 vs NV_TitanX_Pascal: no band from 3.2 MFLOP to
+    3.2 GFLOP is called alone, the run of the three is (tests/test_bands.py). The strip keeps each band's own
+    verdict, the sentence and the summary say the lead as the run's, and the report's band table and export
+    --what bands print the analysis' own band call (Band.call), the run's range beside it."""
+    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.verdicts.compare import compare_series
+    from mfu_sweep.present.export import bands_table
+    from mfu_sweep.present.report_compare import band_table
+    from mfu_sweep.present.report_leads import lead_blocks
+
+    published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
+    series = group_series(load_sweeps([str(published / f"{n}.json") for n in ("AMD_MI25", "NV_TitanX_Pascal")]))
+    sa, sb = (next(s for k, s in series.items() if k.label == x and k.dtype == "fp32")
+              for x in ("AMD_MI25", "NV_TitanX_Pascal"))
+    c = compare_series(sa, sb, "tflops", use_fit=False)
+    inside = [b for b in c.bands if b.via is not None]
+    assert len(inside) == 3 and all(b.verdict == 0 and b.via[3] == 1 for b in inside)
+    for lo, hi, text in pair_cells([c]):
+        band = next(b for b in c.bands if b.low_flops <= lo and hi <= b.high_flops)
+        if band in inside:  # the run's leader is on none of its bands
+            assert text == NO_LEADER
+    md = to_markdown(lead_blocks([c], [], [], [], "tflops"))
+    assert "AMD_MI25 leads over 8.4 MFLOP-3.2 GFLOP taken together" in md
+    assert "AMD_MI25 leads from" not in md and "in the band alone" in md
+    assert "longest lead: AMD_MI25 over 8.4 MFLOP-3.2 GFLOP taken together" in c.summary()
+    run = "ambiguous alone; AMD_MI25 faster taken together (over 3.2 MFLOP-3.2 GFLOP)"
+    for table in (band_table(c), bands_table([c])):
+        verdicts = [row[-1][0] if isinstance(row[-1], tuple) else row[-1] for row in table.rows]
+        assert verdicts == [b.call(c.a, c.b) + (" (over 3.2 MFLOP-3.2 GFLOP)" if b.via else "") for b in c.bands]
+        assert verdicts[:3] == [run] * 3 and verdicts[-1] == "NV_TitanX_Pascal faster"

@@ -15,19 +15,20 @@ import csv
 import io
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
-from mfu_sweep.analysis.verdicts.compare import SI, Comparison, compare_all
+from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, compare_all
 from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
-from mfu_sweep.present.words import band_call, metric_name
+from mfu_sweep.present.words import metric_name
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.stats import median_ci
-from mfu_sweep.text import format_flops
+from mfu_sweep.text import counted, format_flops
 
 FORMATS = ("csv", "markdown", "latex")
 WHATS = ("records", "fits", "crossovers", "bands", "steps")
@@ -164,7 +165,8 @@ def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
 def bands_table(comparisons: Iterable[Comparison]) -> Table:
     """One row per band: pair, metric, band, shapes used (matched) of those measured, ratio [interval], verdict.
 
-    The verdict is in the words of the metric: by MFU a lead is "closer to its own peak", never "faster".
+    The verdict is the band's own (:meth:`~mfu_sweep.analysis.verdicts.bands.Band.call`) in the words of the
+    metric: by MFU a lead is "higher MFU" (closer to its own peak), never "faster".
     """
     rows = []
     for c in comparisons:
@@ -172,16 +174,17 @@ def bands_table(comparisons: Iterable[Comparison]) -> Table:
             j = band.to_json(c.a, c.b)
             lo, hi = j["ratio_low"], j["ratio_high"]
             half = (hi - lo) / 2 if lo is not None and hi is not None else None
-            via = " (over run)" if band.via else ""
+            via = f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])})" if band.via else ""
             rows.append(((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (metric_name(c.metric), None),
                          (f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}", None),
                          (f"{band.n} ({j['matched']}) of {j['measured_a']}/{j['measured_b']}", None),
-                         _cell(j["ratio"], half), (band_call(band, c.a, c.b, c.metric) + via, None)))
+                         _cell(j["ratio"], half), (band.call(c.a, c.b) + via, None)))
     header = ("A", "B", "dtype", "mode", "Metric", "FLOP band", "Shapes used (matched) of measured A/B", "A/B",
               "Verdict")
     notes = ("verdicts: a lead beyond the margin (by MFU: closer to its own peak, each device against its own "
              "peak, not faster; by TFLOP/s: faster), the same within it (two one-sided tests), else ambiguous; "
-             "Holm over the bands and runs of adjacent bands; '(over run)': the band carries a run's claim",)
+             "Holm over the bands and runs of adjacent bands; 'ambiguous alone; ... taken together (over X-Y)': "
+             "the band is part of a run of adjacent bands whose conclusion it does not reach alone",)
     return Table(header=header, rows=tuple(rows), align="lllllllrl", notes=notes)
 
 
@@ -332,6 +335,11 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
                  empty=NO_CROSSOVER)
 
 
+def _with(table: Table, skipped: Sequence[str]) -> Table:
+    """``table`` with a note per pair that could not be compared."""
+    return replace(table, notes=(*table.notes, *(f"not compared: {n}" for n in skipped)))
+
+
 # -- rendering ---------------------------------------------------------------------
 
 
@@ -375,13 +383,36 @@ def to_markdown(table: Table) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _note_on_stderr(note: str) -> None:
+    sys.stderr.write(f"note: {note}\n")
+
+
+def _compared(sweeps: Sequence[Sweep], metric: str, on_skip: Callable[[str], None] | None = None,
+             **kw: Any) -> tuple[list[Comparison], tuple[str, ...]]:
+    """Every pair of ``sweeps`` that can be compared, and a note per pair that cannot (no peak for MFU, no shape
+    either side can be compared at), each also handed to ``on_skip`` [a ``note:`` line on stderr].
+
+    Raises :class:`~mfu_sweep.analysis.verdicts.compare.CompareError` when no pair can be compared (for want of
+    shared shapes or of peaks, or any reason :func:`~mfu_sweep.analysis.verdicts.compare.compare_all` gives)."""
+    notes: list[str] = []
+    comps = compare_all(sweeps, metric, on_skip=lambda exc: notes.append(str(exc)), **kw)
+    if notes and not comps:
+        raise CompareError(f"nothing to compare: {counted(len(notes), 'pair')} skipped (first: {notes[0]})")
+    for note in notes:
+        (on_skip or _note_on_stderr)(note)
+    return comps, tuple(notes)
+
+
 def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv", *, metric: str = "mfu",
-                 **kw: Any) -> str:
+                 on_skip: Callable[[str], None] | None = None, **kw: Any) -> str:
     """Render ``what`` (records, fits, crossovers, bands or steps) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
     ``steps`` is time to N steps of every model family in the records (:mod:`mfu_sweep.present.export_steps`).
     Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
     :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers, bands: e.g. ``margin``).
+    Crossovers and bands are of the pairs that can be compared; each pair that cannot is
+    a note below a Markdown or LaTeX table, and goes to ``on_skip`` [a ``note:`` line on stderr: a CSV file
+    has no place for it].
     """
     if what not in WHATS:
         raise ValueError(f"what={what!r} must be one of {', '.join(WHATS)}")
@@ -398,11 +429,11 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
     elif what == "steps":
         rows, table = (steps_rows(sweeps, **kw), None) if fmt == "csv" else ([], Table(*steps_display(sweeps, **kw)))
     elif what == "crossovers":
-        comps = compare_all(sweeps, metric, **kw)
-        rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], crossovers_table(comps))
+        comps, skipped = _compared(sweeps, metric, on_skip, **kw)
+        rows, table = (crossover_rows(comps), None) if fmt == "csv" else ([], _with(crossovers_table(comps), skipped))
     else:
-        comps = compare_all(sweeps, metric, **{"use_fit": False, **kw})
-        rows, table = (band_rows(comps), None) if fmt == "csv" else ([], bands_table(comps))
+        comps, skipped = _compared(sweeps, metric, on_skip, **{"use_fit": False, **kw})
+        rows, table = (band_rows(comps), None) if fmt == "csv" else ([], _with(bands_table(comps), skipped))
     if table is None:
         return to_csv(rows)
     return to_latex(table) if fmt == "latex" else to_markdown(table)

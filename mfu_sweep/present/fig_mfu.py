@@ -52,7 +52,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     roofline-with-overhead curve (with its bootstrap band when the panel has
     at most ``MAX_BANDS`` devices), and, where devices are compared, a strip
     along the top coloured by the device that leads each FLOP range
-    (ambiguous ranges stay blank; see :func:`leader_spans`) and a vertical line
+    (ambiguous ranges stay blank; see :func:`leader_spans`; hatched where the lead is a run of adjacent
+    bands' conclusion taken together, :func:`together_spans`) and a vertical line
     at each crossover (solid: from data, dotted: from the fits) with its
     interval shaded.
 
@@ -204,6 +205,22 @@ def leader_spans(comparisons: Sequence[Any]) -> list[tuple[float, float, str]]:
     return spans
 
 
+def together_spans(comparisons: Sequence[Any], spans: Sequence[tuple[float, float, str]]
+                   ) -> list[tuple[float, float, str]]:
+    """The parts of ``spans`` (:func:`leader_spans`) where the lead is a run of adjacent bands' conclusion taken
+    together, which none of its bands reaches alone (``Band.via``): the strip hatches them, as the sentences
+    say "taken together"."""
+    out = []
+    for lo, hi, lab in spans:
+        for c in comparisons:
+            for band in c.bands:
+                if band.state == 0 and band.via is not None and {1: c.a, -1: c.b}.get(band.via[3]) == lab:
+                    left, right = max(lo, band.low_flops), min(hi, band.high_flops)
+                    if left < right:
+                        out.append((left, right, lab))
+    return out
+
+
 def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, metric: str,
                       comparisons: Sequence[Any] | None, colors: Mapping[str, str]) -> list[Any]:
     """Leader bands and crossover markers with their intervals; returns legend proxies."""
@@ -212,6 +229,10 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
     for lo, hi, lab in spans:
         ax.axvspan(lo, hi, ymin=1 - LEADER_STRIP, ymax=1.0, color=colors[lab], alpha=0.9, linewidth=0, zorder=4,
                    gid=f"leader:{lab}")
+    together = together_spans(comps, spans)
+    for lo, hi, lab in together:
+        ax.axvspan(lo, hi, ymin=1 - LEADER_STRIP, ymax=1.0, facecolor="none", edgecolor="white", hatch="////",
+                   linewidth=0, zorder=4.5, gid=f"leader-together:{lab}")
     methods = set()
     for c in comps:
         for x in c.crossovers:
@@ -230,6 +251,9 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
         proxies.append(Patch(facecolor=ANNOTATION_GREY, linewidth=0,
                              label="top strip: leading device (blank: ambiguous)"
                                    + ("; run-to-run variation not measured" if unmeasured else "")))
+    if together:
+        proxies.append(Patch(facecolor=ANNOTATION_GREY, edgecolor="white", hatch="////", linewidth=0,
+                             label="hatched: a lead of adjacent bands taken together"))
     for m in sorted(methods):
         proxies.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(m, ":"),
                               label=f"crossover ({m}) ± interval, labelled old leader → new leader"))

@@ -8,12 +8,14 @@ from typing import Any
 from mfu_sweep.analysis.series import SeriesKey
 from mfu_sweep.analysis.verdicts.compare import Comparison, format_flops
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
-from mfu_sweep.present.words import band_call, metric_name, metric_phrase
+from mfu_sweep.present.words import metric_name, metric_phrase
 
 
 def band_table(c: Comparison) -> Table:
-    """One row per FLOP band: shapes used of each side (matched), ratio a/b of the metric with its interval, verdict
-    in the metric's words (by MFU a lead is "closer to its own peak", never "faster")."""
+    """One row per FLOP band: shapes used of each side (matched), ratio a/b of the metric with its interval, the
+    band's own verdict in the metric's words (:meth:`~mfu_sweep.analysis.verdicts.bands.Band.call`: by MFU a lead
+    is "higher MFU", never "faster"), and for a band that is part of a run's conclusion the run's, said as the
+    run's ("ambiguous alone; A higher MFU taken together (over 1 GFLOP-10 GFLOP)")."""
     rows = []
     for band in c.bands:
         j = band.to_json(c.a, c.b)
@@ -23,7 +25,7 @@ def band_table(c: Comparison) -> Table:
         rows.append((f"{format_flops(band.low_flops)}-{format_flops(band.high_flops)}",
                      f"{band.n} ({j['matched']} matched)", f"{j['measured_a']} / {j['measured_b']}",
                      f"x{j['ratio']:.3g} {interval}", f"{band.p_adjusted:.2g}",
-                     band_call(band, c.a, c.b, c.metric) + via))
+                     band.call(c.a, c.b) + via))
     return Table(("FLOP band", "shapes used of each", f"measured {c.a} / {c.b}",
                   f"{c.a}/{c.b} {metric_name(c.metric)} [{1 - c.alpha:.0%}]", "p(Holm)",
                   f"verdict by {metric_name(c.metric)}"), tuple(rows))

@@ -17,6 +17,7 @@ from typing import Any
 
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.verdicts.compare import Comparison
+from mfu_sweep.analysis.verdicts.comparison import verdict_span
 from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
 from mfu_sweep.present.report_compare import crossover_text
@@ -93,7 +94,10 @@ def _covering(c: Comparison, x: float) -> Any:
 
 def pair_cells(comparisons: Sequence[Comparison]) -> list[tuple[float, float, str]]:
     """The strip of one dtype and mode from its pairs: per FLOP range between any two band edges, the device
-    that leads every pair it takes part in there (with one pair, its ratio), the same, or no single leader."""
+    that leads every pair it takes part in there (with one pair, its ratio), the same, or no single leader.
+
+    Each cell is the bands' own verdicts: a band that only a run of adjacent bands' conclusion calls (``via``)
+    is no leader here, and the run is said once, as the run's, in the sentence (:func:`pair_sentence`)."""
     edges = sorted({e for c in comparisons for b in c.bands for e in (b.low_flops, b.high_flops)})
     labels = sorted({x for c in comparisons for x in (c.a, c.b)})
     out = []
@@ -133,13 +137,13 @@ MOST_SEGMENTS = 4
 
 
 def pair_sentence(c: Comparison) -> str:
-    """The crossovers of one pair (or that there is none) and where each side leads; the pair's summary (shares
-    of the range, the size of the longest lead) is under Comparisons."""
+    """The crossovers of one pair (or that there is none) and where each side leads, a run of adjacent bands'
+    conclusion said as the run's ("A leads over 1 GFLOP-10 GFLOP taken together": its bands stay "–" on the
+    strip); the pair's summary (shares of the range, the size of the longest lead) is under Comparisons."""
     head = f"{c.a} vs {c.b} ({c.dtype} · {c.mode}, by {metric_name(c.metric)}): "
     crossings = ("crossovers " + "; ".join(crossover_text(x) for x in c.crossovers) if c.crossovers
                  else "no crossover")
-    leads = [f"{s.leader} leads from {format_flops(s.start_flops)} to {format_flops(s.end_flops)}"
-             for s in c.segments if s.leader is not None]
+    leads = [f"{s.leader} leads {verdict_span(s)}" for s in c.segments if s.leader is not None]
     more = f" and {len(leads) - MOST_SEGMENTS} more leads" if len(leads) > MOST_SEGMENTS else ""
     beyond = f" beyond {margin_words(c.margin)}" if c.margin > 0 else ""
     return head + crossings + "; " + (", ".join(leads[:MOST_SEGMENTS]) + more or f"no lead{beyond}") + "."
@@ -167,7 +171,9 @@ def lead_blocks(comparisons: Sequence[Comparison], boards: Sequence[Leaderboard]
                            + (" where every device of the dtype and mode has a peak, else by TFLOP/s (speed)"
                               if metric == "mfu" else "")
                            + "; with many devices, x: the leader against the median of the others, +N: N more "
-                           "ahead of it too; –: no device leads beyond the margin."))
+                           "ahead of it too; –: no device leads beyond the margin"
+                           + (" in the band alone (a lead over adjacent bands taken together is said in the "
+                              "sentences below)." if any(c.runs for c in comparisons) else ".")))
     sentences: list[str] = []
     for group in order:
         items = groups[group]

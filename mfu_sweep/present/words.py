@@ -3,17 +3,15 @@
 By MFU each device is measured against its own peak: a lead means "closer to its own peak" (higher MFU),
 never "faster" — a B200 can run 37% faster than an H100 and still sit further from its peak. By TFLOP/s a
 lead is "faster". The sentence phrase is the analysis' own (:func:`~mfu_sweep.analysis.verdicts.comparison.
-metric_words`), so sentences, tables and figures say the same thing.
+metric_words`), and so is a band's verdict (:meth:`~mfu_sweep.analysis.verdicts.bands.Band.call`, which the
+report, export and ``compare`` print alike), so sentences, tables and figures say the same thing.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from mfu_sweep.analysis.verdicts.comparison import metric_name, metric_words
-from mfu_sweep.analysis.verdicts.margin import margin_words
 
-__all__ = ["ahead_words", "band_call", "metric_name", "metric_phrase", "metric_words"]
+__all__ = ["ahead_words", "metric_name", "metric_phrase", "metric_words"]
 
 
 def ahead_words(metric: str) -> tuple[str, str]:
@@ -26,13 +24,3 @@ def metric_phrase(metric: str) -> str:
     ``"TFLOP/s (speed)"``."""
     return "MFU (each against its own peak)" if metric == "mfu" else "TFLOP/s (speed)"
 
-
-def band_call(band: Any, a: str, b: str, metric: str) -> str:
-    """One FLOP band's verdict in the words of its metric.
-
-    ``"<a> higher MFU"`` (MFU) or ``"<a> faster"`` (TFLOP/s) for a lead, ``"the same within 2%"`` or
-    ``"ambiguous"``; ``band`` is a :class:`~mfu_sweep.analysis.verdicts.bands.Band`.
-    """
-    if band.verdict:
-        return f"{a if band.verdict > 0 else b} {ahead_words(metric)[0]}"
-    return f"the same within {margin_words(band.margin)}" if band.same else "ambiguous"

@@ -59,7 +59,7 @@ import numpy as np
 
 from mfu_sweep.analysis.verdicts.band_tests import drift_factor, run_variance, signed_rank_p
 from mfu_sweep.analysis.verdicts.evidence import holm, run_side
-from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, log_margin
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, log_margin, margin_words
 from mfu_sweep.analysis.verdicts.run_test import (
     EvidenceSplit,
     ModelTerms,
@@ -199,12 +199,12 @@ class Band:
         if self.verdict:
             return lead_words(a if self.verdict > 0 else b, self.metric)
         if self.same:
-            return f"the same within {self.margin * 100:.3g}%"
+            return f"the same within {margin_words(self.margin)}"
         own = "too few shapes" if self.too_few else "ambiguous"
         if self.via is None:
             return own
         run = ({1: lead_words(a, self.metric), -1: lead_words(b, self.metric)}.get(self.via[3])
-               or f"the same within {self.margin * 100:.3g}%")
+               or f"the same within {margin_words(self.margin)}")
         return f"{own} alone; {run} taken together"
 
     def to_json(self, a: str, b: str) -> dict[str, object]:

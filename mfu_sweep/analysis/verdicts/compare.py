@@ -53,6 +53,7 @@ from mfu_sweep.analysis.verdicts.comparison import (
     Comparison,
     Crossover,
     LeadSummary,
+    NoSharedShapesError,
     Segment,
     metric_name,
     point_weights,
@@ -65,7 +66,7 @@ from mfu_sweep.text import SI, format_flops
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
     "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "NoPeakError",
-    "Segment",
+    "NoSharedShapesError", "Segment",
     "compare_across", "compare_all", "compare_groups", "compare_pairs", "compare_series", "compile_pairs",
     "format_flops", "holm", "metric_name", "parse_selector", "point_weights",
 ]
@@ -162,13 +163,12 @@ class NoPeakError(CompareError):
     """MFU was asked of a pair where a series has no peak for its dtype; ``--metric tflops`` compares it."""
 
 
-def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None,
-                on_no_peak: OnError | None = None) -> bool:
+def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None, on_skip: OnError | None) -> bool:
     try:
         check_pair(a, b, metric)
     except CompareError as exc:
-        if on_no_peak is not None and metric == "mfu" and None in (a.peak_tflops, b.peak_tflops):
-            on_no_peak(NoPeakError(f"skipped {a.label} vs {b.label} ({a.dtype} {a.mode}): {exc}"))
+        if on_skip is not None and metric == "mfu" and None in (a.peak_tflops, b.peak_tflops):
+            on_skip(NoPeakError(f"skipped {a.label} vs {b.label} ({a.dtype} {a.mode}): {exc}"))
             return False
         if on_error is None:
             raise
@@ -190,32 +190,47 @@ def _fits_for(series: Mapping[SeriesKey, Series], keys: Iterable[SeriesKey],
 
 def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: str | None = None,
                    b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
-                   on_error: OnError | None = None, on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
+                   on_error: OnError | None = None, on_skip: OnError | None = None,
+                   on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
     """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.series.group_series``).
 
     Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
     (``a`` becomes the first series of its pairs). See :func:`compare_all` for
-    ``fits``, ``on_error``, ``on_no_peak`` and the other keyword arguments.
+    ``fits``, ``on_error``, ``on_skip`` and the other keyword arguments.
     """
+    on_skip = on_skip or on_no_peak
     pairs = _pairs(series, a, b)
     if not pairs and on_error is None:
         raise CompareError(_no_pairs_message(series, a, b))
-    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error, on_no_peak)]
+    pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error, on_skip)]
     fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, kw)
-    out = []
+    out: list[Comparison] = []
+    apart: list[NoSharedShapesError] = []
     for x, y in pairs:
         try:
             out.append(compare_series(series[x], series[y], metric, fit_a=fits.get(x), fit_b=fits.get(y), **kw))
+        except NoSharedShapesError as exc:
+            if on_error is not None:
+                on_error(exc)
+            elif on_skip is not None:
+                apart.append(exc)
+            else:
+                raise
         except CompareError as exc:
             if on_error is None:
                 raise
             on_error(exc)
+    if apart and not out:  # nothing could be compared: the first pair's reason is the error
+        raise apart[0]
+    if on_skip is not None:
+        for exc in apart:
+            on_skip(exc)
     return out
 
 
 def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None, *,
                 fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
-                on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
+                on_skip: OnError | None = None, on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
     """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
 
     Parameters
@@ -234,11 +249,19 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         ``onerror``; having no pair at all then gives ``[]``. By default the first
         such error is raised, before anything is fitted. Errors of selectors, and
         of pairs named by ``LABEL/DTYPE[/MODE]``, are always raised.
+    on_skip:
+        For many files at once: called once for each pair that its own data cannot
+        compare, which is then left out while the others are compared: a
+        :class:`NoPeakError` (MFU is asked and a series has no peak for its dtype; the
+        note names ``--metric tflops``) or a :class:`NoSharedShapesError` (no shape
+        either side can be compared at, e.g. a model's layer shapes against square
+        ones; the note says what to sweep). When no pair at all could be compared
+        for want of shared shapes, the first such error is raised instead (so one
+        pair, ``compare --a X --b Y``, stays a one-line error); pairs without a peak
+        then give ``[]`` and the caller decides. Other errors still go to
+        ``on_error`` or are raised; with ``on_error`` every error goes there.
     on_no_peak:
-        Called with a :class:`NoPeakError` (naming the pair and ``--metric tflops``)
-        for each pair skipped because MFU is asked and a series has no peak;
-        other errors still go to ``on_error`` or are raised. The ``compare``
-        command passes it, so one series without a peak skips only its pairs.
+        The same as ``on_skip`` (the name the ``compare`` command passes).
     **kw:
         Passed to :func:`compare_series` (``seed``, ``alpha``, ``min_run``,
         ``use_fit``, ``fit_n_boot``).
@@ -246,15 +269,17 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
     Raises
     ------
     CompareError
-        When a label is unknown, no pair exists, or MFU is asked for a series without a peak
-        (the last two only without ``on_error``).
+        When a label is unknown, no pair exists, MFU is asked for a series without a peak
+        (the last two only without ``on_error``), or a pair shares no shape either side
+        can be compared at (without ``on_error``; with ``on_skip`` only when no pair
+        could be compared).
     """
     if any(x is not None and "/" in x for x in (a, b)):
         if a is None or b is None:
             raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
         return [compare_across(sweeps, a, b, metric, fits=fits, **kw)]
-    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, on_no_peak=on_no_peak,
-                          **kw)
+    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, on_skip=on_skip,
+                          on_no_peak=on_no_peak, **kw)
 
 
 def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, RooflineFit], metric: str = "mfu",

@@ -23,6 +23,11 @@ class CompareError(ValueError):
     """Two series cannot be compared; the message says why."""
 
 
+class NoSharedShapesError(CompareError):
+    """Two series share no shape either side can be compared at: no shape both measured, and none of one side's
+    shapes among the other side's closely enough to predict its value there (the message says what to sweep)."""
+
+
 @dataclass(frozen=True)
 class ComparePoint:
     """The ratio a/b of the metric at one shape: the per-shape detail of a comparison.
@@ -288,7 +293,7 @@ class Comparison:
         if s.longest is None:
             beyond = f" beyond {margin_words(self.margin)}" if self.margin > 0 else ""
             return text + f"no lead{beyond} anywhere" + tail
-        return (text + f"longest lead: {s.longest.leader} {_span(s.longest)} "
+        return (text + f"longest lead: {s.longest.leader} {verdict_span(s.longest)} "
                 f"({_effect(s.longest, self.a, self.metric)})" + tail)
 
     def _summary_json(self) -> dict[str, Any]:
@@ -332,11 +337,19 @@ def _span(seg: Segment) -> str:
     return f"at {lo}" if lo == hi else f"from {lo} to {hi}"
 
 
+def verdict_span(seg: Segment) -> str:
+    """Where a segment's verdict holds, said as whose it is: ``"from 1 GFLOP to 10 GFLOP"`` (its bands' own),
+    ``"over 1 GFLOP-10 GFLOP taken together"`` (a run of adjacent bands' conclusion that no band of it reaches
+    alone) or ``"from ... to ..., partly taken together"`` (both)."""
+    lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
+    if seg.together:
+        return f"from {lo} to {hi}, partly taken together" if seg.alone else f"over {lo}-{hi} taken together"
+    return _span(seg)
+
+
 def _segment_phrase(seg: Segment, i: int, n: int, a: str, b: str, metric: str, margin: float = 0.0) -> str:
     lo, hi = format_flops(seg.start_flops), format_flops(seg.end_flops)
-    span = _span(seg)
-    if seg.together:  # a run's conclusion, said as the run's: no band of it is called alone
-        span = f"from {lo} to {hi}, partly taken together" if seg.alone else f"over {lo}-{hi} taken together"
+    span = verdict_span(seg)
     if seg.leader is not None:
         return f"{seg.leader} leads {span} ({_effect(seg, a, metric)})"
     if seg.same:

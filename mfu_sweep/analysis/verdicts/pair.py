@@ -13,7 +13,14 @@ from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series, why_unfittable
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts import segments as band_segments
 from mfu_sweep.analysis.verdicts.bands import Band, bands_and_runs, method_edges, run_variance
-from mfu_sweep.analysis.verdicts.comparison import METRICS, CompareError, Comparison, Crossover, format_flops
+from mfu_sweep.analysis.verdicts.comparison import (
+    METRICS,
+    CompareError,
+    Comparison,
+    Crossover,
+    NoSharedShapesError,
+    format_flops,
+)
 from mfu_sweep.analysis.verdicts.curves import PassCurve, _Raw, pass_curve
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
 from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, supported, unsupported_note
@@ -131,14 +138,15 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
     matching = match_shapes(ca, cb)
     raw = list(matching.points)
+    if not raw:  # before the fits: nothing they could add
+        raise NoSharedShapesError(f"cannot compare {a.label} with {b.label} ({a.dtype} {a.mode}): "
+                                  f"{_nothing_to_test(a, b, ca, cb)}")
     note = timing_note(a, b, calibration is not None)
     notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else []) + _model_notes(matching, a, b)
     fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
     timing = timing_json(a, b)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha,
                   seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)), margin=margin)
-    if not raw:
-        raise CompareError(_nothing_to_test(a, b, ca, cb))
     flops = [r.flops for r in raw]
     method = choose_method(np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw]))
     edges = method_edges(flops, method == "runs")
@@ -226,8 +234,8 @@ def _nothing_to_test(a: Series, b: Series, ca: PassCurve, cb: PassCurve) -> str:
         why = ("no shape was measured by both and none of either side's shapes lies among the other side's "
                "measured shapes closely enough to predict its value there (batch, aspect and size must be "
                "covered)")
-    return (f"cannot compare {a.label} with {b.label} ({a.dtype} {a.mode}): {why}; sweep the same shapes on "
-            f"both, e.g. write one side's shapes to a CSV (m,n,k) and run mfu-sweep sweep --shape-file on the other")
+    return (f"{why}; sweep the same shapes on both, e.g. write one side's shapes to a CSV (m,n,k) and run "
+            f"mfu-sweep sweep --shape-file on the other")
 
 
 def _pass_notes(ca: PassCurve, cb: PassCurve) -> list[str]:
