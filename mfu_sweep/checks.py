@@ -4,7 +4,8 @@ The schema says a field is a number; these checks say it is the right one. Per r
 
 - every number is finite (NaN and infinity are written as null by this tool, never as numbers);
 - ``flops`` is 2·batch·m·n·k of its shape, ``bytes`` what the shape moves at its dtype's sizes (A and
-  B read once, C written once: :meth:`mfu_sweep.shapes.Shape.bytes`) and ``intensity`` flops/bytes;
+  B read once, C written once; a grouped GEMM's B or C once per group, a block-scaled dtype's scales
+  with its inputs: :meth:`mfu_sweep.shapes.Shape.bytes`) and ``intensity`` flops/bytes;
 - every sample is a positive finite time and ``median_s`` lies among the samples;
 - ``tflops`` is flops/median_s/1e12 and ``mfu`` tflops over the sweep's own peak for the dtype;
 - one record per (pass, shape, dtype, mode) in a sweep (the second is the repeat), one sweep per
@@ -82,10 +83,16 @@ class _Columns:
         for i, j in zip(*np.nonzero(null)):  # null, or a NaN the standard parser read
             null[i, j] = raw[i][j] is None
         self.values = {name: (table[:, j], null[:, j]) for j, name in enumerate(NUMBER_FIELDS)}
-        self.dims = _floats([(s.get("batch", 1), s["m"], s["n"], s["k"]) for s in (r["shape"] for r in records)], 4)
+        shapes = [r["shape"] for r in records]
+        self.dims = _floats([(s.get("batch", 1), s["m"], s["n"], s["k"]) for s in shapes], 4)
+        # a grouped GEMM has one B (groups along m) or one C (along k) per group: Shape.operand_elements
+        per = [len(s.get("groups") or ()) or 1 for s in shapes]
+        along_k = [s.get("group_dim", "m") == "k" for s in shapes]
+        self.b_copies = np.array([1 if k else p for p, k in zip(per, along_k)], dtype=float)
+        self.c_copies = np.array([p if k else 1 for p, k in zip(per, along_k)], dtype=float)
         sizes = [DTYPES.get(r["dtype"]) for r in records]
         self.known = np.array([d is not None for d in sizes], dtype=bool)
-        self.element = np.array([d.element_bytes if d else math.nan for d in sizes], dtype=float)
+        self.element = np.array([d.input_bytes_per_element if d else math.nan for d in sizes], dtype=float)
         self.output = np.array([d.output_bytes if d else math.nan for d in sizes], dtype=float)
         tflops = peak.get("tflops") if isinstance(peak.get("tflops"), Mapping) else {}
         per_dtype = {dtype: _float(value) for dtype, value in tflops.items()}
@@ -99,7 +106,13 @@ class _Columns:
 
     def shape(self, i: int) -> str:
         b, m, n, k = (int(x) for x in self.dims[i])
-        return f"{m}x{n}x{k}" if b == 1 else f"{b}x{m}x{n}x{k}"
+        text = f"{m}x{n}x{k}" if b == 1 else f"{b}x{m}x{n}x{k}"
+        shape = self.records[i]["shape"]
+        if shape.get("layout", "nn") != "nn":
+            text += f":{shape['layout']}"
+        if shape.get("groups"):
+            text += f" ({len(shape['groups'])} groups along {shape.get('group_dim', 'm')})"
+        return text
 
 
 Found = dict[int, tuple[str, str]]  # record index -> (field, what is wrong with it)
@@ -129,7 +142,7 @@ def _arithmetic(cols: _Columns, out: Found) -> None:
     got_flops, got_bytes, got_intensity = cols.get("flops"), cols.get("bytes"), cols.get("intensity")
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         flops = 2.0 * b * m * n * k
-        nbytes = b * (m * k + k * n) * cols.element + b * m * n * cols.output
+        nbytes = b * (m * k + k * n * cols.b_copies) * cols.element + b * m * n * cols.c_copies * cols.output
         intensity = got_flops / got_bytes
     _flag(out, _off(got_flops, flops), "flops",
           lambda i: f"{_num(got_flops[i])} is not 2*batch*m*n*k = {_num(flops[i])} of shape {cols.shape(i)}")
@@ -179,8 +192,13 @@ def _rates(cols: _Columns, out: Found) -> None:
                     f"{cols.records[i]['dtype']})")
 
 
+def _hashable(shape: Mapping[str, Any]) -> tuple:
+    """A shape object as a dictionary key (a grouped GEMM's groups are a list)."""
+    return tuple(sorted((key, tuple(v) if isinstance(v, list) else v) for key, v in shape.items()))
+
+
 def _repeats(cols: _Columns, out: Found) -> None:
-    keys = [(r.get("pass") or 0, tuple(r["shape"].values()), r["dtype"], r["mode"]) for r in cols.records]
+    keys = [(r.get("pass") or 0, _hashable(r["shape"]), r["dtype"], r["mode"]) for r in cols.records]
     if len(set(keys)) == len(keys):
         return
     first: dict[tuple, int] = {}

@@ -35,10 +35,25 @@ def golden() -> dict:
     return json.loads(GOLDEN.read_text())
 
 
+def at_shape(record: dict, shape: dict, peak: dict) -> dict:
+    """``record``'s timings under another ``shape`` (SYNTHETIC), its flops, bytes, rates and MFU made to agree."""
+    from mfu_sweep.dtypes import DTYPES
+    from mfu_sweep.shapes import Shape
+
+    new, dims = copy.deepcopy(record), Shape.from_json(shape)
+    new.update(shape=shape, flops=dims.flops, bytes=dims.bytes(DTYPES[record["dtype"]]))
+    new["intensity"] = new["flops"] / new["bytes"]
+    if new.get("median_s"):
+        new["tflops"] = new["flops"] / new["median_s"] / 1e12
+        new["mfu"] = new["tflops"] / peak["tflops"][record["dtype"]] if new.get("mfu") is not None else None
+    return new
+
+
 def journalled(tmp_path: Path, base: int = 2, lines: int = 2) -> tuple[Path, dict, list[dict]]:
     """A sweep file of the golden's first ``base`` records and a journal of ``lines`` more (copies of the last)."""
     doc = golden()
-    extra = [dict(doc["records"][-1], shape={"batch": 1, "m": 8 * (i + 1), "n": 8, "k": 8}) for i in range(lines)]
+    extra = [at_shape(doc["records"][-1], {"batch": 1, "m": 8 * (i + 1), "n": 8, "k": 8}, doc["peak"])
+             for i in range(lines)]
     doc["records"] = doc["records"][:base]
     path = tmp_path / "s.json"
     path.write_text(json.dumps(doc))
@@ -183,8 +198,7 @@ def _big_file(tmp_path: Path, n: int) -> Path:
                                   "threads": threads}))
     doc = json.loads(path.read_text())
     (rec,) = doc["records"]
-    doc["records"] += [dict(copy.deepcopy(rec), shape={"batch": 1, "m": 16 * i, "n": 16, "k": 16})
-                       for i in range(1, n)]
+    doc["records"] += [at_shape(rec, {"batch": 1, "m": 16 * i, "n": 16, "k": 16}, doc["peak"]) for i in range(1, n)]
     doc["run"]["planned"] = n
     path.write_text(json.dumps(doc))
     return path

@@ -21,6 +21,7 @@ from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.time_to_n import STEPS_VERSION, predict_steps
 from mfu_sweep.cli import main
 from mfu_sweep.results import Sweep, load_sweeps
+from mfu_sweep.shapes import Shape
 from mfu_sweep.workloads import resolve_family
 
 GEMMS = resolve_family(FAMILY)
@@ -42,8 +43,7 @@ def raw_sums(records: list[dict], calls: dict, label_of_mode: tuple[str, str] = 
         by_shape: dict[str, list[dict]] = {}
         for r in records:
             if r["mode"] == mode and r["status"] in ("ok", "mismatch"):
-                b, m, n, k = (r["shape"][x] for x in ("batch", "m", "n", "k"))
-                by_shape.setdefault(f"{m}x{n}x{k}" if b == 1 else f"{b}x{m}x{n}x{k}", []).append(r)
+                by_shape.setdefault(str(Shape.from_json(r["shape"])), []).append(r)  # its name, layout included
         first = sum(np.mean([r["first_call_s"] for r in rs]) for rs in by_shape.values())
         steady = sum(np.mean([r["median_s"] for r in rs]) for rs in by_shape.values())
         step = sum(calls[s] * np.mean([r["median_s"] for r in rs]) for s, rs in by_shape.items())

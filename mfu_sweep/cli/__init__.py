@@ -11,9 +11,10 @@ from __future__ import annotations
 import click
 
 from mfu_sweep import __version__
-from mfu_sweep.cli.analysis import compare, export, fit, merge
+from mfu_sweep.cli.analysis import compare, fit, merge
 from mfu_sweep.cli.common import ArgvGroup
 from mfu_sweep.cli.device import ceilings, selftest
+from mfu_sweep.cli.export import export
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
 from mfu_sweep.cli.refine import refine

@@ -241,3 +241,8 @@ margin_option = click.option(
     "--margin", default="2%", show_default=True, metavar="FRACTION|PERCENT", callback=_margin,
     help="Practical-equivalence margin: a ratio within 1 +- margin is 'the same', never a lead; a lead must be "
          "beyond it with confidence. 0 restores a pure difference test; at most 50%.")
+
+
+# --seed of a bootstrap, shared by fit, compare and export
+seed_option = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
+                           help="Seed of the bootstrap.")

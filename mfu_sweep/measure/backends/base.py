@@ -174,8 +174,9 @@ class TorchBackend:
 
     def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Inputs,
                 compile_mode: str | None = None) -> GemmFn:
-        """The callable that is timed: one GEMM on input set ``i`` (into a fixed buffer where the op has ``out=``)."""
-        op, args = gemm_call(shape, dtype, inputs, self.swizzle_scales())
+        """The callable that is timed: one GEMM on input set ``i`` (eager: into a fixed buffer where the op has
+        ``out=``; compile: the allocating op, which inductor compiles without a copy into that buffer)."""
+        op, args = gemm_call(shape, dtype, inputs, self.swizzle_scales(), in_place=mode != "compile")
         if mode == "compile":
             op = torch.compile(op, backend=self.compile_backend, mode=compile_mode, dynamic=False, fullgraph=True)
         return lambda i: op(*args[i])

@@ -132,21 +132,33 @@ def scaled_inputs(shape: Shape, dtype: DType, target: torch.dtype, sets: int, se
 GemmOp = Callable[..., torch.Tensor]
 
 
-def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, swizzle: bool = False) -> tuple[GemmOp, list[tuple]]:
-    """The op that is timed and each operand set's arguments: ``op(*args[i])`` runs one GEMM on set ``i``."""
+def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, swizzle: bool = False,
+              in_place: bool = True) -> tuple[GemmOp, list[tuple]]:
+    """The op that is timed and each operand set's arguments: ``op(*args[i])`` runs one GEMM on set ``i``.
+
+    ``in_place``: the op writes into the set's preallocated output (``out=``), as eager mode times it. For
+    ``torch.compile`` pass False: inductor compiles ``torch.bmm(a, b, out=c)`` (and ``torch.mm`` into a
+    plain tensor) to a GEMM into a buffer of its own and a copy kernel into ``c``, a whole extra pass over
+    C that a compiled model does not make; the allocating op compiles to the one GEMM kernel.
+    """
     problem = run_problem(shape, dtype)
     if problem:
         raise Unsupported(problem)
     sets = range(len(inputs.a))
     if dtype.scaling != "none":
         assert inputs.scales is not None
-        return scaled_op(dtype, swizzle), [(inputs.a[i], inputs.b[i], inputs.out[i], inputs.scales[i]) for i in sets]
+        args = [(inputs.a[i], inputs.b[i], inputs.out[i], inputs.scales[i]) for i in sets]
+        return scaled_op(dtype, swizzle, in_place), args
     if shape.grouped:
         def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
             return torch._grouped_mm(a, b, offs=offs)
 
         return grouped_mm, [(inputs.a[i], inputs.b[i], inputs.offs) for i in sets]
     args = [(inputs.a[i], inputs.b[i], inputs.out[i]) for i in sets]
+    if not in_place:
+        if shape.batch == 1:
+            return (lambda a, b, out: torch.mm(a[0], b[0])), args
+        return (lambda a, b, out: torch.bmm(a, b)), args
     if shape.batch == 1:
         return (lambda a, b, out: torch.mm(a[0], b[0], out=out[0])), args
     return (lambda a, b, out: torch.bmm(a, b, out=out)), args

@@ -190,13 +190,19 @@ def swizzle_scales(scale: torch.Tensor) -> torch.Tensor:
 ScaledOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]
 
 
-def scaled_op(dtype: DType, swizzle: bool = True) -> ScaledOp:
+def scaled_op(dtype: DType, swizzle: bool = True, in_place: bool = True) -> ScaledOp:
     """The call that is timed: ``op(a, b, out, (scale_a, scale_b))`` for one operand set (batch 1).
 
     ``a`` is ``1 x m x k`` row-major, ``b`` is ``1 x k x n`` column-major (packed two per byte along
     K for e2m1); ``out`` is the ``1 x m x n`` bf16 result (written in place by ``torch._scaled_mm``;
-    the block formats return a new tensor).
+    the block formats return a new tensor; so does every format when not ``in_place``, the op
+    ``torch.compile`` is given: see :func:`mfu_sweep.measure.backends.operands.gemm_call`).
     """
+    if dtype.scaling in ("tensor", "row") and not in_place:
+        def fp8_mm_new(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
+            return torch._scaled_mm(a[0], b[0], scale_a=scales[0], scale_b=scales[1], out_dtype=torch.bfloat16)
+
+        return fp8_mm_new
     if dtype.scaling in ("tensor", "row"):
         def fp8_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
             return torch._scaled_mm(a[0], b[0], scale_a=scales[0], scale_b=scales[1], out_dtype=torch.bfloat16,
