@@ -7,6 +7,12 @@ Both move whenever a large block is freed, so what an allocation costs depends o
 
 * A sweep's timing worker wants every operand placed the same way whatever shapes ran before:
   :func:`fixed_allocation` holds the mmap threshold at its initial value (docs/fidelity.md).
+* An op that allocates its result on every timed call (``torch.compile``'s GEMM, the block-scaled formats)
+  would, under that fixed threshold, fault in fresh pages for every result of 128 KiB or more: a cost a
+  running program does not pay once glibc has adapted (on the 2-core Zen 4 VM, compiled
+  ``768x4096x32:tn`` in fp32 took twice eager's time, the same time with freed memory reused).
+  :func:`reused_allocations` lets such an op reuse what it frees while it is timed, then fixes the
+  threshold again (its operands were placed before, under the fixed rule).
 * Analysis workers (fits, figures) allocate and free numpy temporaries of 0.1-10 MiB thousands of times a
   second: :func:`keep_freed_memory` keeps freed memory in the heap for reuse. Fitting 4,096 series of 40
   shapes on 2 cores spent 11.7 of 61 CPU seconds in the kernel faulting pages in and out; with it, 0.6.
@@ -16,12 +22,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 M_TRIM_THRESHOLD = -1  # mallopt's parameter numbers (malloc.h)
 M_MMAP_THRESHOLD = -3
 INITIAL_MMAP_THRESHOLD = 128 * 1024  # glibc's default
+INITIAL_TRIM_THRESHOLD = 128 * 1024  # glibc's default
 ANALYSIS_MMAP_THRESHOLD = 32 * 1024 * 1024  # the most glibc's own adaptation would reach
 ANALYSIS_TRIM_THRESHOLD = 256 * 1024 * 1024  # freed memory a worker keeps before it returns any
+_FIXED = False  # whether fixed_allocation() took effect in this process
 
 
 def _mallopt(*settings: tuple[int, int]) -> bool:
@@ -43,7 +53,9 @@ def fixed_allocation() -> dict[str, int]:
     (docs/fidelity.md). Fixed, the placement no longer depends on the order of the shapes. Returns
     ``{"malloc_mmap_threshold": bytes}`` for the environment block, or ``{}`` where there is no glibc.
     """
+    global _FIXED
     ok = _mallopt((M_MMAP_THRESHOLD, INITIAL_MMAP_THRESHOLD))
+    _FIXED = _FIXED or ok
     return {"malloc_mmap_threshold": INITIAL_MMAP_THRESHOLD} if ok else {}
 
 
@@ -55,3 +67,19 @@ def keep_freed_memory() -> bool:
     whether glibc took the settings.
     """
     return _mallopt((M_MMAP_THRESHOLD, ANALYSIS_MMAP_THRESHOLD), (M_TRIM_THRESHOLD, ANALYSIS_TRIM_THRESHOLD))
+
+
+@contextmanager
+def reused_allocations(active: bool = True) -> Iterator[bool]:
+    """While an op that allocates its result per call is timed: freed blocks are reused (as after glibc's own
+    adaptation) instead of mapped afresh each call; on exit, the fixed rule of :func:`fixed_allocation`.
+
+    Yields whether the settings were taken: False without glibc, when not ``active``, or in a process whose
+    threshold was never fixed (glibc adapts there on its own; an in-process sweep).
+    """
+    ok = active and _FIXED and keep_freed_memory()
+    try:
+        yield ok
+    finally:
+        if ok:
+            _mallopt((M_MMAP_THRESHOLD, INITIAL_MMAP_THRESHOLD), (M_TRIM_THRESHOLD, INITIAL_TRIM_THRESHOLD))

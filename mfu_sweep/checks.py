@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.names import escape_control, has_control
 from mfu_sweep.shapes import MAX_DIM
 
 REL_TOL = 1e-6  # derived numbers agree with what they derive from to this fraction (JSON keeps 17 digits)
@@ -68,6 +69,9 @@ def _num(value: float) -> str:
 
 def _raw(value: Any) -> str:
     """A value as the file holds it, shortened: an integer of 401 digits is named by its length."""
+    if isinstance(value, str):  # escaped: a control character in it never reaches a terminal
+        text = ascii(value)
+        return text if len(text) <= 60 else f"{text[:56]}...' ({len(value)} characters)"
     text = repr(value)
     return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} digits)"
 
@@ -294,8 +298,11 @@ def _schema_problems(data: Any) -> list[tuple[tuple[Any, ...], str]]:
         value = _at(data, path)
         if isinstance(value, float) and not math.isfinite(value):  # the validator reads NaN as null
             message = f"{value!r} is not a finite number"
+        elif isinstance(value, str) and has_control(value):  # the label and name patterns
+            message = f"{_raw(value)} holds a control character (a line break or a terminal escape)"
         else:
             message = err.message if len(err.message) < 200 else err.message[:200] + "..."
+            message = escape_control(message)  # a value quoted in it never reaches a terminal raw
         out.append((path, f"{'/'.join(map(str, path)) or '(top level)'}: {message}"))
     return sorted(out, key=lambda pm: [(0, p, "") if isinstance(p, int) else (1, 0, p) for p in pm[0]])
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 
 MAX_NAME = 96  # characters (ASCII, so bytes): leaves room for a stem's parts and a temporary file's suffix
 HASH_CHARS = 10  # hex digits of the label's SHA-256 a shortened name ends in
@@ -56,3 +57,44 @@ def safe_name(label: str, default: str = "device", max_len: int = MAX_NAME) -> s
 
 def _digest(label: str) -> str:
     return hashlib.sha256(label.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_CHARS]
+
+
+class NameClashError(ValueError):
+    """Two different labels whose file names would be the same: one file would overwrite the other."""
+
+
+def check_distinct_names(labels: Iterable[str], what: str, fix: str, default: str = "device") -> None:
+    """Raise :class:`NameClashError` when two of ``labels`` get one :func:`safe_name` (``a b`` and ``a/b``).
+
+    ``what`` names the files (``figure``, ``output file``), ``fix`` says how to tell the labels apart.
+    """
+    seen: dict[str, str] = {}
+    for label in dict.fromkeys(labels):
+        name = safe_name(label, default)
+        other = seen.setdefault(name, label)
+        if other != label:
+            raise NameClashError(f"labels {printable(other)} and {printable(label)} both name the {what} "
+                                 f"{name!r}, so one would overwrite the other; {fix}")
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: what the schema refuses in a label
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (a newline, an escape that moves the terminal's cursor)."""
+    return _CONTROL.search(text) is not None
+
+
+def without_control(text: str) -> str:
+    """``text`` with every control character replaced by a space (a device name read from someone's log)."""
+    return _CONTROL.sub(" ", text)
+
+
+def escape_control(text: str) -> str:
+    """``text`` with every control character but none other written as a ``\\xNN`` escape."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def printable(text: str) -> str:
+    """``text`` quoted for a message, control characters escaped (a label never moves the terminal's cursor)."""
+    return repr(text) if text.isprintable() else ascii(text)

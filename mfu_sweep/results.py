@@ -385,12 +385,18 @@ def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
 
 def validate_file(path: str | Path) -> list[str]:
     """Every problem of one file: unreadable, the schema, the checks of meaning (empty list when valid)."""
+    return check_file(path)[0]
+
+
+def check_file(path: str | Path) -> tuple[list[str], list[Sweep]]:
+    """:func:`validate_file`'s problems and, when there are none, the file's sweeps (the file read once)."""
     try:
         data = read_json(path)
         _check_version(data, str(path))
-        return _findings(data).messages()
+        problems = _findings(data).messages()
+        return problems, ([] if problems else parse_document(data, source=str(path), validate=False))
     except ResultError as exc:
-        return [str(exc)]
+        return [str(exc)], []
 
 
 def _findings(data: Mapping[str, Any]) -> checks.Findings:

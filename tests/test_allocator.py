@@ -63,3 +63,39 @@ def test_fit_workers_keep_freed_memory():
     # two chunks on two workers: each runs in a pool process, which map_chunks sets up to reuse memory
     faults = map_chunks(_minflt_of_4mib_cycles, [0, 1], 1, workers=2)
     assert max(faults) < 3 * (1 << 19) * 8 // 4096, faults
+
+
+REUSED = """
+import json, resource
+import numpy as np
+from mfu_sweep import allocator
+
+def faults():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):  # a compiled GEMM's 4 MiB result, allocated and freed on every call
+        a = np.ones(1 << 19)
+        del a
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+with allocator.reused_allocations() as unfixed:  # never fixed: glibc adapts on its own, nothing is set
+    pass
+allocator.fixed_allocation()
+with allocator.reused_allocations() as ok:
+    during = faults()
+after = faults()
+with allocator.reused_allocations(active=False) as inactive:
+    pass
+print(json.dumps({"unfixed": unfixed, "ok": ok, "inactive": inactive, "during": during, "after": after}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+def test_an_op_that_allocates_per_call_reuses_its_memory_while_timed_then_the_fixed_rule_returns():
+    """In a timing worker (fixed threshold), a compiled GEMM's per-call result would fault in fresh pages every
+    call; while timed it reuses them (as a running program does), and afterwards operands get fresh pages again."""
+    pages = (1 << 19) * 8 // 4096
+    got = json.loads(subprocess.run([sys.executable, "-c", REUSED], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert got["ok"] and not got["unfixed"] and not got["inactive"], got
+    assert got["during"] < 3 * pages, got  # the first result's pages, then reused
+    assert got["after"] > 10 * pages, got  # the fixed rule again: fresh pages, allocation after allocation

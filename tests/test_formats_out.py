@@ -61,6 +61,24 @@ def test_round_trip_through_the_nvbench_importer_matches_the_sweep(tmp_path: Pat
         assert r.tflops == pytest.approx(orig.tflops, rel=1e-6)
 
 
+def test_modes_and_layouts_come_back_from_an_nvbench_round_trip(tmp_path: Path) -> None:
+    """A model family's sweep in both modes with nn, nt and tn shapes: each (shape and layout, mode) is its own
+    state, and the importer gives every one back in its mode with its layout (none taken as a repeat)."""
+    (sweep,) = load_sweeps([REPO / "sweeps" / "amd-epyc-zen4-cpu-steps-warm.json"])
+    out = tmp_path / "steps.json"
+    write_nvbench([sweep], out)
+    (back,) = import_sources("nvbench", [out]).sweeps.values()
+    want = {(r.shape, r.mode) for r in sweep.records}
+    assert {s.layout for s, _ in want} == {"nn", "nt", "tn"} and {m for _, m in want} == {"eager", "compile"}
+    assert sorted((r.shape, r.mode) for r in back.records) == sorted(want)
+    assert not back.extra["import"]["notes"]
+    pooled = {}
+    for r in sweep.records:
+        pooled.setdefault((r.shape, r.mode), []).extend(r.samples_s)
+    for r in back.records:
+        assert list(r.samples_s) == _f32(pooled[(r.shape, r.mode)])
+
+
 def test_passes_are_pooled_and_the_shape_time_is_kept(tmp_path: Path) -> None:
     (sweep,) = load_sweeps([FIVE_PASSES])
     out = tmp_path / "zen5.json"
@@ -96,7 +114,8 @@ def test_what_nvbench_compare_reads_is_there_for_every_state() -> None:
     assert [d["id"] for d in doc["devices"]] == [0, 1] and doc["meta"]["version"]["json"]["string"] == "1.0.0"
     for bench in doc["benchmarks"]:
         axes = {a["name"]: a["type"] for a in bench["axes"]}
-        assert axes == {"B": "int64", "M": "int64", "N": "int64", "K": "int64", "T": "type", "mode": "string"}
+        assert axes == {"B": "int64", "M": "int64", "N": "int64", "K": "int64", "T": "type", "mode": "string",
+                        "layout": "string"}
         names = [st["name"] for st in bench["states"]]
         assert len(set(names)) == len(names) and set(bench["devices"]) == {0, 1}
         for st in bench["states"]:

@@ -313,11 +313,11 @@ def test_export_csv_neutralises_a_formula_label_and_keeps_numbers(tmp_path: Path
 
 @pytest.mark.parametrize("fmt", ["markdown", "latex"])
 def test_export_tables_escape_a_hostile_label(tmp_path: Path, fmt: str) -> None:
-    src = hostile_sweep(tmp_path, f"{SCRIPT} {LINK}\n\n#x", "s.json")
+    src = hostile_sweep(tmp_path, f"{SCRIPT} {LINK} #x 100%", "s.json")  # (a line break: refused on read)
     res = run("export", src, "--format", fmt)
     assert res.exit_code == 0, res.output
     if fmt == "latex":
-        assert "\n\n" not in res.stdout  # a blank line would end the tabular's row
+        assert r"\#x 100\%" in res.stdout and "\n\n" not in res.stdout  # escaped; no blank line ends the row
     else:
         markdown = pytest.importorskip("markdown")
         page = markdown.markdown(res.stdout, extensions=["tables"])
@@ -381,3 +381,49 @@ def test_ctrl_c_during_report_exits_130_and_keeps_the_old_report(tmp_path: Path)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert {name: (out / name).read_text() for name in old} == old
     assert sorted(p.name for p in out.iterdir()) == ["analysis.json", "figures", "index.html", "index.md"]
+
+
+# -- terminal escapes and labels that share a file name --------------------------------------------------------
+
+ESCAPES = ("\x1b[2J\x1b[H", "gpu\x1b]0;pwned\x07", "a\x9bb", "line\nbreak")
+
+
+@pytest.mark.parametrize("label", ESCAPES)
+def test_a_label_with_control_characters_is_refused_and_never_printed_raw(tmp_path: Path, label: str) -> None:
+    """A hand-edited or hostile file's label with a terminal escape: every reader refuses it in one line, and the
+    escape never reaches the terminal (it would clear the screen or retitle the window)."""
+    src = hostile_sweep(tmp_path, "plain", "s.json")
+    doc = json.loads(src.read_text())
+    doc["device"]["label"] = label
+    src.write_text(json.dumps(doc))
+    for args in (("validate", src), ("compare", src, src), ("report", src, "-o", tmp_path / "r"),
+                 ("export", src, "--format", "csv")):
+        res = run(*args)
+        assert res.exit_code == 1, res.output
+        assert not any(c in res.output for c in "\x1b\x07\x9b"), repr(res.output)
+        assert "label" in res.output and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("label", ESCAPES[:2])
+def test_merge_refuses_to_relabel_into_control_characters(tmp_path: Path, label: str) -> None:
+    src = hostile_sweep(tmp_path, "plain", "s.json")
+    res = run("merge", src, "--relabel", f"plain={label}", "-o", tmp_path / "m.json")
+    assert res.exit_code == 1 and "\x1b" not in res.output and "control characters" in res.output, res.output
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_an_imported_device_name_loses_its_control_characters(tmp_path: Path) -> None:
+    from mfu_sweep.names import has_control, without_control
+
+    assert without_control("H100\x1b[31m 80GB\n") == "H100 [31m 80GB " and not has_control(without_control("\x9b\x00"))
+
+
+def test_two_labels_that_share_a_file_name_are_refused_before_any_figure_is_written(tmp_path: Path) -> None:
+    """``a b`` and ``a/b`` both become ``a-b``: the second heatmap would silently overwrite the first."""
+    a, b = hostile_sweep(tmp_path, "node 1", "a.json"), hostile_sweep(tmp_path, "node/1", "b.json")
+    out = tmp_path / "plots"
+    res = run("plot", a, b, "-o", out, "--n-boot", "5", "--figure", "heatmap")
+    assert res.exit_code == 1 and "'node 1' and 'node/1' both name the figure 'node-1'" in res.output, res.output
+    assert "--relabel" in res.output and not (out.exists() and any(out.iterdir()))
+    res = run("plot", a, b, "-o", out, "--n-boot", "5", "--figure", "vs-flops")  # no figure named by a label
+    assert res.exit_code == 0, res.output

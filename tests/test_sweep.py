@@ -206,6 +206,7 @@ def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
     assert comp["first_call_s"] > comp["median_s"] and comp["first_call_ratio"] > 1
     assert 0 < comp["mfu"] and comp["rel_error"] < 1e-5
     assert by["eager"]["compile_s"] is None
+    assert comp["allocates_output"] is True and "allocates_output" not in by["eager"]  # said in the record
 
 
 @pytest.mark.slow

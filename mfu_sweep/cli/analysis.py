@@ -17,10 +17,10 @@ from typing import Any
 import click
 
 from mfu_sweep.cli import contended
-from mfu_sweep.cli.board import gate_option as ranked_gate_option
 from mfu_sweep.cli.common import (
     domain_errors,
     echo_incomplete,
+    gate_option,
     invalid_note,
     json_output,
     margin_option,
@@ -294,7 +294,7 @@ def _print_comparison(c: Any) -> None:
               help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
 @seed_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-@ranked_gate_option
+@gate_option
 @contended.exclude_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,

@@ -21,13 +21,8 @@ from mfu_sweep.analysis.fleet.view import fleets_json
 from mfu_sweep.analysis.series import with_peak
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
-           "gate_option", "use_board"]
+           "use_board"]
 
-gate_option = click.option(
-    "--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
-    help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
-         "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
-         "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")
 
 
 def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, label_a: str | None,

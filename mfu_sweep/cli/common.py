@@ -177,8 +177,10 @@ def json_output(ctx: click.Context, param: click.Parameter, value: str | None) -
 def label_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Option callback of a series label: one line of text with something in it (the file name made from it is
     :func:`mfu_sweep.names.safe_name`'s; the label itself goes into the JSON as given)."""
-    if value is not None and (not value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value)):
-        raise click.BadParameter(f"{value!r} must be one line of printable text (no control characters) and not "
+    from mfu_sweep.names import has_control
+
+    if value is not None and (not value.strip() or has_control(value)):
+        raise click.BadParameter(f"{ascii(value)} must be one line of printable text (no control characters) and not "
                                  "blank", ctx=ctx, param=param)
     return value
 
@@ -246,3 +248,12 @@ margin_option = click.option(
 # --seed of a bootstrap, shared by fit, compare and export
 seed_option = click.option("--seed", type=click.IntRange(0, 2**31 - 1), default=0, show_default=True,
                            help="Seed of the bootstrap.")
+
+
+# --fail-on of compare's leaderboards and fleet view (mfu_sweep.cli.board); here so that building the command
+# line does not import the fleet statistics (and scipy.stats) before a command needs them
+gate_option = click.option(
+    "--fail-on", "fail_on", type=click.Choice(["slower", "ambiguous"]), default=None,
+    help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
+         "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
+         "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")

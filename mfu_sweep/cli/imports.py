@@ -19,7 +19,7 @@ from mfu_sweep.cli.common import domain_errors, invoked_argv, spec_file_option
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
-from mfu_sweep.names import safe_name
+from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import check_output_dir
 from mfu_sweep.results import ResultError, read_json, save_sweep
 from mfu_sweep.specs import load_chips
@@ -102,6 +102,7 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),
     )
     out = check_output_dir(output_dir, force=True)  # after the sources parsed: a bad one leaves no directory
+    check_distinct_names(result.sweeps, "output file", "give each its own name with --label")
     targets = {label: out / f"{safe_name(label)}.json" for label in result.sweeps}  # inside -o, whatever the label
     with ExitStack() as held:  # every output's one-writer lock, before any is checked or written
         for target in targets.values():

@@ -86,18 +86,18 @@ def validate(files: tuple[str, ...]) -> None:
     Example:
         mfu-sweep validate sweeps/*.json
     """
-    from mfu_sweep.results import load_sweeps, validate_file
+    from mfu_sweep.results import check_file
     from mfu_sweep.summaries import incomplete_reason
 
     bad = 0
     for f in files:
-        problems = validate_file(f)
+        problems, sweeps = check_file(f)
         if problems:
             bad += 1
             more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
             click.echo(f"{f}: INVALID: {problems[0]}{more}")
             continue
-        unfinished = [r for r in map(incomplete_reason, load_sweeps([f])) if r]
+        unfinished = [r for r in map(incomplete_reason, sweeps) if r]
         click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))
     if bad:
         raise click.ClickException(f"{bad} of {len(files)} files invalid")

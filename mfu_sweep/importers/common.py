@@ -32,6 +32,7 @@ from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
 from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
+from mfu_sweep.names import without_control
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, SpecError, find_chip
@@ -90,6 +91,9 @@ class SourceRow:
     extra: Mapping[str, Any] = field(default_factory=dict)
     where: str = ""
     """Where the row stands in its source, file included (``'log.txt': line 12``), for errors about its value."""
+    mode: str | None = None
+    """How this row's GEMM was issued when the source says it per row (an nvbench ``mode`` axis); None: the
+    device's ``mode``."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ def map_chip(dev: SourceDevice, chips: Mapping[str, ChipSpec], overrides: Mappin
 def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
     dt = get_dtype(row.dtype)
     base = dict(
-        shape=row.shape, dtype=row.dtype, mode=dev.mode, flops=row.shape.flops, bytes=row.shape.bytes(dt),
+        shape=row.shape, dtype=row.dtype, mode=row.mode or dev.mode, flops=row.shape.flops, bytes=row.shape.bytes(dt),
         intensity=row.shape.intensity(dt), family=row.family, timer=dev.timer,
         flags=tuple(dict.fromkeys(("imported", *row.flags))),
         extra={"cache": dev.cache, "source_dtype": row.source_dtype, **row.extra},
@@ -239,8 +243,8 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
         run={"id": run_id, "started_at": when, "finished_at": when, "argv": list(argv), "host": "imported",
              "git_sha": None},
         environment={k: v for k, v in first.details.items() if k in ("software",)},
-        device={"backend": IMPORTED_BACKEND, "name": first.name, "chip": chip.id if chip else None, "index": 0,
-                "count": 1, "label": label, "source_key": first.key, **arch,
+        device={"backend": IMPORTED_BACKEND, "name": without_control(first.name), "chip": chip.id if chip else None,
+                "index": 0, "count": 1, "label": label, "source_key": first.key, **arch,
                 **source_identity(first, fmt).device_fields()},
         peak=peak,
         records=records,

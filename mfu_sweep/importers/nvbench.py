@@ -8,7 +8,9 @@ value}]``), ``summaries`` (``[{tag, data: [{name, type, value}]}]``, values
 as strings) and ``is_skipped``. nvbench has no GEMM of its own, so a GEMM
 benchmark must have axes for ``M``, ``N``, ``K`` (optionally ``B``/``Batch``)
 and the dtype as an axis named ``T``/``dtype``/``type`` or via ``--dtype``;
-``--axis M=NAME`` maps differently named axes.
+``--axis M=NAME`` maps differently named axes. A ``layout`` axis (``nn``, ``nt``, ``tn``, ``tt``) and a
+``mode`` axis (``eager``, ``compile``), as ``export --format nvbench`` writes them, are read when present;
+without them every state is an ``nn`` shape issued eagerly (nvbench benchmarks call a kernel).
 
 How it was measured: ``nv/cold/time/gpu/*`` are isolated launches timed by CUDA
 events with the L2 flushed before each (cold), the launch hidden behind a
@@ -38,7 +40,7 @@ from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.importers.values import count, number, read_text
 from mfu_sweep.inputs import InputError, parse_json, read_limited
-from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.shapes import DEFAULT_LAYOUT, LAYOUTS, Shape, ShapeError
 from mfu_sweep.text import counted
 
 FORMAT = "nvbench"
@@ -49,6 +51,7 @@ TYPE_NAMES = {
     "f16": "fp16", "half": "fp16", "__half": "fp16", "float16": "fp16", "fp16": "fp16",
     "fp8": "fp8", "e4m3": "fp8", "__nv_fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "f8e4m3fn": "fp8",
 }
+MODES = ("eager", "compile")
 TARGETS = {"m": ("m",), "n": ("n",), "k": ("k",), "b": ("b", "batch"), "t": ("t", "dtype", "type")}
 SAMPLES_TAG = "nv/json/bin:nv/cold/sample_times"
 SOFTWARE_KEYS = ("sm_version", "sm_default_clock_rate")  # device details kept in environment.software
@@ -134,13 +137,24 @@ def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
     if missing:
         raise SourceError(f"{state.where}: no {', '.join(missing)} axis (has: {', '.join(state.axes) or 'none'}); "
                           "name them M, N, K or map them with --axis M=NAME")
+    layout = {k.lower(): v for k, v in state.axes.items()}.get("layout") or DEFAULT_LAYOUT
+    if layout not in LAYOUTS:
+        raise SourceError(f"{state.where}: layout axis {layout!r} is not one of {', '.join(LAYOUTS)}")
     try:
-        return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")))
+        return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout)
     except ValueError:
         raise SourceError(f"{state.where}: M, N, K, B axes must be integers, got "
                           f"{[vals[t] for t in ('m', 'n', 'k', 'b')]!r}") from None
     except ShapeError as exc:
         raise SourceError(f"{state.where}: {exc}") from None
+
+
+def _mode(state: State) -> str:
+    """The state's ``mode`` axis (``eager``, ``compile``); ``eager`` without one."""
+    mode = {k.lower(): v for k, v in state.axes.items()}.get("mode") or "eager"
+    if mode not in MODES:
+        raise SourceError(f"{state.where}: mode axis {mode!r} is not one of {', '.join(MODES)}")
+    return mode
 
 
 def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch: bool) -> SourceRow:
@@ -154,13 +168,13 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
     source_dtype = key or f"--dtype {dtype}"
     if state.skipped:
         return SourceRow(shape=shape, dtype=dtype, seconds=None, source_dtype=source_dtype, family="nvbench",
-                         error=state.skipped)
+                         error=state.skipped, mode=_mode(state))
     seconds = state.batch_s if batch else state.cold_s
     stat = "mean" if batch else state.cold_stat
     flags = (("source_mean",) if stat == "mean" else ()) + (("rounded_source",) if state.rounded else ())
     unit = "nv/batch/time/gpu/mean" if batch else f"nv/cold/time/gpu/{stat}"
     return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=source_dtype, flags=flags,
-                     samples_s=() if batch else state.samples_s, family="nvbench", where=state.where,
+                     samples_s=() if batch else state.samples_s, family="nvbench", where=state.where, mode=_mode(state),
                      error=None if seconds is not None else f"no {unit} value",
                      extra={"source_value": seconds, "source_unit": f"s ({unit})",
                             "source_samples": state.sample_size})
@@ -229,11 +243,12 @@ def _device(name: str, path: Path, dname: str, states: list[State], info: Mappin
     repeats = 0
     for st in states:
         row = _row(st, dtype, mapping, batch)
-        if (row.shape, row.dtype) in got:
+        if (row.shape, row.dtype, row.mode) in got:
             repeats += 1
             continue
-        got[(row.shape, row.dtype)] = row
-    notes = [f"{repeats} states repeat a shape and dtype (other axes differ); the first kept"] if repeats else []
+        got[(row.shape, row.dtype, row.mode)] = row
+    notes = ([f"{repeats} states repeat a shape, dtype and mode (other axes differ); the first kept"] if repeats
+             else [])
     notes += [f"{counted(n, 'line')} skipped: {why}" for why, n in sorted(skipped.items())]
     truncated = any(why.startswith("cut") for why in skipped)
     rows = [replace(r, flags=(*r.flags, "truncated")) if truncated else r for r in got.values()]

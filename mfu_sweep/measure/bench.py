@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from mfu_sweep.allocator import reused_allocations
 from mfu_sweep.dtypes import DType, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
@@ -137,6 +138,12 @@ def _guard_fields(logs: dict[str, Any], flops: float) -> dict[str, Any]:
     return out
 
 
+def allocates_output(mode: str, dt: DType) -> bool:
+    """Whether the timed op allocates its result on every call: compile mode (inductor allocates its outputs;
+    see :func:`~mfu_sweep.measure.backends.operands.gemm_call`) and the block-scaled formats (no ``out=``)."""
+    return mode == "compile" or bool(dt.block)
+
+
 def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     torch.manual_seed(task.seed)
     backend.set_math_mode(dt)
@@ -166,9 +173,13 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     if dt.scaling != "none":
         fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
     block_timer, guards = _guarded(backend, block_timer)
+    allocates = allocates_output(task.mode, dt)
+    if allocates:
+        fields["allocates_output"] = True
     backend.telemetry_start()
     try:
-        m: Measurement = measure(block_timer, config)
+        with reused_allocations(allocates):
+            m: Measurement = measure(block_timer, config)
     finally:
         seen = backend.telemetry_stop()
     fields.update(_guard_fields(guards, task.shape.flops))

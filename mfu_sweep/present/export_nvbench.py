@@ -9,7 +9,8 @@ The layout is nvbench's JSON file version 1.0.0 (``nvbench/json_printer.cu``; it
 - every dtype and mode is one **benchmark**, ``gemm_<dtype>_<mode>``, so a file of one device has one
   benchmark per series and two files of two machines share their benchmark names;
 - every measured shape is one **state**, with axes ``B``, ``M``, ``N``, ``K`` (int64), ``T`` (the
-  dtype, a type axis) and ``mode`` (string); its name is nvbench's, ``Device=0 B=1 M=... mode=eager``;
+  dtype, a type axis), ``mode`` and ``layout`` (strings: ``eager``, ``nt``); its name is nvbench's,
+  ``Device=0 B=1 M=... mode=eager layout=nn``; ``import nvbench`` reads mode and layout back;
 - the summaries are nvbench's cold GPU-time ones, computed from every sample of every pass: sample
   count, min, max, mean, standard deviation (absolute and relative: the "noise" of nvbench_compare),
   quartiles, median, IQR; the samples themselves go to the sidecar nvbench writes
@@ -129,11 +130,13 @@ def _mfu_sweep_summaries(records: Sequence[Record], peak: float | None) -> list[
 
 def _axis_values(shape: Shape, dtype: str, mode: str) -> list[dict[str, Any]]:
     return [_named("B", "int64", shape.batch), _named("M", "int64", shape.m), _named("N", "int64", shape.n),
-            _named("K", "int64", shape.k), _named("T", "string", dtype), _named("mode", "string", mode)]
+            _named("K", "int64", shape.k), _named("T", "string", dtype), _named("mode", "string", mode),
+            _named("layout", "string", shape.layout)]
 
 
 def _state_name(device_id: int, shape: Shape, dtype: str, mode: str) -> str:
-    return f"Device={device_id} B={shape.batch} M={shape.m} N={shape.n} K={shape.k} T={dtype} mode={mode}"
+    return (f"Device={device_id} B={shape.batch} M={shape.m} N={shape.n} K={shape.k} T={dtype} mode={mode} "
+            f"layout={shape.layout}")
 
 
 def _axes(shapes: Iterable[Shape], dtype: str, mode: str) -> list[dict[str, Any]]:
@@ -148,7 +151,10 @@ def _axes(shapes: Iterable[Shape], dtype: str, mode: str) -> list[dict[str, Any]
             {"name": "T", "type": "type", "flags": "",
              "values": [{"input_string": dtype, "description": "mfu-sweep dtype", "is_active": True}]},
             {"name": "mode", "type": "string", "flags": "",
-             "values": [{"input_string": mode, "description": "", "value": mode}]}]
+             "values": [{"input_string": mode, "description": "", "value": mode}]},
+            {"name": "layout", "type": "string", "flags": "",
+             "values": [{"input_string": v, "description": "", "value": v}
+                        for v in sorted({s.layout for s in shapes})]}]
 
 
 def _device(device_id: int, sweep: Sweep) -> dict[str, Any]:

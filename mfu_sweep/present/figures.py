@@ -17,7 +17,7 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
-from mfu_sweep.names import safe_name
+from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import replacing
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
@@ -195,6 +195,9 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     if unknown:
         raise ValueError(f"figure kind {unknown[0]!r} is not one of {', '.join(FIGURE_KINDS)}")
     want = set(FIGURE_KINDS if kinds is None else kinds)
+    if want & {"heatmap", "fleet"}:  # the figures named after a label
+        check_distinct_names((s.label for s in sweeps), "figure", "relabel one (mfu-sweep merge --relabel "
+                             "FILE:OLD=NEW)", "series")
     keys = panel_keys(sweeps)
     of = _metric_of(metric, metrics)
     if fits is None or comparisons is None or fleets is None:

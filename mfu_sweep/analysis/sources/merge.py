@@ -26,11 +26,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from mfu_sweep.analysis.series import check_labels, host_of, sweep_order
-from mfu_sweep.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json
+from mfu_sweep.names import has_control
+from mfu_sweep.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json, screen
 from mfu_sweep.shards import check_shards
 from mfu_sweep.text import counted
 
@@ -50,6 +52,8 @@ class Relabel:
         file, colon, old = left.rpartition(":")
         if not sep or not old or not new:
             raise ResultError(f"--relabel {text!r} must be OLD=NEW or FILE:OLD=NEW")
+        if has_control(new):
+            raise ResultError(f"--relabel {ascii(text)}: the new label must be printable text (no control characters)")
         return cls(old=old, new=new, file=file if colon else None)
 
     def __str__(self) -> str:
@@ -77,8 +81,13 @@ class MergeResult:
         """The hosts (``run.host``) that contributed to each label, sorted; several for a multi-host sharded sweep."""
         return hosts_by_label(self.sweeps)
 
-    def to_json(self) -> dict[str, Any]:
+    @cached_property
+    def document(self) -> dict[str, Any]:
+        """The merged file's JSON, built once (the merge checks it, then ``merge`` writes the same object)."""
         return merged_document(self.sweeps)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.document
 
 
 def source_file(sweep: Sweep) -> str:
@@ -180,5 +189,5 @@ def merge_files(paths: Sequence[str | Path], relabel: Sequence[Relabel] = (),
     for path, data in read_versioned(paths):
         sweeps.extend(parse_document(data, source=path, validate=True, on_invalid=on_invalid))
     result = merge_sweeps(sweeps, relabel)
-    parse_document(result.to_json(), source="merged output", validate=True)
+    screen(result.document, "merged output")  # the schema and the checks of meaning, before it is written
     return result

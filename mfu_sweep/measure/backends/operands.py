@@ -137,9 +137,10 @@ def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, swizzle: bool = False,
     """The op that is timed and each operand set's arguments: ``op(*args[i])`` runs one GEMM on set ``i``.
 
     ``in_place``: the op writes into the set's preallocated output (``out=``), as eager mode times it. For
-    ``torch.compile`` pass False: inductor compiles ``torch.bmm(a, b, out=c)`` (and ``torch.mm`` into a
-    plain tensor) to a GEMM into a buffer of its own and a copy kernel into ``c``, a whole extra pass over
-    C that a compiled model does not make; the allocating op compiles to the one GEMM kernel.
+    ``torch.compile`` pass False: inductor compiles ``torch.mm(a, b, out=c)`` and ``torch.bmm`` to a GEMM
+    into a buffer of its own and a copy kernel into ``c``, a whole extra pass over C that a compiled model
+    does not make; the allocating op compiles to the one GEMM kernel (its result's memory is reused while it
+    is timed: :func:`mfu_sweep.allocator.reused_allocations`).
     """
     problem = run_problem(shape, dtype)
     if problem:
