@@ -143,6 +143,20 @@ def test_figures_and_filters_see_each_layout() -> None:
     assert ax.get_title() == "bf16 · eager-nt" and ax.lines
 
 
+def test_a_layouts_mfu_panel_is_drawn_where_its_device_has_a_peak() -> None:
+    """The MFU panel and heatmap checks look at a layout's own series (eager-nt), not at the bare mode: a sweep
+    with a peak gets no 'no device has a peak' note for its nt and tn series, and one choice of featured devices
+    and colours covers each of them."""
+    from mfu_sweep.present.figure_choice import choose_figures
+    from mfu_sweep.present.figures import blank_notes, valued
+
+    sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
+    assert {m for _, _, m in valued(sweeps, lambda _d, _m: "mfu")} == {"eager", "eager-nt"}
+    assert blank_notes(sweeps) == []
+    choice = choose_figures(sweeps)
+    assert choice.featured is None or ("bf16", "eager-nt") in choice.featured
+
+
 def test_a_grouped_shape_round_trips_and_refuses_inconsistent_groups() -> None:
     g = Shape(1, 96, 40, 24, "nt", (32, 0, 48, 16))
     assert str(g) == "96x40x24:nt:m=32,0,48,16" and parse_shape(str(g)) == g and Shape.from_json(g.to_json()) == g

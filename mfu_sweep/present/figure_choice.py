@@ -88,7 +88,7 @@ def choose_figures(sweeps: Sequence[Sweep], fleets: Sequence[Any] = (), most: in
     """The figures a report draws (see the module docstring); ``fleets`` are its fleet views, worst first."""
     labels: dict[tuple[str, str], set[str]] = {}
     for sw in sweeps:
-        for key in {(r.dtype, r.mode) for r in sw.records}:
+        for key in {(r.dtype, r.series_mode) for r in sw.records}:
             labels.setdefault(key, set()).add(sw.label)
     ranked = {key: _ranked(sorted(labs), fleets, *key) for key, labs in labels.items()}
     many = any(len(labs) > most for labs in ranked.values())

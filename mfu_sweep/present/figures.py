@@ -139,7 +139,7 @@ def valued(sweeps: Sequence[Sweep], of: MetricOf) -> set[tuple[str, str, str]]:
     for the dtype, and a figure without values is blank, so it is not drawn."""
     out = set()
     for sw in sweeps:
-        for dtype, mode in {(r.dtype, r.mode) for r in sw.records}:
+        for dtype, mode in {(r.dtype, r.series_mode) for r in sw.records}:  # eager-nt: a layout's own series
             if of(dtype, mode) != "mfu" or sw.peak.for_dtype(dtype):
                 out.add((sw.label, dtype, mode))
     return out

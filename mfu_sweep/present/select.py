@@ -47,7 +47,7 @@ def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> M
         return colors
     panels: dict[tuple[str, str], set[str]] = {}
     for sw in sweeps:
-        for key in {(r.dtype, r.mode) for r in sw.records}:
+        for key in {(r.dtype, r.series_mode) for r in sw.records}:
             panels.setdefault(key, set()).add(sw.label)
     return series_colors((sw.label for sw in sweeps), panels.values())
 
