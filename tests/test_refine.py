@@ -330,3 +330,22 @@ def test_a_stricter_look_never_narrows_a_crossover_interval_elsewhere() -> None:
                 checked += 1
                 assert near[0].low_flops <= x.low_flops * 1.0001 and near[0].high_flops >= x.high_flops * 0.9999
     assert checked >= 2
+
+
+def test_refine_over_many_files_plans_the_pairs_it_can_and_notes_the_rest(tmp_path: Path) -> None:
+    """The committed sweeps hold a model's layer shapes (skinny) beside square sweeps: a pair with no shape either
+    side can be compared at is left out with one note each, and the other pairs are still planned (it stopped at
+    the first such pair)."""
+    from click.testing import CliRunner
+
+    from mfu_sweep.cli import main
+    from mfu_sweep.results import load_sweeps
+
+    files = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "sweeps").glob("*.json"))
+    plan = plan_refinement(load_sweeps(files))
+    assert plan.skipped and all(n.startswith("cannot compare ") for n in plan.skipped)
+    skipped_pairs = {n.split(" (")[0] for n in plan.skipped}
+    assert plan.comparisons and not any(f"cannot compare {c.a} with {c.b}" in skipped_pairs for c in plan.comparisons)
+    res = CliRunner().invoke(main, ["refine", *files, "-o", str(tmp_path / "next.csv")])
+    assert res.exit_code in (0, 3), res.output  # 3: nothing to propose
+    assert res.output.count("note: cannot compare ") == len(plan.skipped) and "Error" not in res.output

@@ -67,6 +67,8 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
     check_output_file(output, force)  # before the comparisons, which take a while
     plan = plan_refinement(sweeps, target=target, looks=looks, alpha=alpha, metric=metric,
                            a=a, b=b, bends_only=bends, max_shapes=max_shapes)
+    for note in plan.skipped:
+        click.echo(f"note: {note}", err=True)
     for comp in plan.comparisons:
         click.echo(comp.sentence())
     for region in plan.regions:

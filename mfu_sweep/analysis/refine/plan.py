@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -89,6 +89,8 @@ class RefinePlan:
     proposals: tuple[Proposal, ...]
     repeats: int
     comparisons: tuple[Comparison, ...] = ()
+    skipped: tuple[str, ...] = ()
+    """Pairs of the files left out, one note each (no shape either side can be compared at, no peak for MFU)."""
 
     @property
     def family(self) -> str:
@@ -411,9 +413,12 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
         if not set.intersection(*(set(v) for v in kinds.values())) and len(labels) == 2:
             raise RefineError("the devices share no dtype and mode: " + "; ".join(
                 f"{label} has {', '.join(v)}" for label, v in kinds.items()) + "; nothing to compare")
+    skipped: list[str] = []
     try:
-        comps = compare_all(sweeps, metric, a, b, alpha=look.alpha_look, use_fit=False, margin=margin)
+        comps = compare_all(sweeps, metric, a, b, alpha=look.alpha_look, use_fit=False, margin=margin,
+                            on_skip=lambda exc: skipped.append(str(exc)))
     except CompareError as exc:
         raise RefineError(f"nothing to refine: {exc}") from None
-    return pair_plan(comps, look, target, max_shapes, repeats, shape_passes(sweeps))
+    plan = pair_plan(comps, look, target, max_shapes, repeats, shape_passes(sweeps))
+    return replace(plan, skipped=tuple(skipped))
 
