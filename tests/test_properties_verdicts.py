@@ -1,0 +1,134 @@
+"""Properties of compare's verdicts a user relies on, checked over seeds: the pairing of shapes one side measured,
+leads taken together by runs of bands, crossover intervals, and the run-to-run model under drift.
+
+Sides are SYNTHETIC (tests/synthetic_aspect.py, tests/synthetic_bands.py: per-shape offsets, run-to-run noise,
+slow drift along FLOPs, aspect effects of real size) or REAL published tables split into two sides
+(sweeps/published/, cited imports: every value a published one, only which side keeps a shape is made up).
+The properties: a side of every aspect against a table of square shapes only shows no false lead and no bias
+(a skinny shape is never predicted from square ones); predictions at hidden shapes of real tables are close
+to the real values; the band intervals of model-based points cover the truth; a band never shows a lead its
+own shapes or its run's do not give it; crossover intervals cover the crossing at their level; passes in FLOP
+order through a drift of one side give no more false leads than the level.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from synthetic_aspect import SIZES, AspectModel, aspect_effect, curve, draw_sides, log_speed, name_of, split_table
+from synthetic_bands import PairModel, draw_pair, grid_flops
+
+from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.verdicts.bands import Band, RunClaim, bands_and_runs
+from mfu_sweep.analysis.verdicts.curves import pass_curve
+from mfu_sweep.analysis.verdicts.matching import match_shapes, terms_of
+from mfu_sweep.analysis.verdicts.segments import effective_state, fieller_crossing
+from mfu_sweep.results import load_sweeps
+
+PUBLISHED = Path(__file__).parent.parent / "sweeps" / "published"
+
+
+def _verdicts(va: dict[str, float], vb: dict[str, float], **kw: object) -> tuple[list, list[Band], list[RunClaim]]:
+    """Points, bands and run claims of compare's real path on two one-pass sides ``{shape: log TFLOP/s}``."""
+    pts = match_shapes(curve("a", va), curve("b", vb)).points
+    bands, runs = bands_and_runs([p.flops for p in pts], np.column_stack([p.values_a for p in pts]),
+                                 np.column_stack([p.values_b for p in pts]), model=terms_of(pts), **kw)
+    return list(pts), bands, runs
+
+
+def _square_table(rng: np.random.Generator, n_a: int = 400) -> tuple[dict[str, float], dict[str, float]]:
+    """Identical SYNTHETIC devices: a measured GEMMs of every aspect, b a table of 60 square shapes only."""
+    dims_a = np.column_stack([np.ones(n_a), rng.choice(SIZES, (n_a, 3))]).astype(float)
+    sq = np.unique(np.round(2 ** rng.uniform(8, 13, 60) / 64) * 64)
+    dims_b = np.column_stack([np.ones(len(sq)), sq, sq, sq])
+    out = []
+    for dims in (dims_a, dims_b):
+        y = (log_speed(dims) + aspect_effect(dims, math.log(2)) + rng.uniform(-0.05, 0.05, len(dims))
+             + 0.02 * rng.standard_normal(len(dims)))
+        out.append({name_of(r): float(v) for r, v in zip(dims, y, strict=True)})
+    return out[0], out[1]
+
+
+def test_a_table_of_square_shapes_predicts_no_skinny_shape_and_shows_no_false_lead() -> None:
+    # identical devices; b measured square shapes only (a seed-like table), a every aspect, skinny shapes up to 2x
+    # slower at equal FLOPs. A skinny shape lies off the line square shapes span: predicting it from them
+    # reads the aspect effect as a lead for b (4% on average); left out, no lead and the model-based points
+    # are unbiased within the margin
+    leads, means = 0, []
+    for seed in range(12):
+        pts, bands, runs = _verdicts(*_square_table(np.random.default_rng(seed)))
+        leads += any(b.state in (1, -1) for b in bands) or any(r.state in (1, -1) for r in runs)
+        means.append(np.mean([p.log_a - p.log_b for p in pts if p.method == "model"]))
+    assert leads <= 1 and abs(float(np.mean(means))) < math.log(1.02)
+
+
+def test_predictions_at_hidden_shapes_of_real_tables_are_close_to_the_real_values() -> None:
+    # REAL DeepBench tables (83 shapes each, sparse: a prediction has few neighbours near it) split at random
+    # into two sides with no shape in common: the model-based log ratio against the real one at that very shape
+    # (both tables measured it) is off by 9% on average (a prediction from shapes too far away: 15%)
+    errors = []
+    for a, b in (("AMD_MI25", "NV_TitanX_Pascal"), ("NV_V100", "NV_P100"), ("NV_1080Ti", "NV_TitanXp")):
+        series = group_series(load_sweeps([str(PUBLISHED / f"{a}.json"), str(PUBLISHED / f"{b}.json")]))
+        full = [next(s for k, s in series.items() if k.label == x and k.dtype == "fp32") for x in (a, b)]
+        ca, cb = (pass_curve(s, "tflops") for s in full)
+        for seed in range(4):
+            sa, sb = split_table(*full, 0.0, np.random.default_rng(seed), adversarial=False)
+            for p in match_shapes(pass_curve(sa, "tflops"), pass_curve(sb, "tflops")).points:
+                truth = float(np.mean(cb.shapes[p.shape][1]) - np.mean(ca.shapes[p.shape][1]))
+                errors.append(p.log_a - p.log_b - truth)
+    assert len(errors) > 300 and float(np.mean(np.abs(errors))) < 0.11
+
+
+def test_band_intervals_of_model_based_points_cover_the_truth() -> None:
+    # identical devices, no shape in common (side a skinny, side b square): a neighbour serves many predictions,
+    # so the band means of model-based points share it; counted once per prediction (as if independent),
+    # intervals cover 1 in 71% of bands, counted with its coefficients, 97%
+    cover = []
+    for seed in range(8):
+        va, vb = draw_sides(AspectModel(n_shapes=150, prefer=2.0), np.random.default_rng([seed, 38]))
+        _, bands, _ = _verdicts(va, vb, margin=0.0)
+        cover += [b.low <= 0.0 <= b.high for b in bands]
+    assert len(cover) >= 25 and np.mean(cover) >= 0.9
+
+
+def _leads_where_none_planted(model: PairModel, seeds: int = 30) -> int:
+    """Seeds in which a band none of whose shapes leads shows a lead, alone or as part of a run taken together."""
+    flops = grid_flops()
+    va, vb, planted = draw_pair(model, flops, seeds=seeds, rng=np.random.default_rng(1))
+    wrong = 0
+    for s in range(seeds):
+        bands, _ = bands_and_runs(flops, va[s], vb[s])
+        wrong += any(not planted[s, b.start:b.stop].any() and effective_state(b) in (1, -1) for b in bands)
+    return wrong
+
+
+def test_a_band_never_takes_a_lead_from_a_neighbour_called_alone() -> None:
+    # a 10-15% lead in one half-decade, shapes scattered 5% by a shape x device effect elsewhere: the lead's
+    # band is called alone, and a run of it with an ambiguous neighbour must not hand its lead to that
+    # neighbour (11 of 30 seeds when it does)
+    model = PairModel(offset=0.05, common=False, lead=(0.10, 0.15), lead_share=1.0, lead_band=(1e10, 10**10.5))
+    assert _leads_where_none_planted(model) <= 1
+
+
+def test_a_run_taken_together_reaches_only_its_own_bands() -> None:
+    # a 2-4% lead over three half-decades, each too weak to be called alone, is called taken together; the bands
+    # beside the run (no shape of them leads) stay without a lead (9 of 30 seeds when they inherit it)
+    model = PairModel(offset=0.1, lead=(0.02, 0.04), lead_share=1.0, lead_band=(10**9.5, 1e11))
+    assert _leads_where_none_planted(model) <= 1
+
+
+def test_a_crossover_interval_covers_the_crossing_at_its_level() -> None:
+    # the log ratio of the shapes between two opposite leads falls along FLOPs through 0 at a random place, each
+    # shape off the line by 3%: Fieller's 95% interval (clipped to the bracket) covers the crossing in >= 93%
+    # of 2000 draws (a 90% interval: 88%)
+    rng = np.random.default_rng(0)
+    covered, draws = 0, 2000
+    for _ in range(draws):
+        x = np.sort(rng.uniform(0.0, math.log(10), 20))
+        x0 = rng.uniform(0.3, 2.0)
+        d = 0.1 * (x0 - x) + 0.03 * rng.standard_normal(len(x))
+        lo, hi = fieller_crossing(x, d, x[0], x[-1])
+        covered += lo <= x0 <= hi
+    assert covered / draws >= 0.93
