@@ -27,7 +27,12 @@ slips the weak tests it listed let through; ``round5-fits`` are slips of the
 stacked fits, the bootstrap, the physical bounds, the parallel chunks and the
 importers' identity (issue 38, part 1), each run first against the property
 test of tests/test_properties_fits.py or tests/test_properties_identity.py
-written for it. No selection runs the golden test.
+written for it; ``round5-verdicts`` (issue 38, part 2) are slips designed from
+the code of the pairing of unmatched shapes, the band runs and their inherited
+leads, the crossover intervals, the run-to-run model, the fleet flag and gate
+and refine's regions before their tests were read, each run first against
+tests/test_properties_verdicts.py or tests/test_properties_fleet.py where one
+was written for it. No selection runs the golden test.
 """
 
 from __future__ import annotations
@@ -375,7 +380,9 @@ MUTANTS = (
     Mutant("merge-other-leader", "round5-verdicts", BS,
            "run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]",
            "run[2] != 0 and merged[-1][2] == 0", R5_VERD,
-           "a lead segment absorbs the other leader's segment across a narrow ambiguous gap"),
+           "a lead segment absorbs the other leader's segment across a narrow ambiguous gap",
+           "the merge never fires: a band between two lead bands spans a whole half-decade level, so the gap "
+           "from one lead's last point to the next one's first exceeds half a decade"),
     Mutant("fieller-90", "round5-verdicts", BS, "tq = float(student_t.ppf(1 - alpha / 2, n - 2))",
            "tq = float(student_t.ppf(1 - alpha, n - 2))", _verd("crossing_at_its_level"),
            "crossover intervals (Fieller) at 90% instead of 95%"),
@@ -384,14 +391,14 @@ MUTANTS = (
            R5_VERD, "a stricter look checks the crossing at its own level (its interval can narrow)"),
     Mutant("cov-b-with-a-rho", "round5-verdicts", E,
            "return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_b[lag]",
-           "return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_a[lag]", R5_VERD,
+           "return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_a[lag]", _verd("drift"),
            "runs: b's drift within passes read with a's autocorrelation"),
     Mutant("pool-df-no-correlation", "round5-verdicts", E,
            "shared = np.minimum(df[:, None], df[None, :]) * rho[lag] ** 2",
-           "shared = np.minimum(df[:, None], df[None, :]) * (lag == 0)", R5_VERD,
+           "shared = np.minimum(df[:, None], df[None, :]) * (lag == 0)", _verd("drift"),
            "runs: pooled variance df as if neighbouring shapes' deviations were independent"),
     Mutant("autocorr-no-bias-fix", "round5-verdicts", E, "    for _ in range(3):\n", "    for _ in range(0):\n",
-           R5_VERD, "runs: the autocorrelation's downward bias (pass offsets removed) not added back"),
+           _verd("drift"), "runs: the autocorrelation's downward bias (pass offsets removed) not added back"),
     Mutant("gate-ignores-runs", "round5-verdicts", FG, GATE_SLOWER, "if any(c.verdict < 0 for c in cells):",
            _fleet("run_of_flop"), "the gate (--fail-on slower) ignores a device slower over a run of FLOP counts"),
     Mutant("flag-ignores-runs", "round5-verdicts", FV, "return bool(self.slow_runs or self.slow_bands)",
