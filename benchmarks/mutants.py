@@ -104,7 +104,7 @@ def _fleet(k: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _refine(k: str) -> tuple[tuple[str, ...], ...]:
-    return R5_REFINE
+    return _first((PV, "-k", k), R5_REFINE)
 
 
 @dataclass(frozen=True)
@@ -420,16 +420,16 @@ MUTANTS = (
            _fleet("not_flagged"), "a single slow FLOP count is a run (min_run ignored)"),
     Mutant("lean-band-ratio", "round5-verdicts", RG,
            "lean = np.array([int(np.sign(math.log(p.ratio))) if p.p_value < LEAN_P",
-           "lean = np.array([int(np.sign(math.log(p.trend_ratio))) if p.p_value < LEAN_P", _refine("lean"),
+           "lean = np.array([int(np.sign(math.log(p.trend_ratio))) if p.p_value < LEAN_P", _refine("leans_the_way"),
            "a point leans by its band's ratio, not its own"),
     Mutant("lean-model-points", "round5-verdicts", RG, "measured = [p for p in points if not p.interpolated]",
-           "measured = list(points)", _refine("lean"), "placement leans on model-based points too"),
+           "measured = list(points)", _refine("both_sides"), "placement leans on model-based points too"),
     Mutant("trend-in-same-bands", "round5-verdicts", RG,
            "for band in (b for b in c.bands if b.verdict == 0 and not b.same):",
-           "for band in (b for b in c.bands if b.verdict == 0):", _refine("same"),
+           "for band in (b for b in c.bands if b.verdict == 0):", _refine("opens_no_region"),
            "a band settled as 'the same within the margin' searched for a trend crossing"),
     Mutant("candidate-overlap-contained", "round5-verdicts", RG, "if any(a < hi and lo < b for a, b in called):",
-           "if any(a < lo and hi < b for a, b in called):", _refine("overlap"),
+           "if any(a < lo and hi < b for a, b in called):", _refine("never_overlaps"),
            "a leaning sign change that overlaps a called crossover's interval reported as a second region"),
 )
 

@@ -8,20 +8,28 @@ The properties: a side of every aspect against a table of square shapes only sho
 (a skinny shape is never predicted from square ones); predictions at hidden shapes of real tables are close
 to the real values; the band intervals of model-based points cover the truth; a band never shows a lead its
 own shapes or its run's do not give it; crossover intervals cover the crossing at their level; passes in FLOP
-order through a drift of one side give no more false leads than the level.
+order through a drift of one side give no more false leads than the level; refine's placement leans by each
+shape's own ratio and on shapes both sides measured, leaves a band settled "the same" alone, and never reports
+a called crossover twice.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from synthetic import square_shapes
 from synthetic_aspect import SIZES, AspectModel, aspect_effect, curve, draw_sides, log_speed, name_of, split_table
 from synthetic_bands import PairModel, draw_pair, grid_flops
+from synthetic_refine import Noise, SimDevice, SimSweep, crossing_ratio, no_ratio
 
+from mfu_sweep.analysis.refine.regions import LEAN_P, _flop_leanings, candidate_regions
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.bands import Band, RunClaim, bands_and_runs
+from mfu_sweep.analysis.verdicts.compare import compare_series
+from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.curves import pass_curve
 from mfu_sweep.analysis.verdicts.matching import match_shapes, terms_of
 from mfu_sweep.analysis.verdicts.segments import effective_state, fieller_crossing
@@ -153,3 +161,72 @@ def test_passes_in_flop_order_through_a_drift_of_one_side_give_no_more_false_lea
         bands = band_verdicts(flops, va, vb, run_var=run_variance(flops, va, vb), margin=0.0)
         leads += any(b.verdict for b in bands)
     assert leads <= 21
+
+
+# -- refine's regions: where a comparison is still open ---------------------------------------------------------------
+
+
+def _sim_comparison(seed: int, ratio: Callable, flops_a: np.ndarray, flops_b: np.ndarray | None = None,
+                    noise: Noise | None = None) -> Comparison:
+    """compare of two SYNTHETIC devices (tests/synthetic_refine.py: square shapes, three passes each in its own
+    shuffled order, shifts per shape and pass, drift, outliers): a is faster than b by ``ratio(log10 FLOPs)``."""
+    rng = np.random.default_rng(seed)
+    series = []
+    for label, r, flops in (("a", ratio, flops_a), ("b", no_ratio, flops_a if flops_b is None else flops_b)):
+        sweep = SimSweep(SimDevice(label, r, noise or Noise()), 3)
+        sweep.run(square_shapes(flops), "square", rng)
+        [s] = group_series([sweep.sweep()]).values()
+        series.append(s)
+    return compare_series(*series, "tflops", use_fit=False)
+
+
+def test_a_flop_count_leans_the_way_its_own_shapes_do() -> None:
+    # a crossing in the middle of a half-decade band (a faster by 10% below 10^10.25, b above), 16 FLOP counts
+    # per decade: the band's own ratio has one sign, the shapes past the crossing the other. Placement leans by
+    # each shape's own ratio (the one its p-value tests), never by its band's
+    for seed in range(10):
+        c = _sim_comparison(seed, crossing_ratio([10.25], 0.1, 0.15), np.geomspace(1e8, 1e12, 65))
+        levels, lean = _flop_leanings(c.points, c.min_run)
+        for f, sign in zip(levels, lean, strict=True):
+            own = [math.log(p.ratio) for p in c.points if p.flops == f and not p.interpolated and p.p_value < LEAN_P]
+            assert all(np.sign(x) == sign for x in own) if sign else True, (seed, f)
+
+
+def test_a_possible_crossover_is_placed_between_shapes_both_sides_measured() -> None:
+    # b measured half of a's FLOP counts and others between them (a's other shapes are compared with b's
+    # prediction there): a leaning sign change is placed between FLOP counts of shapes both measured
+    flops_a = np.geomspace(1e8, 1e12, 33)
+    flops_b = np.sort(np.concatenate([flops_a[::2], np.geomspace(1e8, 1e12, 65)[1::4]]))
+    regions = 0
+    for seed in range(30):
+        c = _sim_comparison(seed, crossing_ratio([10.25], 0.1, 0.15), flops_a, flops_b)
+        matched = {p.flops for p in c.points if not p.interpolated}
+        for r in candidate_regions(c):
+            regions += 1
+            assert r.low_flops in matched and r.high_flops in matched, (seed, r.describe())
+    assert regions >= 3
+
+
+def test_a_band_settled_the_same_within_the_margin_opens_no_region() -> None:
+    # a's ratio swings from -1% to +1% across one half-decade (a trend well inside the 2% margin), shapes 1% off
+    # from pass to pass: the band is "the same within 2%", which settles it; a region inside it in at most 1 of
+    # 20 seeds (its trend searched for a crossing: 9 of 20)
+    flops = np.geomspace(1e9, 1e11, 65)
+    quiet = Noise(shape_sd=0.01, drift_sd=0.0, pass_sd=0.0, outlier_rate=0.0, sample_sd=0.005)
+    opened = 0
+    for seed in range(20):
+        c = _sim_comparison(seed, lambda x: 0.01 * np.clip((np.asarray(x) - 10.25) / 0.25, -1, 1), flops,
+                            noise=quiet)
+        opened += any(b.same and b.low_flops <= r.low_flops and r.high_flops <= b.high_flops
+                      for r in candidate_regions(c) for b in c.bands)
+    assert opened <= 1
+
+
+def test_a_possible_crossover_never_overlaps_a_called_one() -> None:
+    # two planted crossings (10^9.5 and 10^10.8): a leaning sign change that overlaps a called crossover's
+    # interval is that crossover, not a second region
+    for seed in range(10):
+        c = _sim_comparison(seed, crossing_ratio([9.5, 10.8], 0.1, 0.4), np.geomspace(1e8, 1e12, 49))
+        called = [(x.low_flops, x.high_flops) for x in c.crossovers if x.method != "fit"]
+        for r in candidate_regions(c):
+            assert not any(lo < r.high_flops and r.low_flops < hi for lo, hi in called), (seed, r.describe())
