@@ -1,7 +1,7 @@
 """Mutation run over the statistics: single-line slips in mfu_sweep/analysis/, each against the tests that catch it.
 
 Run:  make mutants    (or: .venv/bin/python benchmarks/mutants.py [--only ID ...] [--group SET ...]
-      [--under PATH ...] [--timeout 600] [--list])
+      [--under PATH ...] [--without TEST_FILE ...] [--timeout 600] [--list])
 
 Not part of CI: each mutant runs a narrow test selection (``pytest -x``, so a
 killed mutant stops at the first failing test) in a copy of the tree in a
@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -362,13 +362,17 @@ MUTANTS = (
     Mutant("pair-df-overlap-ignored", "round5-verdicts", RT,
            "return float(np.clip(total * distinct / max(uses, 1), np.min(terms.df[idx]), 1000.0))",
            "return float(np.clip(total, np.min(terms.df[idx]), 1000.0))", R5_VERD,
-           "the df of overlapping local fits summed as if they shared no shape"),
+           "the df of overlapping local fits summed as if they shared no shape",
+           "the overlap-corrected df is >= 31 in every model-decided band of the SYNTHETIC aspect sides (median "
+           "60-114): the t quantile moves by <= 3%, no false-lead or coverage rate a test can resolve"),
     Mutant("pair-no-excess-scatter", "round5-verdicts", RT,
            "parts = [(v_model, _pooled_df(idx[model], terms)), (tau2 / n, max(n - 1.0, 1.0))]",
            "parts = [(v_model, _pooled_df(idx[model], terms))]", R5_VERD,
-           "model-based bands ignore the true ratio's scatter across shapes beyond the model"),
+           "model-based bands ignore the true ratio's scatter across shapes beyond the model",
+           "the model's variance of a band mean (shared neighbours) dwarfs it: the scatter term is a median 2% "
+           "(at most 16-55%) of it on the SYNTHETIC aspect sides, and no false-lead or coverage rate moved"),
     Mutant("pair-runs-no-own-deviation", "round5-verdicts", MA, "fit.sigma2 * (1.0 + fit.leverage)",
-           "fit.sigma2 * fit.leverage", R5_VERD,
+           "fit.sigma2 * fit.leverage", _verd("own_interval"),
            "runs: a model-based point's variance without its shape's own deviation from the surface"),
     Mutant("claim-over-called-bands", "round5-verdicts", B,
            "return 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)",
@@ -387,8 +391,8 @@ MUTANTS = (
            "tq = float(student_t.ppf(1 - alpha, n - 2))", _verd("crossing_at_its_level"),
            "crossover intervals (Fieller) at 90% instead of 95%"),
     Mutant("crossing-check-own-alpha", "round5-verdicts", BS,
-           "math.log(lo), math.log(hi), max(alpha, CHECK_ALPHA))", "math.log(lo), math.log(hi), alpha)",
-           R5_VERD, "a stricter look checks the crossing at its own level (its interval can narrow)"),
+           "math.log(hi), max(alpha, CHECK_ALPHA),", "math.log(hi), alpha,", _verd("stricter_look"),
+           "a stricter look checks the crossing at its own level (its interval can narrow)"),
     Mutant("cov-b-with-a-rho", "round5-verdicts", E,
            "return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_b[lag]",
            "return np.outer(sa, sa) * rho_a[lag] + np.outer(sb, sb) * rho_a[lag]", _verd("drift"),
@@ -482,8 +486,12 @@ def main() -> None:
                         help="run only the mutants of files under these paths (e.g. mfu_sweep/analysis/fits)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per mutant (default 600)")
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument("--without", nargs="*", default=(), metavar="TEST_FILE",
+                        help="leave out the selections of these test files (e.g. a group's property tests, to see "
+                             "what the package's own tests catch)")
     args = parser.parse_args()
-    chosen = [m for m in MUTANTS if (args.only is None or m.id in args.only)
+    chosen = [replace(m, tests=tuple(s for s in m.tests if s[0] not in args.without)) for m in MUTANTS
+              if (args.only is None or m.id in args.only)
               and (args.group is None or m.group in args.group)
               and (args.under is None or any(m.path.startswith(u.rstrip("/") + "/") for u in args.under))]
     if args.list or not chosen:
