@@ -22,7 +22,10 @@ test of a shifted log ratio that the four verdicts read (:func:`claims`), for th
 ``runs`` (passes)
     The band mean with the shape as a random effect against run-to-run variance,
     pass offsets and drift within passes; a model-based point's prediction
-    variance is part of its own variance.
+    variance is part of its own variance. A run with model-based points and
+    fewer than ``DECIDE_MATCHED`` matched shapes is decided through the local
+    model as above (its predictions share neighbours, which a random effect
+    would read as independent shapes), plus the pass offsets and drift.
 """
 
 from __future__ import annotations
