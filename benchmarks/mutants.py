@@ -383,10 +383,8 @@ MUTANTS = (
            "a band next to a run called taken together inherits the run's lead"),
     Mutant("merge-other-leader", "round5-verdicts", BS,
            "run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]",
-           "run[2] != 0 and merged[-1][2] == 0", R5_VERD,
-           "a lead segment absorbs the other leader's segment across a narrow ambiguous gap",
-           "the merge never fires: a band between two lead bands spans a whole half-decade level, so the gap "
-           "from one lead's last point to the next one's first exceeds half a decade"),
+           "run[2] != 0 and merged[-1][2] == 0", _verd("other_side"),
+           "a lead segment absorbs the other leader's segment across a narrow ambiguous gap"),
     Mutant("fieller-90", "round5-verdicts", BS, "tq = float(student_t.ppf(1 - alpha / 2, n - 2))",
            "tq = float(student_t.ppf(1 - alpha, n - 2))", _verd("crossing_at_its_level"),
            "crossover intervals (Fieller) at 90% instead of 95%"),

@@ -303,3 +303,22 @@ def test_a_stricter_look_never_narrows_a_crossover_interval() -> None:
             for c, s in zip(loose, strict, strict=True):
                 assert s.low_flops <= c.low_flops * (1 + 1e-12) and c.high_flops <= s.high_flops * (1 + 1e-12), seed
     assert found >= 30
+
+
+def test_a_lead_segment_never_holds_a_band_called_for_the_other_side() -> None:
+    # segments are runs of band verdicts, two leads of one side merged across a narrow ambiguous stretch; over
+    # random sequences of bands (any verdicts, FLOP spans and gaps, narrow ones included) no segment led by
+    # one side holds a band called for the other. (Bands of compare's half-decade grid never come closer than
+    # half a decade across an ambiguous band, so the merge needs spans like these to be exercised at all.)
+    from mfu_sweep.analysis.verdicts.segments import band_runs
+
+    rng = np.random.default_rng(38)
+    for _ in range(300):
+        n = int(rng.integers(3, 9))
+        edges = np.cumsum(rng.uniform(0.05, 0.6, 2 * n)) + 9.0  # log10 FLOPs: first and last point of each band
+        bands = [Band(10 ** edges[2 * k], 10 ** edges[2 * k + 1], k, k + 1, 1, 0, 0, 0.0, -0.1, 0.1, 0.01, None,
+                      0.01, 0.01, v if v in (1, -1) else 0, 1.0, 10 ** edges[2 * k], 10 ** edges[2 * k + 1],
+                      10 ** edges[2 * k], same=v == 2)
+                 for k, v in enumerate(rng.choice([1, -1, 2, 0], n))]
+        for s, e, v in band_runs(bands):
+            assert all(effective_state(b) in (v, 0) for b in bands[s:e]), [effective_state(b) for b in bands]
