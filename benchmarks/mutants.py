@@ -199,7 +199,7 @@ MUTANTS = (
            "lo, hi = bands[e0 - 1].median_flops, bands[e0 - 1].median_flops", SEGMENTS,
            "data crossover interval of zero width"),
     Mutant("fit-crossover-alpha", "fresh", XF, "axis=1), 1 - alpha))", "axis=1), alpha))",
-           _first(("tests/test_compare.py", "-k", "fit_crossover"), PAIR),
+           ((PV, "-k", "kept_or_noted"), ("tests/test_compare.py", "-k", "fit_crossover"), *PAIR),
            "fit band's critical value at the alpha quantile"),
     # -- band verdicts (compare's verdict per FLOP band) --
     Mutant("band-no-correlation", "bands", RT, "parts = [(se**2, df), *_correlated(sides, run_var, s, e, used)]",
