@@ -7,7 +7,9 @@ slow drift along FLOPs, aspect effects of real size) or REAL published tables sp
 The properties: a side of every aspect against a table of square shapes only shows no false lead and no bias
 (a skinny shape is never predicted from square ones); predictions at hidden shapes of real tables are close
 to the real values; the band intervals of model-based points cover the truth; a band never shows a lead its
-own shapes or its run's do not give it; crossover intervals cover the crossing at their level; passes in FLOP
+own shapes or its run's do not give it, and a lead segment never holds a band called for the other side;
+crossover intervals cover the crossing at their level and never narrow at a stricter look, and identical
+chips rarely get a fit crossover, kept or noted; passes in FLOP
 order through a drift of one side give no more false leads than the level; refine's placement leans by each
 shape's own ratio and on shapes both sides measured, leaves a band settled "the same" alone, and never reports
 a called crossover twice.
@@ -258,7 +260,7 @@ def test_sides_measured_in_passes_on_their_own_shapes_show_no_false_lead() -> No
     assert np.mean(np.array(calls) == 1) >= 0.6 and -1 not in calls
 
 
-def test_a_model_based_point_s_own_interval_covers_its_true_ratio() -> None:
+def test_a_model_based_points_own_interval_covers_its_true_ratio() -> None:
     # identical devices measured in three passes on their own shape lists: the per-shape detail of a model-based
     # point (its ratio against the prediction there, with an interval) holds the prediction's variance and the
     # shape's own departure from the smooth surface besides run-to-run noise; it covers the true ratio 1 for
