@@ -111,17 +111,20 @@ def draw_sides(model: AspectModel, rng: np.random.Generator) -> tuple[dict[str, 
     return out[0], out[1]
 
 
-def curve(label: str, values: dict[str, float]) -> PassCurve:
-    """A one-pass :class:`PassCurve` (TFLOP/s, no peak) of ``{shape: log TFLOP/s}``."""
+def curve(label: str, values: dict[str, float], passes: int = 1, pass_sd: float = 0.0,
+          rng: np.random.Generator | None = None) -> PassCurve:
+    """A :class:`PassCurve` (TFLOP/s, no peak) of ``{shape: log TFLOP/s}``: one pass, or ``passes`` passes each
+    off by normal run-to-run noise of sd ``pass_sd`` per (pass, shape)."""
     shapes = {}
     for name, y in values.items():
         dims = [float(v) for v in name.split("x")]
         flops = 2 * math.prod(dims)
-        shapes[name] = (flops, np.array([math.log(flops) - LN_TERA - y]))
+        noise = pass_sd * rng.standard_normal(passes) if rng is not None else np.zeros(passes)
+        shapes[name] = (flops, math.log(flops) - LN_TERA - y - noise)
     fs = sorted({f for f, _ in shapes.values()})
     by_f = {f: np.mean([v for g, v in shapes.values() if g == f], axis=0) for f in fs}
-    return PassCurve(label=label, log_peak=0.0, passes=(0,), pass_indexed=False, shapes=shapes,
-                     log_f=np.log(fs), log_t=np.column_stack([by_f[f] for f in fs]))
+    return PassCurve(label=label, log_peak=0.0, passes=tuple(range(passes)), pass_indexed=passes > 1,
+                     shapes=shapes, log_f=np.log(fs), log_t=np.column_stack([by_f[f] for f in fs]))
 
 
 def aspect_calls(model: AspectModel, seeds: int, seed: int = 0, **kw: object) -> list[list[tuple[int, float, float]]]:

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 from synthetic import make_sweep_doc, roofline_time
 
+from mfu_sweep.shapes import Shape
+
 FLEET_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 40))
 SERIES = (("bf16", "eager"), ("bf16", "compile"), ("fp8", "eager"), ("fp8", "compile"))
 TRUTH = {"P_tflops": 600.0, "W_tbs": 2.5, "t0_s": 6e-6}
@@ -37,8 +39,10 @@ def _time_fn(rng: np.random.Generator, shape_noise: float, factor: float, span: 
 def fleet_docs(n_devices: int, *, base: str = "synthetic-gpu", series: Sequence[tuple[str, str]] = SERIES[:1],
                flops: Sequence[float] = FLEET_FLOPS, n_samples: int = 30, sample_noise: float = 0.01,
                shape_noise: float = 0.02, slow: Mapping[int, tuple[float, float, float]] | None = None,
-               truth: Mapping[str, float] = TRUTH, seed: int = 0) -> list[dict[str, Any]]:
-    """SYNTHETIC sweep documents of ``n_devices`` identical devices (one per device and series).
+               truth: Mapping[str, float] = TRUTH, seed: int = 0,
+               shapes: Sequence[Shape] | None = None) -> list[dict[str, Any]]:
+    """SYNTHETIC sweep documents of ``n_devices`` identical devices (one per device and series): square shapes
+    at ``flops``, or ``shapes`` (then ``flops`` is unused; :func:`aspect_shapes` gives several per FLOP count).
 
     ``slow`` maps a rank to ``(factor, low_flops, high_flops)``: its times are
     multiplied by ``factor`` for shapes with FLOPs in that range.
@@ -51,8 +55,17 @@ def fleet_docs(n_devices: int, *, base: str = "synthetic-gpu", series: Sequence[
             scale = {"eager": 1.0, "compile": 0.9}[mode] * {"bf16": 1.0, "fp8": 2.0}.get(dtype, 1.0)
             t = {**truth, "P_tflops": truth["P_tflops"] * scale}
             docs.append(make_sweep_doc(
-                f"{base}.r{rank}", flops=flops, dtype=dtype, mode=mode, n_samples=n_samples, noise=sample_noise,
+                f"{base}.r{rank}", flops=None if shapes else flops, shapes=shapes, dtype=dtype, mode=mode,
+                n_samples=n_samples, noise=sample_noise,
                 seed=int(rng.integers(2**31)), time_fn=_time_fn(rng, shape_noise, factor, (lo, hi), t),
                 peak_tflops=t["P_tflops"] / 0.8, device_name=f"Synthetic GPU {rank}", **t,
             ))
     return docs
+
+
+def aspect_shapes(n_counts: int = 40, low: int = 64, high: int = 8192) -> list[Shape]:
+    """Four GEMMs of equal FLOPs at each of ``n_counts`` FLOP counts (square ``s^3`` and three aspects of it:
+    ``2s x s x s/2`` and its rotations), as a mamf-finder grid has several shapes per FLOP count."""
+    sides = sorted({2 * int(round(s / 2)) for s in np.geomspace(low, high, n_counts)})
+    return [Shape(1, *dims) for s in sides
+            for dims in ((s, s, s), (2 * s, s, s // 2), (s // 2, 2 * s, s), (s, s // 2, 2 * s))]

@@ -66,7 +66,9 @@ from mfu_sweep.analysis.verdicts.run_test import (
     RunTest,
     calibration_of,
     claims,
+    decided_by_model,
     mixed_test,
+    model_runs_test,
     runs_test,
     shapes_test,
 )
@@ -359,6 +361,8 @@ def bands_and_runs(flops: Sequence[float], values_a: np.ndarray, values_b: np.nd
     def test_of(i: int, j: int) -> RunTest:
         s, e = edges[i][0], edges[j][1]
         cal = calibration_of(calibration, i, j, sizes)
+        if run_var is not None and terms is not None and decided_by_model(terms.model[s:e]):
+            return model_runs_test(d, terms, run_var, s, e, sides, alpha, cal, i < j)
         if run_var is not None:
             return runs_test(d[s:e], run_var, s, e, sides, alpha, cal, None if terms is None else terms.model[s:e])
         if terms is None:

@@ -22,7 +22,10 @@ test of a shifted log ratio that the four verdicts read (:func:`claims`), for th
 ``runs`` (passes)
     The band mean with the shape as a random effect against run-to-run variance,
     pass offsets and drift within passes; a model-based point's prediction
-    variance is part of its own variance.
+    variance is part of its own variance. A run with model-based points and
+    fewer than ``DECIDE_MATCHED`` matched shapes is decided through the local
+    model as above (its predictions share neighbours, which a random effect
+    would read as independent shapes), plus the pass offsets and drift.
 """
 
 from __future__ import annotations
@@ -230,6 +233,23 @@ def mixed_test(d: np.ndarray, terms: ModelTerms, s: int, e: int, alpha: float, d
     return _t_test(*_model_part(d, idx, terms), alpha, cal,
                    EvidenceSplit(len(matched), len(model), 0, len(matched) / len(idx), _ratio(d, matched),
                                  _ratio(d, model)))
+
+
+def decided_by_model(model: np.ndarray) -> bool:
+    """Whether a run with these points (True: model-based) is decided through the local model: it has model-based
+    points and fewer than ``DECIDE_MATCHED`` matched shapes."""
+    return bool(model.any()) and int((~model).sum()) < DECIDE_MATCHED
+
+
+def model_runs_test(d: np.ndarray, terms: ModelTerms, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int,
+                    sides: tuple, alpha: float, cal: tuple[float, float] | None, merged: bool = False) -> RunTest:
+    """A run of a ``runs`` comparison decided through the local model (:func:`decided_by_model`): the model's
+    variance of the mean of its points, neighbours shared between predictions included (:func:`mixed_test`; a
+    random effect over points that share neighbours reads them as independent, and called false leads between
+    identical devices measured in passes on their own shape lists), plus the pass offsets and drift within
+    passes of :func:`runs_test`."""
+    parts = _correlated(sides, run_var, s, e) + ([cal] if cal is not None and cal[0] > 0 else [])
+    return mixed_test(d, terms, s, e, alpha, 1.0, _satterthwaite(parts) if parts else None, merged)
 
 
 def _ratio(d: np.ndarray, idx: np.ndarray) -> float | None:

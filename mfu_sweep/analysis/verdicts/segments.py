@@ -126,8 +126,9 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
         lo, hi = bands[e0 - 1].median_flops, bands[s1].median_flops
         inside = (log_f >= math.log(lo)) & (log_f <= math.log(hi))
         x = crossing_point(log_f[inside], d[inside]) if inside.sum() >= 2 else math.log(math.sqrt(lo * hi))
-        x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), alpha)
-        c_lo, c_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), max(alpha, CHECK_ALPHA))
+        x_lo, x_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), alpha, CHECK_ALPHA)
+        c_lo, c_hi = local_crossing(log_f[inside], d[inside], math.log(lo), math.log(hi), max(alpha, CHECK_ALPHA),
+                                    CHECK_ALPHA)
         if not c_lo <= x <= c_hi:  # judged at one level for every look, so a stricter look never narrows it
             x_lo, x_hi = math.log(lo), math.log(hi)
             x = min(max(x, x_lo), x_hi)
@@ -138,18 +139,24 @@ def crossovers(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, metho
 CHECK_ALPHA = 0.05  # the level at which the shapes' own crossing must lie inside the line's interval
 
 
-def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float, alpha: float = 0.05) -> tuple[float, float]:
+def local_crossing(x: np.ndarray, d: np.ndarray, lo: float, hi: float, alpha: float = 0.05,
+                   window_alpha: float | None = None) -> tuple[float, float]:
     """:func:`fieller_crossing` over the bracket, then once more over the shapes within three interval widths
-    of the first interval (where a line describes the log ratio better than over the whole bracket)."""
+    of the first interval (where a line describes the log ratio better than over the whole bracket); the
+    bracket when those shapes do not bound the crossing at this level.
+
+    ``window_alpha`` (default ``alpha``) is the level of the first interval that picks those shapes: one level
+    for every look picks the same shapes, so a stricter look (smaller ``alpha``) widens the interval over them
+    instead of choosing other shapes, or falling back to the first interval, either of which could narrow it."""
     x_lo, x_hi = fieller_crossing(x, d, lo, hi, alpha)
     if (x_lo, x_hi) == (lo, hi):
         return lo, hi
-    width = x_hi - x_lo
-    near = (x >= x_lo - width) & (x <= x_hi + width)
+    w_lo, w_hi = (x_lo, x_hi) if window_alpha is None else fieller_crossing(x, d, lo, hi, window_alpha)
+    width = w_hi - w_lo
+    near = (x >= w_lo - width) & (x <= w_hi + width)
     if near.sum() < FIELLER_MIN_POINTS or near.all():
         return x_lo, x_hi
-    n_lo, n_hi = fieller_crossing(x[near], d[near], lo, hi, alpha)
-    return (n_lo, n_hi) if (n_lo, n_hi) != (lo, hi) else (x_lo, x_hi)
+    return fieller_crossing(x[near], d[near], lo, hi, alpha)
 
 
 FIELLER_MIN_POINTS = 6  # a line through fewer shapes has too few degrees of freedom to narrow the bracket
