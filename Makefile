@@ -111,7 +111,8 @@ calibration: $(STAMP)
 # Time to N steps on this CPU (docs/time-to-steps.md): one small model family, eager and compile, with warm
 # caches (filled by a first, discarded pass) and cold ones (a fresh cache per shape); tool output only, into
 # sweeps/ and plots/. Cold compiles dominate: a fresh worker and inductor's first compile per shape and pass
-# (~20 s each on an idle 2-core VM, ~75 s under load 8), hence two cold passes against three warm ones.
+# (~1 s of first call each, 6.5 min for the whole target on the idle 2-core Zen 4 VM; far longer under load),
+# hence two cold passes against three warm ones.
 STEPS_FAMILY ?= llm:llama-3-8b:tokens=32:tp=8:lm_head=0
 STEPS_REPEATS ?= 3
 STEPS_COLD_REPEATS ?= 2
