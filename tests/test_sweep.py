@@ -213,7 +213,7 @@ def test_compile_mode_records_compile_time(tmp_path: Path) -> None:
 def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
     """Four compiles of one shape, each in its own worker: a --cold-compile sweep of two passes (cold twice:
     the second gets no cache hit from the first), then a warm sweep of two passes (the first fills the cache,
-    the second reuses it: the control that shows a cache hit in compile_s). Two sweeps of two passes, not four
+    the second reuses it: the control, a hit in the record's compile_cache_hits). Two sweeps of two passes, not four
     of one, so four compiles cost two sweep start-ups."""
     warm_cache = tmp_path / "inductor-warm"
     env = {"TORCHINDUCTOR_CACHE_DIR": str(warm_cache)}
@@ -221,6 +221,8 @@ def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
     assert FAST[-2:] == ["--repeats", "1"]
 
     others: list[float] = []  # others' share of the cores while each shape ran (the record's machine reading)
+
+    hits: dict[str, tuple[int, int]] = {}  # inductor's FX-graph cache hits of each sweep's two passes
 
     def compile_s(name: str, *extra: str) -> tuple[float, float]:
         out = tmp_path / f"{name}.json"
@@ -233,17 +235,22 @@ def test_cold_compile_really_is_cold(tmp_path: Path) -> None:
             assert rec["status"] == "ok" and rec["mode"] == "compile", rec
             if "contended" in rec["flags"]:
                 others.append((rec.get("machine") or {}).get("other_share") or 1.0)
+        hits[name] = (first["compile_cache_hits"], second["compile_cache_hits"])
+        assert first["compile_cache_misses"] >= 1  # the first compile of a fresh cache
         return first["compile_s"], second["compile_s"]
 
     cold1, cold2 = compile_s("cold", "--cold-compile")
     assert not warm_cache.exists(), "cold runs must not touch the warm cache"
     warm1, warm2 = compile_s("warm")
     assert warm_cache.is_dir() and any(warm_cache.rglob("*")), "a warm run fills the cache"
+    assert hits == {"cold": (0, 0), "warm": (0, hits["warm"][1])} and hits["warm"][1] >= 1, hits  # the control
     if others:  # measured, not guessed: under load the four compile times are not comparable
         pytest.skip(f"compile times measured under contention (others took up to {max(others):.0%} of the "
                     f"cores in {len(others)} of the 4 compiles): the cold/warm ratios need a quiet machine")
+    # a plain GEMM compiles to one library call (no kernel to build), so a cache hit saves little time: the
+    # cache counters above decide; the times only must not show the second cold compile as a hit
     assert cold2 > 0.5 * cold1, f"second cold run got a cache hit: {cold1:.2f} s then {cold2:.2f} s"
-    assert warm2 < 0.7 * warm1, f"warm run did not reuse the cache: {warm1:.2f} s then {warm2:.2f} s"
+    assert warm2 < 1.5 * warm1, f"the warm cache's hit took longer: {warm1:.2f} s then {warm2:.2f} s"
     settings = json.loads((tmp_path / "cold.json").read_text())["settings"]
     assert settings["compile_cache"].startswith("cold")
 

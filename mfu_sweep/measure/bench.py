@@ -67,6 +67,22 @@ def _compile_seconds(before: int) -> float | None:
     return sum(times) if times else None
 
 
+def _cache_counts(before: int) -> dict[str, int]:
+    """Inductor's FX-graph cache hits and misses (local and remote) of the compiles since ``before``: a cold
+    compile has no hit, a warm one reuses the cache (``compile_cache_hits`` / ``_misses`` of the record)."""
+    try:
+        from torch._dynamo.utils import get_compilation_metrics
+    except ImportError:
+        return {}
+    new = list(get_compilation_metrics())[before:]
+
+    def total(kind: str) -> int:
+        return sum(int(getattr(m, f"inductor_fx_{where}_cache_{kind}_count", None) or 0)
+                   for m in new for where in ("local", "remote"))
+
+    return {"compile_cache_hits": total("hit"), "compile_cache_misses": total("miss")} if new else {}
+
+
 def _compilation_count() -> int:
     try:
         from torch._dynamo.utils import get_compilation_metrics
@@ -184,6 +200,8 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         seen = backend.telemetry_stop()
     fields.update(_guard_fields(guards, task.shape.flops))
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
+    if task.mode == "compile":
+        fields.update(_cache_counts(compiles_before))
     if compile_s is None:
         compile_s = seen.compile_s
     rel = None
