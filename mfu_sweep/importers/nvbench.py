@@ -137,7 +137,7 @@ def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
     if missing:
         raise SourceError(f"{state.where}: no {', '.join(missing)} axis (has: {', '.join(state.axes) or 'none'}); "
                           "name them M, N, K or map them with --axis M=NAME")
-    layout = {k.lower(): v for k, v in state.axes.items()}.get("layout") or DEFAULT_LAYOUT
+    layout = _plain_axis(state, "layout") or DEFAULT_LAYOUT
     if layout not in LAYOUTS:
         raise SourceError(f"{state.where}: layout axis {layout!r} is not one of {', '.join(LAYOUTS)}")
     try:
@@ -149,16 +149,21 @@ def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
         raise SourceError(f"{state.where}: {exc}") from None
 
 
+def _plain_axis(state: State, name: str) -> str | None:
+    """The value of the state's axis ``name`` (any case), one ``--axis`` cannot map; None without one."""
+    return next((v for k, v in state.axes.items() if k.lower() == name), None)
+
+
 def _mode(state: State) -> str:
     """The state's ``mode`` axis (``eager``, ``compile``); ``eager`` without one."""
-    mode = {k.lower(): v for k, v in state.axes.items()}.get("mode") or "eager"
+    mode = _plain_axis(state, "mode") or "eager"
     if mode not in MODES:
         raise SourceError(f"{state.where}: mode axis {mode!r} is not one of {', '.join(MODES)}")
     return mode
 
 
 def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch: bool) -> SourceRow:
-    shape = _shape(state, mapping)
+    shape, mode = _shape(state, mapping), _mode(state)
     key = _axis(state, "t", mapping)
     if key is not None and key.lower() not in TYPE_NAMES:
         raise SourceError(f"{state.where}: unknown dtype key {key!r} (known: {', '.join(sorted(TYPE_NAMES))})")
@@ -168,13 +173,13 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
     source_dtype = key or f"--dtype {dtype}"
     if state.skipped:
         return SourceRow(shape=shape, dtype=dtype, seconds=None, source_dtype=source_dtype, family="nvbench",
-                         error=state.skipped, mode=_mode(state))
+                         error=state.skipped, mode=mode)
     seconds = state.batch_s if batch else state.cold_s
     stat = "mean" if batch else state.cold_stat
     flags = (("source_mean",) if stat == "mean" else ()) + (("rounded_source",) if state.rounded else ())
     unit = "nv/batch/time/gpu/mean" if batch else f"nv/cold/time/gpu/{stat}"
     return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=source_dtype, flags=flags,
-                     samples_s=() if batch else state.samples_s, family="nvbench", where=state.where, mode=_mode(state),
+                     samples_s=() if batch else state.samples_s, family="nvbench", where=state.where, mode=mode,
                      error=None if seconds is not None else f"no {unit} value",
                      extra={"source_value": seconds, "source_unit": f"s ({unit})",
                             "source_samples": state.sample_size})

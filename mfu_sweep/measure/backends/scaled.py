@@ -198,15 +198,11 @@ def scaled_op(dtype: DType, swizzle: bool = True, in_place: bool = True) -> Scal
     the block formats return a new tensor; so does every format when not ``in_place``, the op
     ``torch.compile`` is given: see :func:`mfu_sweep.measure.backends.operands.gemm_call`).
     """
-    if dtype.scaling in ("tensor", "row") and not in_place:
-        def fp8_mm_new(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
-            return torch._scaled_mm(a[0], b[0], scale_a=scales[0], scale_b=scales[1], out_dtype=torch.bfloat16)
-
-        return fp8_mm_new
     if dtype.scaling in ("tensor", "row"):
         def fp8_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
+            into = {"out": out[0]} if in_place else {}
             return torch._scaled_mm(a[0], b[0], scale_a=scales[0], scale_b=scales[1], out_dtype=torch.bfloat16,
-                                    out=out[0])
+                                    **into)
 
         return fp8_mm
     import torch.nn.functional as F
