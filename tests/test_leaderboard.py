@@ -211,3 +211,68 @@ def test_a_cell_is_the_same_only_when_its_own_interval_lies_inside_the_margin() 
     inside = np.array([True, False, False, False])
     assert calls(est, p_lead, p_same, 0.05, inside)[1] == ["same", "ambiguous", "faster", "slower"]
     assert calls(est, p_lead, p_same, 0.05, inside, "mfu")[1] == ["same", "ambiguous", "higher", "lower"]
+
+
+def _aspect_time(rng: np.random.Generator, shape_noise: float = 0.02):
+    """SYNTHETIC time of a bf16 GEMM: a roofline, slower by up to ~1.5x at equal FLOPs the further its bytes
+    lie above a square shape's (a skinny GEMM), with a per-shape lognormal shift."""
+    from synthetic import roofline_time
+
+    def time_fn(f: float, b: float) -> float:
+        square = 2 * 3 * (f / 2) ** (2 / 3)  # bf16 bytes of the square shape of these FLOPs
+        return (roofline_time(f, b, 600.0, 2.5, 6e-6) * (b / square) ** 2.6
+                * float(np.exp(shape_noise * rng.standard_normal())))
+
+    return time_fn
+
+
+def _aspect_fleet(seed: int, lists: dict[str, list]) -> list:
+    docs = [make_sweep_doc(label, shapes=shapes, P_tflops=600, W_tbs=2.5, t0_s=6e-6, peak_tflops=750,
+                           n_samples=10, noise=0.01, seed=seed * 100 + i,
+                           time_fn=_aspect_time(np.random.default_rng([seed, i])), device_name=f"Synthetic {label}")
+            for i, (label, shapes) in enumerate(lists.items())]
+    return list(_series(docs).values())
+
+
+def test_a_device_that_measured_only_skinny_shapes_is_not_ranked_by_the_others_square_ones() -> None:
+    # SYNTHETIC: five identical devices; four measured every aspect at the odd FLOP counts and squares at all,
+    # one measured only the three skinny rotations at the even counts. Read along FLOPs, the others' value at
+    # a skinny shape averages their square (fast) and skinny (slow) shapes of equal FLOPs: the skinny device
+    # looked ~20% slower. Predicted at that very shape by the local model, it is the same device.
+    from synthetic_fleet import aspect_shapes
+
+    shapes = aspect_shapes(24, 128, 4096)
+    counts = sorted({s.flops for s in shapes})
+    odd = {f for i, f in enumerate(counts) if i % 2}
+    squares = [s for s in shapes if s.m == s.n == s.k]
+    others = [s for s in shapes if s.flops in odd or s.m == s.n == s.k]
+    skinny = [s for s in shapes if s.flops not in odd and s not in squares and s.flops > counts[1]]
+    for seed in range(3):
+        lists = {f"gpu{i}": others for i in range(4)} | {"skinny": skinny}
+        board = leaderboard(_aspect_fleet(seed, lists), "tflops")
+        cells = [c for c in board.cells if c.label == "skinny"]
+        assert sum(c.n_shapes for c in cells) == len(skinny), seed  # every skinny shape predicted, tested
+        assert not any(c.verdict for c in cells), (seed, [(c.ratio, c.call) for c in cells])
+        assert abs(np.log(board.overall["skinny"])) < 0.05, (seed, board.overall)
+        assert not board.notes, board.notes
+        assert len(squares) < len(others)
+
+
+def test_shapes_no_other_device_can_be_predicted_at_are_left_out_and_said() -> None:
+    # SYNTHETIC: the others measured squares only; skinny shapes lie off the line their shapes span, so no
+    # model reaches them: the skinny device is left out with a note, not ranked against squares of equal FLOPs
+    from synthetic_fleet import aspect_shapes
+
+    shapes = aspect_shapes(16, 128, 4096)
+    squares = [s for s in shapes if s.m == s.n == s.k]
+    lists = {f"gpu{i}": squares for i in range(3)} | {"skinny": [s for s in shapes if s not in squares],
+                                                      "mixed": shapes}
+    board = leaderboard(_aspect_fleet(0, lists), "tflops")
+    skinny_cells = [c for c in board.cells if c.label == "skinny"]
+    mixed = sum(c.n_shapes for c in board.cells if c.label == "mixed")
+    assert mixed == len(shapes)  # the mixed device's skinny shapes have the skinny device's values beside them
+    assert sum(c.n_shapes for c in skinny_cells) == len(shapes) - len(squares)
+    lone = leaderboard(_aspect_fleet(0, {k: v for k, v in lists.items() if k != "mixed"}), "tflops")
+    assert "skinny" not in lone.overall and not [c for c in lone.cells if c.label == "skinny" and c.n_shapes]
+    assert any(n.startswith("skinny is left out: no shape where both it and another device have a value")
+               for n in lone.notes), lone.notes

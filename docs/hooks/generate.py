@@ -112,9 +112,9 @@ def schema_markdown(schema: dict[str, Any]) -> str:
 CLI_INTRO = """# Command line reference
 
 Generated from the commands themselves: each section is exactly what `mfu-sweep COMMAND --help`
-prints on a terminal 100 or more columns wide. Every command reads and writes the files described in [Result format](../results.md); bad
-input gets a one-line error naming the field and the value and a non-zero exit. Shell completion:
-see [Installation](../install.md#shell-completion).
+prints on a terminal 100 or more columns wide. Every command reads and writes the files described in
+[Result format](../results.md); bad input gets a one-line error naming the field and the value and a
+non-zero exit. Shell completion: see [Installation](../install.md#shell-completion).
 """
 
 

@@ -2,8 +2,17 @@
 
 Evidence, per device and shape (:class:`ShapeEvidence`, the seam the verdicts
 rest on): the log ratio of the metric (MFU, or TFLOP/s) to the reference, its
-uncertainty and a two-sided p-value. Shapes a device did not measure are read
-off its curve by linear interpolation in log FLOPs (never extrapolated).
+uncertainty and a two-sided p-value. A device's value at a shape it did not
+measure (another device's shape) is *predicted at that very shape* by the local
+model ``compare`` uses (:func:`mfu_sweep.analysis.verdicts.matching.local_fit`:
+a local quadratic in log2 M, N, K and linear in log2 batch over its nearest
+measured shapes, never extrapolated), not read off its curve at equal FLOPs: a
+skinny layer shape and a square one of equal FLOPs run up to 2x apart, so a
+reference read along FLOPs would carry the aspect of the shapes the other
+devices measured. Where no prediction holds (a shape outside the span of the
+device's shapes, a batched shape against unbatched ones) the device has no value
+there, and a shape no other device has a value at is left out of its tests
+(:attr:`Grid.left_out`).
 
 The uncertainty is taken at the level of *shapes*, not samples: a median's
 bootstrap only knows the noise within one run, while what moves a whole shape
@@ -33,6 +42,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.verdicts.matching import features, local_fit
 from mfu_sweep.stats import median_ci_indices
 from mfu_sweep.text import format_flops
 
@@ -137,14 +147,30 @@ class Grid:
     interpolated: np.ndarray  # (N, S) bool
 
 
-def _read_off(p: Profile, flops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Linear interpolation in log FLOPs of the profile (equal-FLOP shapes averaged); NaN outside its range."""
-    levels, inverse = np.unique(p.flops, return_inverse=True)
-    mean_v = np.bincount(inverse, p.log_metric) / np.bincount(inverse)
-    mean_se = np.bincount(inverse, p.se) / np.bincount(inverse)
-    x, xs = np.log(flops), np.log(levels)
-    inside = (x >= xs[0]) & (x <= xs[-1])
-    return (np.where(inside, np.interp(x, xs, mean_v), np.nan), np.where(inside, np.interp(x, xs, mean_se), np.nan))
+def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The profile's log metric and its standard error predicted at ``shapes`` (it did not measure them) by
+    :func:`~mfu_sweep.analysis.verdicts.matching.local_fit` over its measured shapes; NaN where no prediction
+    holds. The standard error carries the fit's residual variance (what one shape deviates from the smooth
+    surface) beside the estimate's, as ``compare``'s model-based points do, and the median's own error."""
+    values, se = np.full(len(shapes), np.nan), np.full(len(shapes), np.nan)
+    rows = [(i, f) for i, f in enumerate(map(features, p.shapes)) if f is not None]
+    if not rows or not len(shapes):
+        return values, se
+    x = np.array([f for _, f in rows])
+    y = p.log_metric[[i for i, _ in rows]][None, :]
+    names = tuple(p.shapes[i] for i, _ in rows)
+    index = {n: i for i, n in enumerate(names)}
+    own_var = p.se[[i for i, _ in rows]] ** 2
+    low, high = float(p.flops.min()), float(p.flops.max())
+    for j, (name, f) in enumerate(zip(shapes, flops.tolist(), strict=True)):
+        target = features(name) if low <= f <= high else None
+        fit = local_fit(target, x, y, names) if target is not None else None
+        if fit is None:
+            continue
+        used = np.array([index[n] for n in fit.neighbours])
+        values[j] = float(fit.values[0])
+        se[j] = math.sqrt(fit.sigma2 * (1.0 + fit.leverage) + float(fit.weights**2 @ own_var[used]))
+    return values, se
 
 
 def align(profiles: Sequence[Profile]) -> Grid:
@@ -159,11 +185,11 @@ def align(profiles: Sequence[Profile]) -> Grid:
     se = np.full_like(values, np.nan)
     interp = np.zeros(values.shape, dtype=bool)
     for d, p in enumerate(profiles):
-        v, s = _read_off(p, flops)
-        values[d], se[d] = v, s
-        interp[d] = ~np.isnan(v)
         cols = [column[n] for n in p.shapes]
-        values[d, cols], se[d, cols], interp[d, cols] = p.log_metric, p.se, False
+        others = np.setdiff1d(np.arange(len(shapes)), cols)
+        v, s = _read_off(p, [shapes[i] for i in others], flops[others])
+        values[d, others], se[d, others], interp[d, others] = v, s, ~np.isnan(v)
+        values[d, cols], se[d, cols] = p.log_metric, p.se
     return Grid(tuple(p.label for p in profiles), tuple(shapes), flops, values, se, interp)
 
 
@@ -232,7 +258,8 @@ def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> t
             resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))
             own[d] = (MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))) ** 2
     pooled = float(np.nanmedian(own)) if np.isfinite(own).any() else 0.0
-    floor = np.nan_to_num(np.nanmean(np.where(np.isnan(log_ratio), np.nan, median_var), axis=1))
+    seen = ~np.isnan(log_ratio) & ~np.isnan(median_var)
+    floor = np.where(seen, median_var, 0.0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)  # 0 with no shape
     var = np.fmax(np.nan_to_num(own, nan=pooled), np.maximum(pooled, floor))
     pooled_dof = float(np.median(dof[dof >= 1])) if (dof >= 1).any() else 1.0
     # A MAD is worth 37% of the residuals a standard deviation would use (normal noise); the floor by the
@@ -253,8 +280,15 @@ class _Evidence:
 
     @property
     def tested(self) -> np.ndarray:
-        """The log ratios the tests use: NaN where the device's own value was read off its curve (not measured)."""
+        """The log ratios the tests use: NaN where the device's own value was predicted (not measured)."""
         return np.where(self.grid.interpolated, np.nan, self.log_ratio)
+
+    @property
+    def left_out(self) -> np.ndarray:
+        """Per device, how many of the shapes it measured have no reference value (no other device measured
+        them or can be predicted there), so no test sees them."""
+        measured = ~self.grid.interpolated & ~np.isnan(self.grid.values)
+        return np.sum(measured & np.isnan(self.log_ratio), axis=1)
 
 
 def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:

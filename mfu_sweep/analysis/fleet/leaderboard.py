@@ -67,7 +67,7 @@ def _grouped(items: Iterable[Any]) -> dict[str, tuple[Any, ...]]:
 class Leaderboard:
     """Devices of one dtype and mode against a reference (``"rest"`` or a baseline label), per FLOP band.
 
-    ``overall`` is each device's geometric-mean ratio to the reference over its shapes;
+    ``overall`` is each device's geometric-mean ratio to the reference over the shapes it measured;
     ``evidence`` the per-shape evidence (the seam both verdicts rest on).
     """
 
@@ -203,15 +203,23 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     """
     series = sorted(series, key=lambda s: s.label)
     _check(series, reference, alpha, min_run, margin)
+    who = "another device" if reference == REST else f"the baseline {reference}"
     grid = align([profile(s, metric) for s in series])
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
     cells = _band_cells(ev, alpha, skip, margin, metric)
     p_values = shape_p_values(ev)
-    overall = {lbl: math.exp(float(np.nanmean(ev.log_ratio[d]))) for d, lbl in enumerate(grid.labels)
-               if d != skip and np.isfinite(ev.log_ratio[d]).any()}
-    notes = [f"{lbl} shares no FLOP range with the reference" for d, lbl in enumerate(grid.labels)
+    tested = ev.tested  # over the shapes each device measured (its predicted values are not its results)
+    overall = {lbl: math.exp(float(np.nanmean(tested[d]))) for d, lbl in enumerate(grid.labels)
+               if d != skip and np.isfinite(tested[d]).any()}
+    notes = [f"{lbl} is left out: no shape where both it and {who} have a value (measured, or predicted by the "
+             "local model inside the span of measured shapes)" for d, lbl in enumerate(grid.labels)
              if d != skip and lbl not in overall]
+    why = ("no other device measured them, and none has shapes around them to predict them from"
+           if reference == REST else f"the baseline {reference} did not measure them and has no shapes around "
+           "them to predict them from")
+    notes += [f"{lbl}: {n} of its shapes left out: {why}" for d, (lbl, n) in
+              enumerate(zip(grid.labels, ev.left_out.tolist(), strict=True)) if d != skip and lbl in overall and n]
     if metric == "mfu" and any(s.peak.estimated for s in series):
         notes.append("some MFU values are against an estimated peak")
     return Leaderboard(
