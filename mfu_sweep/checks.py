@@ -299,7 +299,8 @@ def _schema_problems(data: Any) -> list[tuple[tuple[Any, ...], str]]:
         if isinstance(value, float) and not math.isfinite(value):  # the validator reads NaN as null
             message = f"{value!r} is not a finite number"
         elif isinstance(value, str) and has_control(value):  # the label and name patterns
-            message = f"{_raw(value)} holds a control character (a line break or a terminal escape)"
+            message = (f"{_raw(value)} holds a control character (a line break, a terminal escape or a "
+                       "bidirectional override)")
         else:
             message = err.message if len(err.message) < 200 else err.message[:200] + "..."
             message = escape_control(message)  # a value quoted in it never reaches a terminal raw

@@ -77,11 +77,16 @@ def check_distinct_names(labels: Iterable[str], what: str, fix: str, default: st
                                  f"{name!r}, so one would overwrite the other; {fix}")
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0, DEL and C1: what the schema refuses in a label
+# What the schema refuses in a label or a device name: C0, DEL and C1 (a line break, a terminal escape), the
+# line and paragraph separators, and the bidirectional marks, embeddings, overrides and isolates that make text
+# display in another order than it is stored ("Trojan Source", CVE-2021-42574): a label "gpu1<RLO>0pu" prints
+# as another GPU's name.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def has_control(text: str) -> bool:
-    """Whether ``text`` holds a control character (a newline, an escape that moves the terminal's cursor)."""
+    """Whether ``text`` holds a control character (a newline, an escape that moves the terminal's cursor, a
+    bidirectional override that reorders what is shown)."""
     return _CONTROL.search(text) is not None
 
 

@@ -385,7 +385,10 @@ def test_ctrl_c_during_report_exits_130_and_keeps_the_old_report(tmp_path: Path)
 
 # -- terminal escapes and labels that share a file name --------------------------------------------------------
 
-ESCAPES = ("\x1b[2J\x1b[H", "gpu\x1b]0;pwned\x07", "a\x9bb", "line\nbreak")
+# a screen clear, a window title (OSC), an 8-bit CSI, a line break, and a right-to-left override that shows
+# "gpu1" + RLO + "0" as if it were another label (Trojan Source), and a first-strong isolate
+ESCAPES = ("\x1b[2J\x1b[H", "gpu\x1b]0;pwned\x07", "a\x9bb", "line\nbreak", "gpu1\u202e0", "gpu\u20680\u2069")
+RAW = "\x1b\x07\x9b\u202e\u2068\u2069"
 
 
 @pytest.mark.parametrize("label", ESCAPES)
@@ -400,22 +403,31 @@ def test_a_label_with_control_characters_is_refused_and_never_printed_raw(tmp_pa
                  ("export", src, "--format", "csv")):
         res = run(*args)
         assert res.exit_code == 1, res.output
-        assert not any(c in res.output for c in "\x1b\x07\x9b"), repr(res.output)
+        assert not any(c in res.output for c in RAW), repr(res.output)
         assert "label" in res.output and not (tmp_path / "r").exists()
 
 
-@pytest.mark.parametrize("label", ESCAPES[:2])
+@pytest.mark.parametrize("label", ESCAPES[:2] + ESCAPES[4:])
 def test_merge_refuses_to_relabel_into_control_characters(tmp_path: Path, label: str) -> None:
     src = hostile_sweep(tmp_path, "plain", "s.json")
     res = run("merge", src, "--relabel", f"plain={label}", "-o", tmp_path / "m.json")
-    assert res.exit_code == 1 and "\x1b" not in res.output and "control characters" in res.output, res.output
+    assert res.exit_code == 1 and not any(c in res.output for c in RAW), res.output
+    assert "control characters" in res.output, res.output
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.parametrize("label", ESCAPES[4:])
+def test_a_sweep_label_with_a_bidirectional_override_is_refused_at_the_option(label: str) -> None:
+    res = run("sweep", "--label", label, "--dry-run")
+    assert res.exit_code == 2 and "bidirectional overrides" in res.output, res.output
+    assert not any(c in res.output for c in RAW), repr(res.output)
 
 
 def test_an_imported_device_name_loses_its_control_characters(tmp_path: Path) -> None:
     from mfu_sweep.names import has_control, without_control
 
     assert without_control("H100\x1b[31m 80GB\n") == "H100 [31m 80GB " and not has_control(without_control("\x9b\x00"))
+    assert without_control("H100\u202e08\u200f") == "H100 08 " and has_control("\u2066") and not has_control("H100 é")
 
 
 def test_two_labels_that_share_a_file_name_are_refused_before_any_figure_is_written(tmp_path: Path) -> None:

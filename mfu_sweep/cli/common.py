@@ -180,8 +180,8 @@ def label_text(ctx: click.Context, param: click.Parameter, value: str | None) ->
     from mfu_sweep.names import has_control
 
     if value is not None and (not value.strip() or has_control(value)):
-        raise click.BadParameter(f"{ascii(value)} must be one line of printable text (no control characters) and not "
-                                 "blank", ctx=ctx, param=param)
+        raise click.BadParameter(f"{ascii(value)} must be one line of printable text (no control characters or "
+                                 "bidirectional overrides) and not blank", ctx=ctx, param=param)
     return value
 
 

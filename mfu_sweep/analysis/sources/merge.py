@@ -53,7 +53,8 @@ class Relabel:
         if not sep or not old or not new:
             raise ResultError(f"--relabel {text!r} must be OLD=NEW or FILE:OLD=NEW")
         if has_control(new):
-            raise ResultError(f"--relabel {ascii(text)}: the new label must be printable text (no control characters)")
+            raise ResultError(f"--relabel {ascii(text)}: the new label must be printable text (no control "
+                              "characters or bidirectional overrides)")
         return cls(old=old, new=new, file=file if colon else None)
 
     def __str__(self) -> str:
