@@ -87,9 +87,21 @@ def seed_record(tmp: Path) -> dict[str, Any]:
 
 def padded(seed: dict[str, Any], n: int, path: Path) -> Path:
     """``seed`` with its record copied under ``n`` made-up shapes (SYNTHETIC padding), none of the new shapes."""
+    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.shapes import Shape
+
     doc = copy.deepcopy(seed)
     (rec,) = doc["records"]
-    doc["records"] = [dict(rec, shape={"batch": 1, "m": 8 * (i + 1), "n": 16, "k": 16}) for i in range(n)]
+    dt, peak = get_dtype(rec["dtype"]), rec["tflops"] / rec["mfu"]
+
+    def under(shape: Shape) -> dict[str, Any]:
+        # the record's samples under another shape, its FLOPs, bytes, TFLOP/s and MFU those of that shape, so
+        # the file passes `validate` (which checks that they agree)
+        tflops = shape.flops / rec["median_s"] / 1e12
+        return dict(rec, shape={"batch": 1, "m": shape.m, "n": shape.n, "k": shape.k}, flops=shape.flops,
+                    bytes=shape.bytes(dt), intensity=shape.intensity(dt), tflops=tflops, mfu=tflops / peak)
+
+    doc["records"] = [under(Shape(1, 8 * (i + 1), 16, 16)) for i in range(n)]
     doc["run"]["planned"] = n
     path.write_text(json.dumps(doc))
     return path

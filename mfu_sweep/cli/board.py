@@ -15,10 +15,10 @@ from typing import Any
 
 import click
 
-from mfu_sweep.analysis.fleet.cells import lead_words
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.fleet.view import fleets_json
 from mfu_sweep.analysis.series import with_peak
+from mfu_sweep.analysis.verdicts.margin import lead_words
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
            "use_board"]

@@ -10,13 +10,16 @@ report, export and ``compare`` print alike), so sentences, tables and figures sa
 from __future__ import annotations
 
 from mfu_sweep.analysis.verdicts.comparison import metric_name, metric_words
+from mfu_sweep.analysis.verdicts.margin import lead_words
 
 __all__ = ["ahead_words", "metric_name", "metric_phrase", "metric_words"]
 
 
 def ahead_words(metric: str) -> tuple[str, str]:
-    """Ahead of and behind a reference, as column names: ``("higher MFU", "lower MFU")`` or ``("faster", "slower")``."""
-    return ("higher MFU", "lower MFU") if metric == "mfu" else ("faster", "slower")
+    """Ahead of and behind a reference, as column names: ``("higher MFU", "lower MFU")`` or ``("faster", "slower")``
+    (the words of :func:`~mfu_sweep.analysis.verdicts.margin.lead_words`, the metric named by MFU)."""
+    ahead, behind = lead_words(metric)
+    return (f"{ahead} MFU", f"{behind} MFU") if metric == "mfu" else (ahead, behind)
 
 
 def metric_phrase(metric: str) -> str:

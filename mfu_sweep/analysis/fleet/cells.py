@@ -35,7 +35,7 @@ from scipy.stats import t as student_t
 
 from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
-from mfu_sweep.analysis.verdicts.margin import log_margin
+from mfu_sweep.analysis.verdicts.margin import lead_words, log_margin
 
 
 @dataclass(frozen=True)
@@ -130,17 +130,11 @@ def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np
         return student_t.sf((delta - np.abs(est)) / se, dof)
 
 
-def lead_words(metric: str) -> tuple[str, str]:
-    """What ahead and behind are called by the metric: ("faster", "slower") by TFLOP/s, ("higher", "lower")
-    by MFU (a fraction of each device's own peak: higher MFU is not faster)."""
-    return ("higher", "lower") if metric == "mfu" else ("faster", "slower")
-
-
 def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float, inside: np.ndarray,
           metric: str = "tflops") -> tuple[np.ndarray, list[str]]:
     """(verdict, call) per test from Holm-adjusted p-values: a lead beyond the margin, else the same (only where
     the cell's own ``1 - alpha`` interval lies inside the margin, ``inside``), else ambiguous; a lead is called
-    by the metric's words (:func:`lead_words`)."""
+    by the metric's words (:func:`~mfu_sweep.analysis.verdicts.margin.lead_words`)."""
     ahead, behind = lead_words(metric)
     verdict = np.where(p_lead < alpha, np.sign(est), 0).astype(int)
     words = [ahead if v > 0 else behind if v < 0 else "same" if ps < alpha and ok else "ambiguous"

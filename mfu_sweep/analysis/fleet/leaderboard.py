@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.fleet.cells import BandBoard, BandCell, Run, _band_cells, _boards, _runs, lead_words
+from mfu_sweep.analysis.fleet.cells import BandBoard, BandCell, Run, _band_cells, _boards, _runs
 from mfu_sweep.analysis.fleet.evidence import (
     LN_TERA,
     MAD_EFFICIENCY,
@@ -43,7 +43,7 @@ from mfu_sweep.analysis.fleet.evidence import (
     shape_p_values,
 )
 from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, margin_words
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, lead_words, margin_words
 
 __all__ = ["HANDFUL", "LN_TERA", "MAD_EFFICIENCY", "MAD_TO_SIGMA", "MEDIAN_SE", "METRICS", "REST", "Z95", "Band",
            "BandBoard", "BandCell", "Grid", "Leaderboard", "LeaderboardError", "Profile", "Run", "ShapeEvidence",

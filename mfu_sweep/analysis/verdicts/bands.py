@@ -60,6 +60,7 @@ import numpy as np
 from mfu_sweep.analysis.verdicts.band_tests import drift_factor, run_variance, signed_rank_p
 from mfu_sweep.analysis.verdicts.evidence import holm, run_side
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, log_margin, margin_words
+from mfu_sweep.analysis.verdicts.margin import lead_words as ahead_behind
 from mfu_sweep.analysis.verdicts.run_test import (
     EvidenceSplit,
     ModelTerms,
@@ -87,7 +88,8 @@ CALLS = {1: "a", -1: "b", SAME: "same", 0: "ambiguous"}
 
 def lead_words(leader: str, metric: str) -> str:
     """What a lead is called in the metric's words: "X higher MFU" (closer to its own peak) or "X faster"."""
-    return f"{leader} higher MFU" if metric == "mfu" else f"{leader} faster"
+    ahead = ahead_behind(metric)[0]
+    return f"{leader} {ahead} MFU" if metric == "mfu" else f"{leader} {ahead}"
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,12 @@ def log_margin(margin: float) -> float:
     return math.log1p(check_margin(margin))
 
 
+def lead_words(metric: str) -> tuple[str, str]:
+    """What ahead and behind are called by the metric, in every view: ("faster", "slower") by TFLOP/s,
+    ("higher", "lower") by MFU (a fraction of each device's own peak: higher MFU is not faster)."""
+    return ("higher", "lower") if metric == "mfu" else ("faster", "slower")
+
+
 def margin_words(margin: float) -> str:
     """``0.02 -> "2%"``, ``0.015 -> "1.5%"``."""
     return f"{margin * 100:.3g}%"
