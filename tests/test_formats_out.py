@@ -197,3 +197,39 @@ def test_an_interrupted_export_leaves_the_previous_pair(tmp_path: Path, monkeypa
         write_nvbench(other, out, force=True)
     after = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file()}
     assert after == before and sorted(p.name for p in (tmp_path / "out").iterdir()) == ["n.json", "n.json-bin"]
+
+
+def test_grouped_gemms_come_back_grouped_from_an_nvbench_round_trip(tmp_path: Path) -> None:
+    """SYNTHETIC: two splits of one M over three experts and the dense GEMM of the same M, N, K are three states
+    (a ``groups`` axis, in the state name too), and each comes back as it went, none as a dense GEMM or a
+    repeat of another."""
+    shapes = [Shape(1, 1024, 512, 256, groups=(512, 256, 256)), Shape(1, 1024, 512, 256, groups=(256, 256, 512)),
+              Shape(1, 1024, 512, 256), Shape(1, 512, 512, 700, groups=(400, 300), group_dim="k")]
+    doc = make_sweep_doc("moe", shapes=shapes, P_tflops=100, W_tbs=1, t0_s=5e-6, n_samples=6)
+    (sweep,) = parse_document(doc)
+    out = tmp_path / "moe.json"
+    document = write_nvbench([sweep], out).document
+    (bench,) = document["benchmarks"]
+    names = [s["name"] for s in bench["states"]]
+    assert len(set(names)) == 4 and sum("groups=none" in n for n in names) == 1, names
+    assert [a["name"] for a in bench["axes"]][-1] == "groups"
+    (back,) = import_sources("nvbench", [out]).sweeps.values()
+    assert sorted(map(str, (r.shape for r in back.records))) == sorted(map(str, shapes))
+    assert {r.shape: r.flops for r in back.records} == {s: s.flops for s in shapes}
+    assert not back.extra["import"]["notes"]
+
+
+def test_a_dense_export_has_no_groups_axis_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    doc = make_sweep_doc("dense", flops=[1e9, 1e10], P_tflops=100, W_tbs=1, t0_s=5e-6, n_samples=6)
+    out = tmp_path / "dense.json"
+    (bench,) = write_nvbench(parse_document(doc), out).document["benchmarks"]
+    assert "groups" not in [a["name"] for a in bench["axes"]] and "groups=" not in bench["states"][0]["name"]
+    data = json.loads(out.read_text())
+    for value, expect in (("m=7*3", "group"), ("q=5", "m=SIZES or k=SIZES")):
+        data["benchmarks"][0]["states"][0]["axis_values"].append({"name": "groups", "type": "string",
+                                                                  "value": value})
+        out.write_text(json.dumps(data))
+        res = CliRunner().invoke(main, ["import", "nvbench", str(out), "-o", str(tmp_path / "back")])
+        assert res.exit_code == 1 and expect in res.output and "Traceback" not in res.output, res.output
+        assert len(res.output.strip().splitlines()) == 1, res.output
+        data["benchmarks"][0]["states"][0]["axis_values"].pop()

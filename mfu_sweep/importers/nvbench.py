@@ -8,9 +8,10 @@ value}]``), ``summaries`` (``[{tag, data: [{name, type, value}]}]``, values
 as strings) and ``is_skipped``. nvbench has no GEMM of its own, so a GEMM
 benchmark must have axes for ``M``, ``N``, ``K`` (optionally ``B``/``Batch``)
 and the dtype as an axis named ``T``/``dtype``/``type`` or via ``--dtype``;
-``--axis M=NAME`` maps differently named axes. A ``layout`` axis (``nn``, ``nt``, ``tn``, ``tt``) and a
-``mode`` axis (``eager``, ``compile``), as ``export --format nvbench`` writes them, are read when present;
-without them every state is an ``nn`` shape issued eagerly (nvbench benchmarks call a kernel).
+``--axis M=NAME`` maps differently named axes. A ``layout`` axis (``nn``, ``nt``, ``tn``, ``tt``), a
+``mode`` axis (``eager``, ``compile``) and a ``groups`` axis (``m=512*8``: a grouped GEMM's group sizes;
+``none``: dense), as ``export --format nvbench`` writes them, are read when present; without them every
+state is a dense ``nn`` shape issued eagerly (nvbench benchmarks call a kernel).
 
 How it was measured: ``nv/cold/time/gpu/*`` are isolated launches timed by CUDA
 events with the L2 flushed before each (cold), the launch hidden behind a
@@ -40,7 +41,7 @@ from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.importers.values import count, number, read_text
 from mfu_sweep.inputs import InputError, parse_json, read_limited
-from mfu_sweep.shapes import DEFAULT_LAYOUT, LAYOUTS, Shape, ShapeError
+from mfu_sweep.shapes import DEFAULT_LAYOUT, LAYOUTS, Shape, ShapeError, parse_groups
 from mfu_sweep.text import counted
 
 FORMAT = "nvbench"
@@ -140,13 +141,18 @@ def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
     layout = _plain_axis(state, "layout") or DEFAULT_LAYOUT
     if layout not in LAYOUTS:
         raise SourceError(f"{state.where}: layout axis {layout!r} is not one of {', '.join(LAYOUTS)}")
+    groups = _plain_axis(state, "groups")
     try:
+        if groups and groups.strip().lower() != "none":  # a grouped GEMM, as export --format nvbench writes it
+            dim, sizes = parse_groups(groups)
+            return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout,
+                         groups=sizes, group_dim=dim)
         return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout)
+    except ShapeError as exc:  # a ValueError too: first
+        raise SourceError(f"{state.where}: {exc}") from None
     except ValueError:
         raise SourceError(f"{state.where}: M, N, K, B axes must be integers, got "
                           f"{[vals[t] for t in ('m', 'n', 'k', 'b')]!r}") from None
-    except ShapeError as exc:
-        raise SourceError(f"{state.where}: {exc}") from None
 
 
 def _plain_axis(state: State, name: str) -> str | None:

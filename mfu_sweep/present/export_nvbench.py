@@ -10,7 +10,10 @@ The layout is nvbench's JSON file version 1.0.0 (``nvbench/json_printer.cu``; it
   benchmark per series and two files of two machines share their benchmark names;
 - every measured shape is one **state**, with axes ``B``, ``M``, ``N``, ``K`` (int64), ``T`` (the
   dtype, a type axis), ``mode`` and ``layout`` (strings: ``eager``, ``nt``); its name is nvbench's,
-  ``Device=0 B=1 M=... mode=eager layout=nn``; ``import nvbench`` reads mode and layout back;
+  ``Device=0 B=1 M=... mode=eager layout=nn``; a benchmark with a grouped GEMM (a MoE layer's experts in one
+  call) has a string axis ``groups`` as well (``m=512*8``: the group sizes along M or K, ``none`` for a dense
+  shape of the same benchmark), also in the state's name, so two splits of one M are two states and none
+  comes back as a dense GEMM; ``import nvbench`` reads mode, layout and groups back;
 - the summaries are nvbench's cold GPU-time ones, computed from every sample of every pass: sample
   count, min, max, mean, standard deviation (absolute and relative: the "noise" of nvbench_compare),
   quartiles, median, IQR; the samples themselves go to the sidecar nvbench writes
@@ -44,7 +47,7 @@ from mfu_sweep import __version__
 from mfu_sweep.analysis.series import shape_seconds, sweep_order, usable
 from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
 from mfu_sweep.results import Record, Sweep, load_sweeps, write_json_atomic
-from mfu_sweep.shapes import Shape
+from mfu_sweep.shapes import Shape, format_groups
 
 JSON_VERSION = (1, 0, 0)  # the nvbench JSON file version written (nvbench's json_printer and reader agree on it)
 SIDECAR_SUFFIX = "-bin"
@@ -128,15 +131,25 @@ def _mfu_sweep_summaries(records: Sequence[Record], peak: float | None) -> list[
     return [*out, _summary("mfu-sweep/timing", "Timing", "timing", "How mfu-sweep measured the samples", timing)]
 
 
-def _axis_values(shape: Shape, dtype: str, mode: str) -> list[dict[str, Any]]:
-    return [_named("B", "int64", shape.batch), _named("M", "int64", shape.m), _named("N", "int64", shape.n),
-            _named("K", "int64", shape.k), _named("T", "string", dtype), _named("mode", "string", mode),
-            _named("layout", "string", shape.layout)]
+DENSE = "none"  # the groups axis value of a dense shape in a benchmark that also has grouped ones
 
 
-def _state_name(device_id: int, shape: Shape, dtype: str, mode: str) -> str:
-    return (f"Device={device_id} B={shape.batch} M={shape.m} N={shape.n} K={shape.k} T={dtype} mode={mode} "
+def groups_text(shape: Shape) -> str:
+    """The ``groups`` axis value: ``m=512*8`` for a grouped GEMM, :data:`DENSE` for a dense one."""
+    return format_groups(shape) if shape.grouped else DENSE
+
+
+def _axis_values(shape: Shape, dtype: str, mode: str, grouped: bool) -> list[dict[str, Any]]:
+    out = [_named("B", "int64", shape.batch), _named("M", "int64", shape.m), _named("N", "int64", shape.n),
+           _named("K", "int64", shape.k), _named("T", "string", dtype), _named("mode", "string", mode),
+           _named("layout", "string", shape.layout)]
+    return [*out, _named("groups", "string", groups_text(shape))] if grouped else out
+
+
+def _state_name(device_id: int, shape: Shape, dtype: str, mode: str, grouped: bool) -> str:
+    name = (f"Device={device_id} B={shape.batch} M={shape.m} N={shape.n} K={shape.k} T={dtype} mode={mode} "
             f"layout={shape.layout}")
+    return f"{name} groups={groups_text(shape)}" if grouped else name
 
 
 def _axes(shapes: Iterable[Shape], dtype: str, mode: str) -> list[dict[str, Any]]:
@@ -154,7 +167,10 @@ def _axes(shapes: Iterable[Shape], dtype: str, mode: str) -> list[dict[str, Any]
              "values": [{"input_string": mode, "description": "", "value": mode}]},
             {"name": "layout", "type": "string", "flags": "",
              "values": [{"input_string": v, "description": "", "value": v}
-                        for v in sorted({s.layout for s in shapes})]}]
+                        for v in sorted({s.layout for s in shapes})]}] + (
+        [{"name": "groups", "type": "string", "flags": "",
+          "values": [{"input_string": v, "description": "", "value": v}
+                     for v in sorted({groups_text(s) for s in shapes})]}] if any(s.grouped for s in shapes) else [])
 
 
 def _device(device_id: int, sweep: Sweep) -> dict[str, Any]:
@@ -192,11 +208,13 @@ def nvbench_document(sweeps: Sequence[Sweep], sidecar: str, argv: Sequence[str] 
     benches = []
     for (dtype, mode), by_label in _grouped(sweeps).items():
         states = []
+        shapes = {s for by_shape in by_label.values() for s in by_shape}
+        grouped = any(s.grouped for s in shapes)
         for label, by_shape in by_label.items():
             peak = first[label].peak.for_dtype(dtype)
-            for shape in sorted(by_shape, key=lambda s: (s.flops, s)):
-                states.append(_state(ids[label], shape, dtype, mode, by_shape[shape], peak, sidecar, samples))
-        shapes = {s for by_shape in by_label.values() for s in by_shape}
+            for shape in sorted(by_shape, key=lambda s: (s.flops, str(s))):
+                states.append(_state(ids[label], shape, dtype, mode, by_shape[shape], peak, sidecar, samples,
+                                     grouped))
         benches.append({"name": f"gemm_{dtype}_{mode}", "index": len(benches), "min_samples": 0,
                         "devices": [ids[label] for label in by_label], "axes": _axes(shapes, dtype, mode),
                         "states": states})
@@ -216,9 +234,9 @@ def _provenance(device_id: int, sweep: Sweep) -> dict[str, Any]:
 
 
 def _state(device_id: int, shape: Shape, dtype: str, mode: str, records: Sequence[Record], peak: float | None,
-           sidecar: str, samples: list[tuple[float, ...]]) -> dict[str, Any]:
-    state = {"name": _state_name(device_id, shape, dtype, mode), "min_samples": 0, "device": device_id,
-             "type_config_index": 0, "axis_values": _axis_values(shape, dtype, mode)}
+           sidecar: str, samples: list[tuple[float, ...]], grouped: bool = False) -> dict[str, Any]:
+    state = {"name": _state_name(device_id, shape, dtype, mode, grouped), "min_samples": 0, "device": device_id,
+             "type_config_index": 0, "axis_values": _axis_values(shape, dtype, mode, grouped)}
     good = [r for r in records if usable(r)]
     if not good:
         why = "; ".join(dict.fromkeys(f"{r.status}: {r.error}" if r.error else r.status for r in records))
