@@ -99,3 +99,26 @@ def test_the_json_says_per_band_where_the_verdict_comes_from(tmp_path: Path, h10
 def _name(shape: dict) -> str:
     b, m, n, k = (shape.get(x, 1) for x in ("batch", "m", "n", "k"))
     return f"{b}x{m}x{n}x{k}" if b > 1 else f"{m}x{n}x{k}"
+
+
+def test_a_shape_is_predicted_only_from_shapes_of_its_own_layout_and_grouping() -> None:
+    # SYNTHETIC: a grid of nn shapes and the same grid read transposed (nt) at half the speed. A shape of one
+    # layout predicted through shapes of both (equal sizes, so equal features) would land between the two; a
+    # grouped GEMM has no measured shape of its kind here, so it is not predicted from dense ones at all
+    from mfu_sweep.analysis.verdicts.matching import ShapeModel, kind
+
+    sizes = (256, 512, 1024, 2048)
+    dims = [(m, n, k) for m in sizes for n in sizes for k in sizes]
+    rng = np.random.default_rng(0)
+    names = [f"{m}x{n}x{k}" for m, n, k in dims] + [f"{m}x{n}x{k}:nt" for m, n, k in dims]
+    smooth = np.array([0.1 * math.log2(m * n * k) for m, n, k in dims])
+    y = np.concatenate([smooth, smooth + math.log(0.5)]) + 0.01 * rng.standard_normal(2 * len(dims))
+    model = ShapeModel.of(names, y[None, :])
+    want = 0.1 * math.log2(768**3)
+    nn, nt = model.predict("768x768x768"), model.predict("768x768x768:nt")
+    assert nn is not None and nt is not None
+    assert abs(float(nn.values[0]) - want) < 0.03 and abs(float(nt.values[0]) - want - math.log(0.5)) < 0.03
+    assert all(n.endswith(":nt") for n in nt.neighbours) and not any(":" in n for n in nn.neighbours)
+    assert model.predict("1024x512x256:m=512,256*2") is None and model.predict("768x768x768:tn") is None
+    assert kind("1024x512x256:nt:m=512*2") == ("nt", "m", 2) and kind("512x512x512") == ("nn", "", 0)
+    assert kind("not a shape") is None

@@ -4,9 +4,9 @@ Evidence, per device and shape (:class:`ShapeEvidence`, the seam the verdicts
 rest on): the log ratio of the metric (MFU, or TFLOP/s) to the reference, its
 uncertainty and a two-sided p-value. A device's value at a shape it did not
 measure (another device's shape) is *predicted at that very shape* by the local
-model ``compare`` uses (:func:`mfu_sweep.analysis.verdicts.matching.local_fit`:
+model ``compare`` uses (:class:`mfu_sweep.analysis.verdicts.matching.ShapeModel`:
 a local quadratic in log2 M, N, K and linear in log2 batch over its nearest
-measured shapes, never extrapolated), not read off its curve at equal FLOPs: a
+measured shapes of the same layout and grouping, never extrapolated), not read off its curve at equal FLOPs: a
 skinny layer shape and a square one of equal FLOPs run up to 2x apart, so a
 reference read along FLOPs would carry the aspect of the shapes the other
 devices measured. Where no prediction holds (a shape outside the span of the
@@ -42,7 +42,7 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts.matching import features, local_fit
+from mfu_sweep.analysis.verdicts.matching import ShapeModel
 from mfu_sweep.stats import median_ci_indices
 from mfu_sweep.text import format_flops
 
@@ -149,27 +149,23 @@ class Grid:
 
 def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The profile's log metric and its standard error predicted at ``shapes`` (it did not measure them) by
-    :func:`~mfu_sweep.analysis.verdicts.matching.local_fit` over its measured shapes; NaN where no prediction
-    holds. The standard error carries the fit's residual variance (what one shape deviates from the smooth
-    surface) beside the estimate's, as ``compare``'s model-based points do, and the median's own error."""
+    :class:`~mfu_sweep.analysis.verdicts.matching.ShapeModel` over its measured shapes of each one's kind; NaN
+    where no prediction holds. The standard error carries the fit's residual variance (what one shape deviates
+    from the smooth surface) beside the estimate's, as ``compare``'s model-based points do, and the medians' own
+    errors."""
     values, se = np.full(len(shapes), np.nan), np.full(len(shapes), np.nan)
-    rows = [(i, f) for i, f in enumerate(map(features, p.shapes)) if f is not None]
-    if not rows or not len(shapes):
+    model = ShapeModel.of(p.shapes, p.log_metric[None, :])
+    if not model.names or not len(shapes):
         return values, se
-    x = np.array([f for _, f in rows])
-    y = p.log_metric[[i for i, _ in rows]][None, :]
-    names = tuple(p.shapes[i] for i, _ in rows)
-    index = {n: i for i, n in enumerate(names)}
-    own_var = p.se[[i for i, _ in rows]] ** 2
+    own_var = dict(zip(p.shapes, (p.se**2).tolist(), strict=True))
     low, high = float(p.flops.min()), float(p.flops.max())
     for j, (name, f) in enumerate(zip(shapes, flops.tolist(), strict=True)):
-        target = features(name) if low <= f <= high else None
-        fit = local_fit(target, x, y, names) if target is not None else None
+        fit = model.predict(name) if low <= f <= high else None
         if fit is None:
             continue
-        used = np.array([index[n] for n in fit.neighbours])
         values[j] = float(fit.values[0])
-        se[j] = math.sqrt(fit.sigma2 * (1.0 + fit.leverage) + float(fit.weights**2 @ own_var[used]))
+        spread = float(fit.weights**2 @ np.array([own_var[n] for n in fit.neighbours]))
+        se[j] = math.sqrt(fit.sigma2 * (1.0 + fit.leverage) + spread)
     return values, se
 
 

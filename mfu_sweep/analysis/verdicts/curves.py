@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,8 @@ def pass_curve(series: Series, metric: str) -> PassCurve:
     for flops, values in shapes.values():
         by_f.setdefault(flops, []).append(values)
     fs = sorted(by_f)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a pass that measured none of a FLOP count's shapes: NaN
         log_t = np.stack([np.nanmean(np.stack(by_f[f]), axis=0) if np.isfinite(by_f[f]).any() else
                           np.full(len(passes), math.nan) for f in fs], axis=1)
     log_peak = math.log(series.peak_tflops) if metric == "mfu" else 0.0

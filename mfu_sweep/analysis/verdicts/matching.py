@@ -10,7 +10,8 @@ bias as large as the leads. Every point of a comparison here is one of:
 * ``matched``: a shape both sides measured; its log ratio is exact, and whatever
   is particular to the shape cancels;
 * ``model``: a shape one side measured, against the other side's log speed
-  predicted at the same (batch, M, N, K) by a local quadratic in
+  predicted at the same (batch, M, N, K) from its shapes of the same kind (layout,
+  and a grouped GEMM's group dimension and count: :func:`kind`) by a local quadratic in
   ``log2 M, N, K`` and linear in ``log2 batch`` (so in log FLOPs, log intensity
   and aspect alike; in the directions the neighbours span: along FLOPs only
   for square shapes)
@@ -147,21 +148,54 @@ def local_fit(target: np.ndarray, x: np.ndarray, y: np.ndarray, names: Sequence[
     return LocalFit(filled @ weights, tuple(names[i] for i in order), weights, sigma2, df)
 
 
+def kind(name: str) -> tuple[str, str, int] | None:
+    """What a shape is besides its sizes: its operand layout and, for a grouped GEMM, the dimension and number
+    of its groups; None when the name does not parse. The local model predicts a shape only from measured
+    shapes of its own kind: an ``nt`` GEMM reads an operand transposed, and a grouped GEMM of 8 experts is not
+    a dense one of the same total M, though their sizes (:func:`features`) are equal."""
+    try:
+        s = parse_shape(name.split("~")[0])
+    except ShapeError:
+        return None
+    return s.layout, s.group_dim if s.groups else "", len(s.groups)
+
+
 @dataclass(frozen=True)
-class _Side:
-    """One side's measured shapes as the model sees them: names, features, log metric per (pass, shape)."""
+class ShapeModel:
+    """One series' measured shapes as the local model sees them: names, features (log2 B, M, N, K), log metric
+    per (pass, shape), and the columns of each :func:`kind`. :meth:`predict` is the series' value at a shape it
+    did not measure, from its shapes of that shape's kind (``compare``'s model-based points, the fleet's
+    reference)."""
 
     names: tuple[str, ...]
     x: np.ndarray
     y: np.ndarray
+    kinds: Mapping[tuple[str, str, int], np.ndarray]
+
+    @classmethod
+    def of(cls, names: Sequence[str], y: np.ndarray) -> ShapeModel:
+        """From shape names and their log metric ``y`` (passes, shapes); names that do not parse are dropped."""
+        rows = [(i, n, features(n), kind(n)) for i, n in enumerate(names)]
+        rows = [r for r in rows if r[2] is not None and r[3] is not None]
+        by_kind: dict[tuple[str, str, int], list[int]] = {}
+        for j, (_, _, _, k) in enumerate(rows):
+            by_kind.setdefault(k, []).append(j)
+        return cls(tuple(n for _, n, _, _ in rows), np.array([f for _, _, f, _ in rows]).reshape(-1, 4),
+                   np.asarray(y)[:, [i for i, _, _, _ in rows]], {k: np.array(v) for k, v in by_kind.items()})
+
+    def predict(self, name: str) -> LocalFit | None:
+        """:func:`local_fit` at ``name`` from the measured shapes of its kind; None where none holds."""
+        target, k = features(name), kind(name)
+        cols = self.kinds.get(k) if k is not None else None
+        if target is None or cols is None:
+            return None
+        return local_fit(target, self.x[cols], self.y[:, cols], [self.names[i] for i in cols])
 
 
-def _side(curve: PassCurve, names: Sequence[str]) -> _Side:
-    rows = [(n, features(n)) for n in names]
-    rows = [(n, f) for n, f in rows if f is not None]
-    y = np.column_stack([_log_metric(math.log(curve.shapes[n][0]), curve.shapes[n][1], curve) for n, _ in rows]) \
-        if rows else np.empty((len(curve.passes), 0))
-    return _Side(tuple(n for n, _ in rows), np.array([f for _, f in rows]).reshape(-1, 4), y)
+def _side(curve: PassCurve, names: Sequence[str]) -> ShapeModel:
+    y = np.column_stack([_log_metric(math.log(curve.shapes[n][0]), curve.shapes[n][1], curve) for n in names]) \
+        if names else np.empty((len(curve.passes), 0))
+    return ShapeModel.of(names, y)
 
 
 @dataclass(frozen=True)
@@ -186,13 +220,12 @@ def _model_point(curve: PassCurve, name: str, fit: LocalFit, measured: str, othe
                 df=fit.df)
 
 
-def _predict_all(curve: PassCurve, names: Sequence[str], side: _Side, measured: str, label: str
+def _predict_all(curve: PassCurve, names: Sequence[str], side: ShapeModel, measured: str, label: str
                  ) -> tuple[list[_Raw], list[str]]:
     points, left = [], []
     other = "b" if measured == "a" else "a"
     for name in names:
-        target = features(name)
-        fit = local_fit(target, side.x, side.y, side.names) if target is not None and len(side.names) else None
+        fit = side.predict(name)
         if fit is None:
             left.append(name)
         else:
