@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
+from mfu_sweep.analysis.verdicts.bands import SAME
 from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Comparison, format_flops
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run
 
@@ -87,6 +88,7 @@ def candidate_regions(c: Comparison) -> list[Region]:
     levels, lean = _flop_leanings(c.points, c.min_run)
     called = [(x.low_flops, x.high_flops) for x in c.crossovers if x.method != "fit"]
     idx = np.flatnonzero(lean)
+    settled = _settled(c)
     out: list[Region] = []
     for i, j in zip(idx, idx[1:], strict=False):
         if lean[i] == lean[j]:
@@ -94,8 +96,16 @@ def candidate_regions(c: Comparison) -> list[Region]:
         lo, hi = float(levels[i]), float(levels[j])
         if any(a < hi and lo < b for a, b in called):
             continue  # overlaps a called crossover's interval: the same sign change, that region covers it
+        if any(a <= lo and hi <= b for a, b in settled):
+            continue  # inside a stretch shown the same within the margin: a sign change there is no lead
         out.append(Region("candidate", lo, hi, _pair_name(c)))
     return out + trend_regions(c, called + [(r.low_flops, r.high_flops) for r in out])
+
+
+def _settled(c: Comparison) -> list[tuple[float, float]]:
+    """FLOP ranges shown "the same within the margin": a band by its own test, or a run of bands taken together."""
+    out = [(b.low_flops, b.high_flops) for b in c.bands if b.same]
+    return out + [(b.via[0], b.via[1]) for b in c.bands if b.via is not None and b.via[3] == SAME]
 
 
 def trend_regions(c: Comparison, covered: Sequence[tuple[float, float]]) -> list[Region]:
