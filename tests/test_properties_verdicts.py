@@ -214,7 +214,7 @@ def test_a_possible_crossover_is_placed_between_shapes_both_sides_measured() -> 
 def test_a_band_settled_the_same_within_the_margin_opens_no_region(sd: float) -> None:
     # a's ratio swings from -1% to +1% across one half-decade (a trend well inside the 2% margin), shapes off by
     # `sd` from pass to pass: the band is "the same within 2%", which settles it; no region inside it (its trend
-    # searched for a crossing: 9 of 20 seeds at 1%; its leaning shapes' sign change: most seeds at 0.2%)
+    # searched for a crossing: 9 of 20 seeds at 1%; its leaning shapes' sign change: 19 of 20 at 0.2%)
     flops = np.geomspace(1e9, 1e11, 65)
     quiet = Noise(shape_sd=sd, drift_sd=0.0, pass_sd=0.0, outlier_rate=0.0, sample_sd=0.005)
     opened = 0
