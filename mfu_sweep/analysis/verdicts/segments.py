@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.bands import BANDS_PER_DECADE, SAME, Band, RunClaim
+from mfu_sweep.analysis.verdicts.bands import SAME, Band, RunClaim
 from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Crossover, Segment
 from mfu_sweep.analysis.verdicts.curves import _Raw, crossing_point
 
@@ -40,28 +40,16 @@ def together(band: Band) -> bool:
 
 def band_runs(bands: Sequence[Band]) -> list[tuple[int, int, int]]:
     """(first band, last band + 1, state) of the runs of equal states (+1, -1, ``SAME``, 0: ambiguous; a band
-    that shows a run's conclusion counts with the run's state, :func:`effective_state`), after merging two runs
-    of one state called band by band across an ambiguous gap narrower than one nominal band."""
+    that shows a run's conclusion counts with the run's state, :func:`effective_state`). Two leads of one side
+    with an ambiguous band between them stay two: the band in between is what its own test (or a run's test
+    it belongs to) says, never the leads' conclusion copied onto it."""
     runs: list[list[int]] = []
     for k, band in enumerate(bands):
         if runs and runs[-1][2] == effective_state(band):
             runs[-1][1] = k + 1
         else:
             runs.append([k, k + 1, effective_state(band)])
-    merged: list[list[int]] = []
-    for run in runs:
-        if (len(merged) >= 2 and run[2] != 0 and merged[-1][2] == 0 and merged[-2][2] == run[2]
-                and _gap_decades(bands, merged[-2][1] - 1, run[0]) < 1 / BANDS_PER_DECADE):
-            merged.pop()
-            merged[-1][1] = run[1]
-        else:
-            merged.append(list(run))
-    return [(s, e, v) for s, e, v in merged]
-
-
-def _gap_decades(bands: Sequence[Band], before: int, after: int) -> float:
-    """Log10 FLOP distance between the last point of band ``before`` and the first of band ``after``."""
-    return math.log10(bands[after].first_flops / bands[before].last_flops)
+    return [(s, e, v) for s, e, v in runs]
 
 
 def _merged_leader(bands: Sequence[Band], runs: Sequence[tuple[int, int, int]]) -> np.ndarray:
