@@ -138,9 +138,11 @@ class Leaderboard:
         """A text table: one line per band."""
         name = "MFU" if self.metric == "mfu" else "TFLOP/s"
         ahead, behind = (f"{w} {name}" if self.metric == "mfu" else w for w in lead_words(self.metric))
-        head = (f"leaderboard {self.dtype} {self.mode} (by {name}), {len(self.devices)} devices vs "
+        ranked = len(self.cells_of)
+        left = f" ({len(self.devices) - ranked} left out, see the notes)" if ranked < len(self.devices) else ""
+        head = (f"leaderboard {self.dtype} {self.mode} (by {name}), {ranked} devices{left} vs "
                 f"{self.reference_text()}; {self.verdict_text()}, Holm-corrected p < {self.alpha:g} over "
-                f"{len(self.devices)} devices x {len(self.bands)} bands")
+                f"{len(self.cells)} cells (a device in a band it has shapes in)")
         rows = [head, f"{'band':<24} {ahead:<34} {'same':>5} {'ambig':>5}  {behind:<34} {'median':<22} "
                       f"{'lowest' if self.metric == 'mfu' else 'slowest'}"]
         for b in self.boards:
