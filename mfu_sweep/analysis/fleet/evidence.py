@@ -12,7 +12,7 @@ reference read along FLOPs would carry the aspect of the shapes the other
 devices measured. Where no prediction holds (a shape outside the span of the
 device's shapes, a batched shape against unbatched ones) the device has no value
 there, and a shape no other device has a value at is left out of its tests
-(:attr:`Grid.left_out`).
+(counted per device by ``_Evidence.left_out``, a note of the leaderboard).
 
 The uncertainty is taken at the level of *shapes*, not samples: a median's
 bootstrap only knows the noise within one run, while what moves a whole shape
