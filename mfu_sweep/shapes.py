@@ -36,6 +36,7 @@ from mfu_sweep.dtypes import DType
 # far beyond any single accelerator's memory, so almost surely a typo.
 MAX_OPERAND_BYTES = 4 * 2**40
 MAX_DIM = 2**24
+MAX_GROUPS = 2**16  # groups of one grouped GEMM (MoE layers have up to a few hundred experts)
 # The square family on a device that reports its memory keeps a shape only when one measurement's
 # working set (see ``working_bytes``) fits in this fraction of it (the rest: runtime, allocator slack).
 DEVICE_MEMORY_FRACTION = 0.5
@@ -159,6 +160,8 @@ def _check_groups(shape: Shape) -> None:
         raise ShapeError(f"shape group_dim={shape.group_dim!r} without groups")
     if shape.batch != 1:
         raise ShapeError(f"a grouped shape has batch 1, not {shape.batch}")
+    if len(shape.groups) > MAX_GROUPS:
+        raise ShapeError(f"shape has {len(shape.groups)} groups, more than {MAX_GROUPS}")
     if any(isinstance(g, bool) or not isinstance(g, int) or g < 0 for g in shape.groups):
         raise ShapeError(f"shape groups={list(shape.groups)!r} must be non-negative integers")
     total, dim = sum(shape.groups), getattr(shape, shape.group_dim)
@@ -187,7 +190,10 @@ def parse_groups(text: str) -> tuple[str, tuple[int, ...]]:
         size, star, count = token.strip().partition("*")
         if not (size.isascii() and size.isdigit()) or (star and not (count.isascii() and count.isdigit())):
             raise ShapeError(f"groups {text!r}: {token.strip()!r} is not SIZE or SIZE*COUNT")
-        sizes += [int(size)] * (int(count) if star else 1)
+        repeat = int(count) if star else 1
+        if len(sizes) + repeat > MAX_GROUPS:  # before the list is built: m=1*10000000000 is one short line
+            raise ShapeError(f"groups {text[:60]!r}: more than {MAX_GROUPS} groups")
+        sizes += [int(size)] * repeat
     return dim, tuple(sizes)
 
 

@@ -491,3 +491,14 @@ def test_source_errors_are_value_errors() -> None:
     """What the CLI's one-line handler catches (domain_errors: ValueError)."""
     assert issubclass(SourceError, ValueError) and issubclass(ResultError, ValueError)
     assert os.environ.get("MFU_SWEEP_MAX_INPUT_MB") is None  # no test leaves the limit changed
+
+
+@pytest.mark.parametrize("args", [
+    ("sweep", "--shape", "4096x512x256:m=1*10000000000", "--dry-run"),
+    ("sweep", "--shape", "4096x512x256:m=0*99999999999999999999", "--dry-run"),
+    ("sweep", "--shape-file", "{csv}", "--dry-run"),
+])
+def test_a_grouped_shape_of_billions_of_groups_is_one_line_not_a_hang(tmp_path: Path, args: tuple[str, ...]) -> None:
+    # "SIZE*COUNT" is one short token: the count is checked before any list of groups is built
+    csv = write(tmp_path, "m,n,k,groups\n512,512,700,k=1*4000000000\n", "g.csv")
+    one_line(cli(*(a.format(csv=csv) for a in args)), "more than 65536 groups")
