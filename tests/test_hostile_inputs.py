@@ -502,3 +502,14 @@ def test_a_grouped_shape_of_billions_of_groups_is_one_line_not_a_hang(tmp_path: 
     # "SIZE*COUNT" is one short token: the count is checked before any list of groups is built
     csv = write(tmp_path, "m,n,k,groups\n512,512,700,k=1*4000000000\n", "g.csv")
     one_line(cli(*(a.format(csv=csv) for a in args)), "more than 65536 groups")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--budget-s", "1e308"), "1e+308 s is not below --timeout 600 s"),
+    (("--budget-s", "900"), "900 s is not below --timeout 600 s"),
+    (("--timeout", "0.5"), "(the default) is not below --timeout 0.5 s"),
+])
+def test_a_budget_the_timeout_would_cut_is_refused_before_the_sweep(args: tuple[str, ...], fragment: str) -> None:
+    # every shape would time out before its budget ends (a budget of 1e308 s printed an ETA of "inf h")
+    res = cli("sweep", "--device", "cpu", *args, "--dry-run")
+    assert res.exit_code == 2 and fragment in res.output and "Traceback" not in res.output, res.output

@@ -226,7 +226,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
                         _layouts(layouts))
     row_passes = shape_file_passes(shape_file)
     repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
-    budget_s = budget_s or default_budget(repeats)
+    given, budget_s = budget_s, budget_s or default_budget(repeats)
+    if budget_s >= timeout_s:
+        raise click.BadParameter(f"{budget_s:g} s{'' if given else ' (the default)'} is not below --timeout "
+                                 f"{timeout_s:g} s: every shape would time out before its budget ends; lower "
+                                 "--budget-s or raise --timeout", param_hint="--budget-s")
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
