@@ -206,9 +206,10 @@ def test_the_break_even_interval_covers_the_planted_n_about_95_percent_of_seeds(
 def test_step_counts_parse_lists_and_ranges_and_refuse_the_rest() -> None:
     assert parse_steps(["1,10", "100"]) == (1, 10, 100)
     assert parse_steps("5-60") == (5, 10, 20, 50, 60)
-    assert parse_steps("1e3") == (1000,)
+    assert parse_steps("1e3") == (1000,) and parse_steps("1e3-2e3") == (1000, 2000)
     for bad, why in (("0", "'0' is not a whole number"), ("10-2", "ends below its start"), ("x", "'x' is not"),
-                     (",", "give step counts"), ("2.5", "'2.5' is not")):
+                     (",", "give step counts"), ("2.5", "'2.5' is not"), ("-5", "'-5' is not"),
+                     ("1e-3", "'1e-3' is not")):
         with pytest.raises(StepsError, match=why):
             parse_steps(bad)
     assert auto_steps([48.0, math.inf])[-1] == 1000 and auto_steps([4.2e4])[-1] == 10**6

@@ -56,7 +56,7 @@ def parse_steps(texts: str | Iterable[str]) -> tuple[int, ...]:
             raise StepsError(f"--steps {text!r}: give step counts, e.g. 100, 1,10,100 or 1-10000")
         for token in filter(None, tokens):
             lo, sep, hi = token.partition("-")
-            if not sep:
+            if not sep or not lo.strip() or lo.strip().lower().endswith("e"):  # one count: 100, -5, 1e-3
                 out.add(_count(token, text))
                 continue
             a, b = _count(lo.strip(), text), _count(hi.strip(), text)
