@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -255,6 +256,8 @@ def _no_gemm_section(tmp_path: Path) -> Path:
     ("mamf-finder", lambda t: XLA, "not a mamf-finder log"),
     ("nvbench", lambda t: XLA, "not nvbench --json, --csv or --md output"),
     ("xla-perf-table", lambda t: t / "missing.txtpb", "no such file"),
+    ("mamf-finder", lambda t: (t / "logs").mkdir() or t / "logs", "is a directory, not a file"),
+    ("nvbench", lambda t: Path(os.devnull), "a device, a pipe or a socket, not a file"),
 ])
 def test_bad_input_one_line_error_nothing_written(tmp_path, fmt, make, fragment) -> None:
     src = make(tmp_path)

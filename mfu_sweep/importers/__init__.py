@@ -47,8 +47,11 @@ class ImportResult:
 
 def _read(fmt: str, path: Path, kwargs: Mapping[str, object]) -> list[SourceDevice]:
     """One source's devices, each knowing its file; a wrong-format file names the format it looks like."""
-    if not path.is_file():
+    if not path.exists():
         raise SourceError(f"{str(path)!r}: no such file")
+    if not path.is_file():
+        what = "a directory" if path.is_dir() else "a device, a pipe or a socket"
+        raise SourceError(f"{str(path)!r} is {what}, not a file")
     if path.stat().st_size == 0:
         raise SourceError(f"{str(path)!r}: empty file")
     kind = sniff(path)
