@@ -42,3 +42,24 @@ def test_make_figures_adds_the_fleet_heatmap_and_compares_no_pairs_for_many_devi
     figs = make_figures(_sweeps(6), metric="tflops")
     assert "fleet-synthetic-gpu-bf16-eager" in figs and "tflops-vs-flops" in figs
     assert heatmap_height(6) < heatmap_height(200) <= 9.0
+
+
+def test_a_leaderboard_that_ranks_no_device_draws_no_blank_heatmap() -> None:
+    # SYNTHETIC: one device measured squares, the other one skinny aspect (2s x s x s/2): neither's shapes span
+    # the other's, so no model reaches across; both are left out of the board (notes say so) and the report
+    # gets no empty heatmap for it
+    from synthetic import make_sweep_doc
+    from synthetic_fleet import aspect_shapes
+
+    from mfu_sweep.analysis.fleet.leaderboard import leaderboard
+
+    shapes = aspect_shapes(12, 128, 4096)
+    squares = [s for s in shapes if s.m == s.n == s.k]
+    docs = [make_sweep_doc("sq", shapes=squares, P_tflops=600, W_tbs=2.5, t0_s=6e-6),
+            make_sweep_doc("skinny", shapes=[s for s in shapes if s.m == 2 * s.n], P_tflops=600, W_tbs=2.5,
+                           t0_s=6e-6)]
+    sweeps = [sw for d in docs for sw in parse_document(d)]
+    board = leaderboard(list(group_series(sweeps).values()), "tflops")
+    assert not board.cells and len(board.notes) == 2 and board.lines()[0].count("0 devices (2 left out")
+    figs = make_figures(sweeps, metric="tflops", fleets=[], comparisons=[], boards=[board], kinds={"fleet"})
+    assert figure_stem(board) not in figs

@@ -231,6 +231,8 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                                       speed)
         in_fleets = {id(f.board) for f in fleets}  # a replicate fleet's leaderboard: its heatmap is the fleet's
         for view in [*fleets, *(b for b in boards if id(b) not in in_fleets)] if "fleet" in want else []:
+            if not board_of(view).cells:  # every device left out (no shape it shares with the reference): blank
+                continue
             fig, (ax,) = _figure(1, 1, height=heatmap_height(len(board_of(view).devices)), width=DOUBLE_IN)
             plot_fleet_heatmap(view, ax=ax)
             figs[figure_stem(view)] = fig

@@ -44,6 +44,7 @@ from mfu_sweep.analysis.fleet.evidence import (
 )
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, lead_words, margin_words
+from mfu_sweep.text import counted
 
 __all__ = ["HANDFUL", "LN_TERA", "MAD_EFFICIENCY", "MAD_TO_SIGMA", "MEDIAN_SE", "METRICS", "REST", "Z95", "Band",
            "BandBoard", "BandCell", "Grid", "Leaderboard", "LeaderboardError", "Profile", "Run", "ShapeEvidence",
@@ -140,9 +141,11 @@ class Leaderboard:
         ahead, behind = (f"{w} {name}" if self.metric == "mfu" else w for w in lead_words(self.metric))
         ranked = len(self.cells_of)
         left = f" ({len(self.devices) - ranked} left out, see the notes)" if ranked < len(self.devices) else ""
-        head = (f"leaderboard {self.dtype} {self.mode} (by {name}), {ranked} devices{left} vs "
+        head = (f"leaderboard {self.dtype} {self.mode} (by {name}), {counted(ranked, 'device')}{left} vs "
                 f"{self.reference_text()}; {self.verdict_text()}, Holm-corrected p < {self.alpha:g} over "
-                f"{len(self.cells)} cells (a device in a band it has shapes in)")
+                f"{counted(len(self.cells), 'cell')} (a device in a band it has shapes in)")
+        if not self.boards:
+            return [head] + [f"note: {n}" for n in self.notes]
         rows = [head, f"{'band':<24} {ahead:<34} {'same':>5} {'ambig':>5}  {behind:<34} {'median':<22} "
                       f"{'lowest' if self.metric == 'mfu' else 'slowest'}"]
         for b in self.boards:
