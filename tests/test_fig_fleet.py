@@ -63,3 +63,7 @@ def test_a_leaderboard_that_ranks_no_device_draws_no_blank_heatmap() -> None:
     assert not board.cells and len(board.notes) == 2 and board.lines()[0].count("0 devices (2 left out")
     figs = make_figures(sweeps, metric="tflops", fleets=[], comparisons=[], boards=[board], kinds={"fleet"})
     assert figure_stem(board) not in figs
+    from mfu_sweep.present.report_fleet import board_blocks
+
+    kinds = [type(b).__name__ for b in board_blocks([board], [], [])]
+    assert "Table" not in kinds and "Bullets" in kinds  # no empty table; the notes say why
