@@ -505,11 +505,13 @@ def test_a_grouped_shape_of_billions_of_groups_is_one_line_not_a_hang(tmp_path: 
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (("--budget-s", "1e308"), "1e+308 s is not below --timeout 600 s"),
-    (("--budget-s", "900"), "900 s is not below --timeout 600 s"),
+    (("--budget-s", "1e308"), "--budget-s 1e+308 s is not below --timeout 600 s"),
+    (("--budget-s", "900"), "--budget-s 900 s is not below --timeout 600 s"),
     (("--timeout", "0.5"), "(the default) is not below --timeout 0.5 s"),
 ])
-def test_a_budget_the_timeout_would_cut_is_refused_before_the_sweep(args: tuple[str, ...], fragment: str) -> None:
-    # every shape would time out before its budget ends (a budget of 1e308 s printed an ETA of "inf h")
-    res = cli("sweep", "--device", "cpu", *args, "--dry-run")
-    assert res.exit_code == 2 and fragment in res.output and "Traceback" not in res.output, res.output
+def test_a_budget_the_timeout_would_cut_is_said_before_the_sweep(args: tuple[str, ...], fragment: str) -> None:
+    # a shape that runs its whole budget would time out (a budget of 1e308 s printed only an ETA of "inf h");
+    # a note, not a refusal: --max-samples or the CI target may stop every shape long before (a 1,024-sample run
+    # with --budget-s 600 is one)
+    res = CliRunner().invoke(main, ["sweep", "--device", "cpu", *args, "--dry-run"])
+    assert res.exit_code == 0 and fragment in res.stderr and "Traceback" not in res.output, res.stderr

@@ -168,4 +168,4 @@ def test_mfu_leaderboard_leaves_out_only_the_series_without_a_peak(three_logs) -
     assert res.exit_code == 0, res.output
     notes = [ln for ln in res.output.splitlines() if ln.startswith("note: left")]
     assert len(notes) == 1 and "gh200" in notes[0] and "--metric tflops" in notes[0], res.output
-    assert "1 devices vs baseline h100-gpu0" in res.output and "h100-gpu1" in res.output
+    assert "1 device vs baseline h100-gpu0" in res.output and "h100-gpu1" in res.output
