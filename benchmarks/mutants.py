@@ -369,8 +369,8 @@ MUTANTS = (
            "model-based bands ignore the true ratio's scatter across shapes beyond the model",
            "the model's variance of a band mean (shared neighbours) dwarfs it: the scatter term is a median 2% "
            "(at most 16-55%) of it on the SYNTHETIC aspect sides, and no false-lead or coverage rate moved"),
-    Mutant("pair-runs-no-own-deviation", "round5-verdicts", MA, "fit.sigma2 * (1.0 + fit.leverage)",
-           "fit.sigma2 * fit.leverage", _verd("own_interval"),
+    Mutant("pair-runs-no-own-deviation", "round5-verdicts", MA, "return self.sigma2 * (1.0 + self.leverage)",
+           "return self.sigma2 * self.leverage", _verd("own_interval"),
            "runs: a model-based point's variance without its shape's own deviation from the surface"),
     Mutant("claim-over-called-bands", "round5-verdicts", B,
            "return 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)",

@@ -96,8 +96,10 @@ def without_control(text: str) -> str:
 
 
 def escape_control(text: str) -> str:
-    """``text`` with every control character but none other written as a ``\\xNN`` escape."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """``text`` with every control character but none other written as an escape: ``\\xNN``, or ``\\uNNNN``
+    for a bidirectional mark (``\\x202e`` would read as ``\\x20`` and "2e")."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF
+                        else f"\\u{ord(m.group()):04x}", text)
 
 
 def printable(text: str) -> str:

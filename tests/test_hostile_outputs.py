@@ -430,6 +430,18 @@ def test_an_imported_device_name_loses_its_control_characters(tmp_path: Path) ->
     assert without_control("H100\u202e08\u200f") == "H100 08 " and has_control("\u2066") and not has_control("H100 é")
 
 
+def test_the_schema_and_the_code_refuse_the_same_characters_in_a_label() -> None:
+    # two spellings of one rule (the JSON schema's patterns and names._CONTROL): they must not drift apart
+    from mfu_sweep.names import escape_control, has_control
+
+    schema = json.loads((Path(__file__).parents[1] / "mfu_sweep" / "schema" / "v1.json").read_text())
+    device = schema["$defs"]["sweep"]["properties"]["device"]["properties"]
+    label, name = re.compile(device["label"]["pattern"]), re.compile(device["name"]["pattern"])
+    for c in map(chr, range(0x3000)):
+        assert (label.match(f"a{c}b") is None) == (name.match(f"a{c}b") is None) == has_control(c), hex(ord(c))
+    assert escape_control("\x1b\u202e") == "\\x1b\\u202e"
+
+
 def test_two_labels_that_share_a_file_name_are_refused_before_any_figure_is_written(tmp_path: Path) -> None:
     """``a b`` and ``a/b`` both become ``a-b``: the second heatmap would silently overwrite the first."""
     a, b = hostile_sweep(tmp_path, "node 1", "a.json"), hostile_sweep(tmp_path, "node/1", "b.json")

@@ -141,13 +141,11 @@ def _shape(state: State, mapping: Mapping[str, str]) -> Shape:
     layout = _plain_axis(state, "layout") or DEFAULT_LAYOUT
     if layout not in LAYOUTS:
         raise SourceError(f"{state.where}: layout axis {layout!r} is not one of {', '.join(LAYOUTS)}")
-    groups = _plain_axis(state, "groups")
-    try:
-        if groups and groups.strip().lower() != "none":  # a grouped GEMM, as export --format nvbench writes it
-            dim, sizes = parse_groups(groups)
-            return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout,
-                         groups=sizes, group_dim=dim)
-        return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout)
+    groups = (_plain_axis(state, "groups") or "none").strip()
+    try:  # a grouped GEMM's groups as export --format nvbench writes them; "none": dense
+        dim, sizes = parse_groups(groups) if groups.lower() != "none" else ("m", ())
+        return Shape(int(vals["b"] or 1), *(int(vals[t]) for t in ("m", "n", "k")), layout=layout, groups=sizes,
+                     group_dim=dim)
     except ShapeError as exc:  # a ValueError too: first
         raise SourceError(f"{state.where}: {exc}") from None
     except ValueError:

@@ -165,7 +165,7 @@ def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.
             continue
         values[j] = float(fit.values[0])
         spread = float(fit.weights**2 @ np.array([own_var[n] for n in fit.neighbours]))
-        se[j] = math.sqrt(fit.sigma2 * (1.0 + fit.leverage) + spread)
+        se[j] = math.sqrt(fit.point_var + spread)
     return values, se
 
 

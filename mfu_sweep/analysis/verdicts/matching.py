@@ -80,6 +80,12 @@ class LocalFit:
         """``||L||^2``: the prediction's variance in units of the residual variance."""
         return float(self.weights @ self.weights)
 
+    @property
+    def point_var(self) -> float:
+        """Variance of the predicted value against the shape's true one: the estimate's (``sigma2 * ||L||^2``)
+        and the shape's own departure from the smooth surface (``sigma2``)."""
+        return self.sigma2 * (1.0 + self.leverage)
+
 
 SPAN_TOL = 0.05  # octaves: a coordinate (or direction) the neighbours do not vary along is constant for the fit
 
@@ -216,7 +222,7 @@ def _model_point(curve: PassCurve, name: str, fit: LocalFit, measured: str, othe
     combo = ((measured, name, sign),) + tuple((other, n, -sign * w) for n, w in zip(fit.neighbours, fit.weights,
                                                                                      strict=True))
     va, vb = (own, fit.values) if measured == "a" else (fit.values, own)
-    return _Raw(flops, name, va, vb, fit.sigma2 * (1.0 + fit.leverage), "model", label, combo=combo, sigma2=fit.sigma2,
+    return _Raw(flops, name, va, vb, fit.point_var, "model", label, combo=combo, sigma2=fit.sigma2,
                 df=fit.df)
 
 
