@@ -188,8 +188,13 @@ def test_shard_pieces_with_measured_peaks_apart_merge_with_a_note(tmp_path: Path
                     rec["mfu"] = rec["tflops"] / tflops
         return edit
 
-    _edit(pieces[0], measured(1.0))
-    _edit(pieces[1], measured(1.08))
+    def same_second(run_id: str) -> Callable[[dict], None]:
+        # two pieces started within one second (started_at has whole seconds), piece 1's run id sorting first:
+        # the first piece is piece 0 all the same (by shard index, not by run id)
+        return lambda doc: doc["run"].update(started_at="2026-12-04T21:00:00Z", id=run_id)
+
+    _edit(_edit(pieces[0], measured(1.0)), same_second("f" * 32))
+    _edit(_edit(pieces[1], measured(1.08)), same_second("0" * 32))
     (series,) = group_series(load_sweeps(pieces)).values()
     assert series.n_shapes == 3 and series.peak_tflops == 1.0
     (note,) = series.notes

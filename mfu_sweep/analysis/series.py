@@ -33,7 +33,7 @@ from typing import Any
 from mfu_sweep.fingerprint import describe as describe_fingerprint
 from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
-from mfu_sweep.shards import shard_plan
+from mfu_sweep.shards import parse_shard, shard_plan
 from mfu_sweep.specs import Peak
 
 
@@ -226,9 +226,18 @@ def check_fingerprints(label: str, group: Iterable[Sweep]) -> None:
             )
 
 
-def sweep_order(sweep: Sweep) -> tuple[str, str, str]:
-    """Deterministic order of sweeps: label, start time, run id."""
-    return (sweep.label, str(sweep.run.get("started_at", "")), str(sweep.run.get("id", "")))
+def sweep_order(sweep: Sweep) -> tuple[str, str, int, str]:
+    """Deterministic order of sweeps: label, start time, shard index (pieces of one sweep started within the
+    same second, as ``started_at`` has it, keep their own order, not their run ids'), run id."""
+    return (sweep.label, str(sweep.run.get("started_at", "")), _shard_index(sweep), str(sweep.run.get("id", "")))
+
+
+def _shard_index(sweep: Sweep) -> int:
+    """The piece's ``I`` of ``settings.shard`` ``I/N``; -1 for a sweep that is not a (well-formed) piece."""
+    try:
+        return parse_shard(str(sweep.settings["shard"]))[0]
+    except (KeyError, ValueError):
+        return -1
 
 
 MEASURED_PEAK_RTOL = 0.05  # two runs' measured clocks of one idle machine differ by ~1-2% (docs: machine-state)
