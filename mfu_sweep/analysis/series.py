@@ -232,12 +232,16 @@ def sweep_order(sweep: Sweep) -> tuple[str, str, int, str]:
     return (sweep.label, str(sweep.run.get("started_at", "")), _shard_index(sweep), str(sweep.run.get("id", "")))
 
 
+NOT_A_PIECE = 2**31  # sorts a sweep that is no shard piece after the pieces started in its second
+
+
 def _shard_index(sweep: Sweep) -> int:
-    """The piece's ``I`` of ``settings.shard`` ``I/N``; -1 for a sweep that is not a (well-formed) piece."""
+    """The piece's ``I`` of ``settings.shard`` ``I/N``; :data:`NOT_A_PIECE` for a sweep that is not a
+    (well-formed) piece."""
     try:
         return parse_shard(str(sweep.settings["shard"]))[0]
     except (KeyError, ValueError):
-        return -1
+        return NOT_A_PIECE
 
 
 MEASURED_PEAK_RTOL = 0.05  # two runs' measured clocks of one idle machine differ by ~1-2% (docs: machine-state)
