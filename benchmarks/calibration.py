@@ -16,7 +16,7 @@ tests/test_calibration.py, more of them and with more seeds:
 * fleets of 2, 3, 4 and 8 devices: seeds with a healthy device called ahead,
   behind or flagged, and the coverage of the band intervals (``cells[].low/high``);
 * fits: coverage of the 95% intervals of P, W and t0;
-* issue52: the long versions of tests/test_properties_evidence.py and tests/test_properties_steps.py: a
+* round6: the long versions of tests/test_properties_evidence.py and tests/test_properties_steps.py: a
   calibrated band test's false leads with a 3% calibration error, fleet p-values under the null, the coverage
   of the fleet's predicted values and of the steps break-even at R = 2, 3, 5.
 
@@ -129,8 +129,8 @@ def fits(seeds: int) -> None:
               f"{s.unconstrained} |", flush=True)
 
 
-def issue52(seeds: int) -> None:
-    """The long versions of issue 52's property tests (their helpers, with more seeds)."""
+def round6(seeds: int) -> None:
+    """The long versions of round 6's property tests (issue 52) (their helpers, with more seeds)."""
     from test_properties_evidence import calibrated_false_leads, fleet_p_values, prediction_coverage
     from test_properties_steps import break_even_coverage
 
@@ -160,7 +160,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=400, help="seeds per pair row (default 400)")
     parser.add_argument("--fleet-seeds", type=int, default=200, help="seeds per fleet row (default 200)")
     parser.add_argument("--fit-seeds", type=int, default=100, help="seeds per fit row (default 100)")
-    parser.add_argument("--part", nargs="*", choices=("compare", "crossings", "fleets", "fits", "issue52"),
+    parser.add_argument("--part", nargs="*", choices=("compare", "crossings", "fleets", "fits", "round6"),
                         default=["compare", "crossings", "fleets", "fits"], help="which tables (default all)")
     args = parser.parse_args()
     start = time.monotonic()
@@ -168,7 +168,7 @@ def main() -> None:
         {"compare": lambda: compare(args.seeds),
          "crossings": lambda: crossings(max(args.seeds // 4, 20)),
          "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds),
-         "issue52": lambda: issue52(args.seeds)}[part]()
+         "round6": lambda: round6(args.seeds)}[part]()
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 

@@ -86,7 +86,7 @@ def test_a_calibrated_band_test_keeps_false_leads_at_alpha_with_a_3pct_calibrati
 
 
 def calibrated_false_leads(seeds: int) -> int:
-    """Seeds of :func:`_calibrated_leads` with a lead (benchmarks/calibration.py --part issue52 runs more)."""
+    """Seeds of :func:`_calibrated_leads` with a lead (benchmarks/calibration.py --part round6 runs more)."""
     return sum(_calibrated_leads(seed) for seed in range(seeds))
 
 

@@ -59,7 +59,7 @@ def test_break_even_interval_covers_at_its_nominal_rate(repeats: int) -> None:
 
 def break_even_coverage(repeats: int, seeds: int) -> tuple[int, float]:
     """(seeds whose 95% break-even interval holds the planted N, median width / N) over ``seeds`` seeds
-    (benchmarks/calibration.py --part issue52 runs more)."""
+    (benchmarks/calibration.py --part round6 runs more)."""
     planted, hits, widths = _break_even(), 0, []
     for seed in range(seeds):
         rng = np.random.default_rng([seed, repeats])

@@ -1,4 +1,4 @@
-"""The ``issue52`` set of ``make mutants`` (benchmarks/mutants.py): one-line slips of the kinds issue 52 found
+"""The ``round6`` set of ``make mutants`` (benchmarks/mutants.py): one-line slips of the kinds issue 52 found
 surviving, written from the code (not from the held-out list), each run first against the property or oracle test
 written for it, then against the tests of its own package.
 
