@@ -105,7 +105,7 @@ def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
         "label": sweep.label, "device": sweep.device.get("name"), "backend": sweep.device.get("backend"),
         "chip": sweep.device.get("chip"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
         "pass": rec.run_pass, "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
-        "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
+        "layout": rec.shape.layout, "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
         "flops": rec.flops, "bytes": rec.bytes, "intensity": rec.intensity, "status": rec.status,
         "n_samples": len(rec.samples_s), "median_s": rec.median_s, "iqr_s": rec.iqr_s,
         "ci_low_s": rec.ci_low_s, "ci_high_s": rec.ci_high_s, "tflops": rec.tflops, "mfu": rec.mfu,

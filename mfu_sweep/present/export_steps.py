@@ -57,8 +57,14 @@ def _series_cols(result: StepsResult, t: StepTimes) -> dict[str, Any]:
 
 def steps_rows(sweeps: Sequence[Sweep], seed: int = 0) -> list[dict[str, Any]]:
     """Tidy rows: one per step series and N (one without N for a series that has no time)."""
+    return result_rows(_results(sweeps, seed))
+
+
+def result_rows(results: Sequence[StepsResult]) -> list[dict[str, Any]]:
+    """Tidy rows of time-to-N results (:func:`~mfu_sweep.analysis.steps.time_to_n.predict_steps`): one per step
+    series and N, one without N for a series that has no time."""
     rows = []
-    for result in _results(sweeps, seed):
+    for result in results:
         for t in result.series:
             base = _series_cols(result, t)
             if not t.times:
