@@ -32,6 +32,7 @@ from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
 from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
+from mfu_sweep.inputs import InputError, decode, read_limited
 from mfu_sweep.names import without_control
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
@@ -131,8 +132,8 @@ def read_provenance(path: Path) -> dict[str, Any]:
     if not side.is_file():
         return out
     try:
-        data = tomllib.loads(side.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(decode(read_limited(side)))
+    except (OSError, InputError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SourceError(f"{str(side)!r}: cannot read provenance ({exc})") from None
     entry = data.get(path.name)
     if not isinstance(entry, Mapping):

@@ -35,7 +35,9 @@ WHATS = ("records", "fits", "crossovers", "bands", "steps")
 UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
                     "(two digits when that digit is 1)")
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 # under LaTeX's default OT1 font encoding these print as ¡ ¿ — unless spelled as text symbols
+                 "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 @dataclass(frozen=True)
@@ -351,7 +353,7 @@ def latex_escape(text: str) -> str:
 def _latex_cell(value: str, unc: str | None) -> str:
     if unc is not None:
         return f"${value} \\pm {unc}$"
-    text = latex_escape(value).replace(" -> ", r" $\to$ ").replace("--", "{--}")
+    text = latex_escape(value).replace(r" -\textgreater{} ", r" $\to$ ").replace("--", "{--}")
     return text.replace("²", r"\textsuperscript{2}").replace("µ", r"\textmu{}")
 
 
