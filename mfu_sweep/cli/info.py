@@ -90,8 +90,6 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
         mfu-sweep validate sweeps/*.json
         mfu-sweep validate sweeps/*.json --json
     """
-    import json
-
     from mfu_sweep.results import check_file
     from mfu_sweep.summaries import incomplete_reason
 

@@ -20,8 +20,8 @@ from mfu_sweep.results import Sweep
 
 NO_FAMILY = ("export --what steps needs records of a model family's shapes (mfu-sweep sweep --shapes llm:...); "
              "these files hold none")
-STEPS_NOTE = ("95% intervals in brackets: a bootstrap over the passes; GEMMs only (docs/time-to-steps.md lists what "
-              "is left out)")
+STEPS_NOTE = ("95% intervals in brackets: a bootstrap over the passes; GEMMs only (`mfu-sweep docs "
+              "time-to-steps` lists what is left out)")
 
 
 def _results(sweeps: Sequence[Sweep], seed: int) -> list[StepsResult]:
