@@ -150,7 +150,7 @@ def _no_duplicate_keys(data: bytes, parsed: Any) -> bool:
 
 
 def parse_json(data: bytes, name: str) -> Any:
-    """Parse JSON ``data`` (UTF-8, a byte-order mark allowed) read from the file ``name``.
+    """Parse JSON ``data`` (UTF-8 with or without a byte-order mark, UTF-16/32 with one) read from the file ``name``.
 
     Raises
     ------
@@ -161,6 +161,12 @@ def parse_json(data: bytes, name: str) -> Any:
     """
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
+    elif encoding_name(data):  # UTF-16/32 with its mark (PowerShell's redirect): the parsers read UTF-8
+        try:
+            data = decode(data).encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name!r}: not valid {encoding_name(data)} text ({exc.reason} at byte {exc.start})"
+                             ) from None
     depth = max_depth(data)
     if depth > MAX_DEPTH:
         raise InputError(f"{name!r}: JSON nested {depth} levels deep, beyond the limit of {MAX_DEPTH} "

@@ -3,7 +3,8 @@
 Stages, bottom to top: the ground (top-level modules and ``specs/``) -> ``measure/`` and
 ``importers/`` (both make results) -> ``analysis/`` -> ``present/`` -> ``cli/``; ``workflow/``
 (loops that alternate measuring and analysing, e.g. the refinement loop) sits above ``measure/``
-and ``analysis/``, beside ``present/``, and only ``cli/`` imports it. Every import
+and ``analysis/``, beside ``present/``, and only ``cli/`` imports it; ``api.py`` (the Python API) sits beside
+``cli/``: it imports ``analysis/`` and ``present/`` but no device code, figures or Click. Every import
 statement counts, also the ones inside functions (a lazy import is still a dependency).
 """
 
@@ -31,6 +32,8 @@ FORBIDDEN = {
     # the loops take the measuring as a callable: no device code, no figures, no Click
     "workflow": ("mfu_sweep.present", "mfu_sweep.cli", "torch", "matplotlib", "seaborn", "click"),
     "cli": ("torch",),
+    # the Python API (mfu_sweep/api.py): the analysis and its tables as DataFrames, no device, no Click, no figures
+    "api": ("mfu_sweep.measure", "mfu_sweep.cli", "mfu_sweep.workflow", "torch", "matplotlib", "seaborn", "click"),
 }
 # Ground modules that drive a device need torch; everything else in the ground stays torch-free.
 GROUND_TORCH_OK: frozenset[str] = frozenset()
@@ -47,6 +50,8 @@ def stage_of(module: str) -> str:
     parts = module.split(".")
     if module in ("mfu_sweep.cli", "mfu_sweep.__main__"):  # the group and `python -m mfu_sweep`
         return "cli"
+    if module == "mfu_sweep.api":  # on top of analysis/ and present/, beside cli/
+        return "api"
     return parts[1] if len(parts) > 2 and parts[1] in STAGES else "ground"
 
 

@@ -19,6 +19,7 @@ import click
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.common import (
     domain_errors,
+    dtype_aliases,
     echo_incomplete,
     gate_option,
     invalid_note,
@@ -44,8 +45,10 @@ FILES = result_files
 @click.option("--relabel", "relabels", multiple=True, metavar="[FILE:]OLD=NEW",
               help="Rename device label OLD to NEW (only in sweeps from FILE when given); repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was merged as JSON (output, sweeps, labels, files, notes) instead of the line.")
 @domain_errors
-def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force: bool) -> None:
+def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Merge sweep and merged files into one merged file, provenance intact.
 
     Inputs are validated; mixed schema versions are refused; a run given twice
@@ -60,6 +63,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
     Example:
         mfu-sweep merge sweeps/h100.json sweeps/trn2.json -o sweeps/all.json
         mfu-sweep merge a.json b.json --relabel b.json:cpu=cpu-laptop -o ab.json
+        mfu-sweep merge sweeps/*.json -o sweeps/all.json --json
     """
     from mfu_sweep.analysis.sources.merge import Relabel, merge_files
     from mfu_sweep.filelock import output_lock
@@ -74,6 +78,10 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
             raise click.ClickException(f"{output} exists; use --force to overwrite")
         result = merge_files(files, rules, on_invalid=invalid_note())
         write_json_atomic(output, result.to_json())
+    if as_json:
+        click.echo(json.dumps({"output": output, "sweeps": len(result.sweeps), "files": list(files),
+                               "labels": list(result.labels), "notes": list(result.notes)}, indent=1))
+        return
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"merged {counted(len(result.sweeps), 'sweep')} from {counted(len(files), 'file')} "
@@ -292,6 +300,11 @@ def _print_comparison(c: Any) -> None:
               help="One vs rest: every other device against LABEL, per FLOP band (add --pairwise for the details).")
 @click.option("--pairwise", is_flag=True,
               help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
+@click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE", callback=dtype_aliases,
+              help="Only this dtype (fp32, bf16 ... or torch's name, bfloat16); repeat for several. Default: all.")
+@click.option("--mode", "modes", multiple=True, metavar="MODE",
+              help="Only this mode (eager, compile, or a layout's series such as eager-nt); repeat for several. "
+                   "Default: all.")
 @seed_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @gate_option
@@ -299,8 +312,8 @@ def _print_comparison(c: Any) -> None:
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
             margin: float, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
-            fit_n_boot: int, baseline: str | None, pairwise: bool, seed: int, as_json: bool, fail_on: str | None,
-            exclude_contended: bool) -> None:
+            fit_n_boot: int, baseline: str | None, pairwise: bool, dtypes: tuple[str, ...], modes: tuple[str, ...],
+            seed: int, as_json: bool, fail_on: str | None, exclude_contended: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). Leads are
@@ -346,6 +359,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/node*.json --metric tflops --fail-on slower
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
+        mfu-sweep compare sweeps/all.json --dtype bf16 --mode compile
         mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
         mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
@@ -356,8 +370,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences
+    from mfu_sweep.summaries import filter_sweeps
 
     loaded = load_files(files)
+    if dtypes or modes:
+        loaded = filter_sweeps(loaded, dtypes, modes)
     sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
                                          files)
     check_pooling(sweeps)

@@ -15,14 +15,13 @@ from typing import Any
 
 import click
 
+from mfu_sweep.analysis.fleet.gate import fleets_and_boards
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.fleet.view import fleets_json
-from mfu_sweep.analysis.series import with_peak
 from mfu_sweep.analysis.verdicts.margin import lead_words
 
 __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
            "use_board"]
-
 
 
 def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, label_a: str | None,
@@ -50,30 +49,6 @@ def device_lines(board: Leaderboard) -> list[str]:
         ratio = board.overall.get(label)
         rows.append(f"{label:<28} {'x' + format(ratio, '.3f') if ratio else '-':>10}  {ahead} / {behind}")
     return rows
-
-
-def _with_peak(series: Mapping[Any, Any], metric: str, baseline: str | None,
-               skipped: list[str] | None) -> Mapping[Any, Any]:
-    """For MFU, the series that have a peak (and the baseline, whose lack is an error); a note per one left out."""
-    if skipped is None:
-        return series
-    kept, notes = with_peak(series, metric, keep=baseline)
-    skipped += notes
-    return kept
-
-
-def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | None, boards_too: bool,
-                      skipped: list[str] | None = None, **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
-    """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes.
-
-    With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each.
-    """
-    from mfu_sweep.analysis.fleet.leaderboard import leaderboards
-    from mfu_sweep.analysis.fleet.view import replicate_fleets
-
-    boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric, reference=baseline or REST,
-                                  **kw) if boards_too else ([], []))
-    return replicate_fleets(series, boards=boards, **kw), boards, notes
 
 
 def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> None:

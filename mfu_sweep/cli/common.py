@@ -257,3 +257,37 @@ gate_option = click.option(
     help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
          "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
          "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")
+
+
+class DtypeChoice(click.Choice):
+    """The tool's dtypes as a choice that also takes torch's names (``bfloat16``, ``torch.float32``, ``half``),
+    each given back as the tool's own (:func:`mfu_sweep.dtypes.canonical_dtype`)."""
+
+    def __init__(self) -> None:
+        from mfu_sweep.dtypes import DTYPES
+
+        super().__init__(list(DTYPES))
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from mfu_sweep.dtypes import canonical_dtype
+
+        try:
+            return canonical_dtype(str(value))
+        except ValueError:
+            return super().convert(value, param, ctx)  # Click's own message, listing the choices
+
+
+def dtype_aliases(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Option callback: torch's names of dtypes (``bfloat16``) as the tool's (``bf16``); other text stays as given,
+    for the option's own check (e.g. "matches no records", naming the dtypes present)."""
+    from mfu_sweep.dtypes import canonical_dtype
+
+    def one(text: str | None) -> str | None:
+        if text is None:
+            return None
+        try:
+            return canonical_dtype(text)
+        except ValueError:
+            return text
+
+    return tuple(one(v) for v in value) if isinstance(value, tuple) else one(value)

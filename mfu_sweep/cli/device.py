@@ -13,8 +13,7 @@ from collections.abc import Iterator
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, json_output, require_torch, spec_file_option
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.cli.common import DtypeChoice, domain_errors, json_output, require_torch, spec_file_option
 
 
 @contextlib.contextmanager
@@ -54,7 +53,7 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
 
 @click.command()
 @click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="GEMM dtype; repeatable. Default: fp32 on CPU, bf16 and fp32 elsewhere.")
 @click.option("--size", "sizes", multiple=True, type=click.IntRange(16, 65536),
               help="Square GEMM size to try; repeatable. Default: 256/512/1024 on CPU, 4096/8192/16384 elsewhere.")
@@ -122,7 +121,7 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
 @click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
 @click.option("--rel-tol", type=click.FloatRange(0, 10, min_open=True), default=0.2, show_default=True,
               help="Accepted relative difference between timers.")
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="Dtypes for the numerical checks; repeatable. Default: all the device runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @domain_errors

@@ -8,6 +8,8 @@ atomically and prints.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -15,7 +17,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv, spec_file_option
+from mfu_sweep.cli.common import domain_errors, dtype_aliases, invoked_argv, spec_file_option
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
@@ -63,17 +65,20 @@ def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps
               help="Output label for a source device (default: the source's own name); FILE:SRC=NAME names the "
                    "device of one file (FILE as given or its file name), which resolves two files naming one device.")
 @click.option("--only", multiple=True, metavar="[FILE:]SRC", help="Import only this source device (repeatable).")
-@click.option("--dtype", default=None,
+@click.option("--dtype", default=None, callback=dtype_aliases,
               help="nvbench and mamf-finder: the dtype when the source names none (no dtype axis; a pasted summary); "
                    "tritonbench: required (its files never name the --precision they ran).")
 @click.option("--axis", "axes", multiple=True, metavar="DIM=NAME",
               help="nvbench only: the source axis that is M, N, K, B (batch) or T (dtype), e.g. --axis 'K=Num Cols'.")
 @spec_file_option
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: per file written its label, source device, chip, record count by status, and the "
+                   "warnings.")
 @domain_errors
 def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[str, ...], labels: tuple[str, ...],
             only: tuple[str, ...], dtype: str | None, axes: tuple[str, ...], spec_file: str | None,
-            force: bool) -> None:
+            force: bool, as_json: bool) -> None:
     """Import published GEMM results (another team's measurements) as v1 sweeps.
 
     FORMAT is xla-perf-table (OpenXLA default_matmul_perf_table.txtpb), deepbench
@@ -96,6 +101,7 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
         mfu-sweep import tritonbench gemm.csv --dtype bf16 --chip tritonbench=h100-sxm -o out/
+        mfu-sweep import nvbench results.json -o out/ --json
     """
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
@@ -112,9 +118,21 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         existing = [label for label, p in targets.items() if p.exists()]
         if existing and not force:
             raise SourceError(_exists_message(existing, targets, result.sweeps))
-        for w in result.warnings:
+        for w in () if as_json else result.warnings:
             click.echo(f"warning: {w}", err=True)
         for label, sweep in result.sweeps.items():
             save_sweep(targets[label], sweep)
-            click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
-                       f"{summary_line(sweep.records)}")
+            if not as_json:
+                click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
+                           f"{summary_line(sweep.records)}")
+    if as_json:
+        written = [_written(targets[lbl], sw) for lbl, sw in result.sweeps.items()]
+        click.echo(json.dumps({"format": fmt, "files": written, "warnings": list(result.warnings)}, indent=1))
+
+
+def _written(path: Path, sweep: Any) -> dict[str, Any]:
+    """What ``import --json`` says of one file written."""
+    status = Counter(r.status for r in sweep.records)
+    return {"file": str(path), "label": sweep.label, "device": sweep.device.get("name"), "chip": sweep.peak.chip,
+            "records": len(sweep.records), "status": dict(sorted(status.items())),
+            "summary": summary_line(sweep.records)}

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import allow_invalid_option, domain_errors, echo_incomplete
+from mfu_sweep.cli.common import allow_invalid_option, domain_errors, dtype_aliases, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.cli.progress import load_files, step
 from mfu_sweep.present import FIGURE_KINDS
@@ -47,8 +47,9 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Bootstrap resamples of each roofline fit.")(fn)
     fn = click.option("--mode", "modes", multiple=True, metavar="MODE",
                       help="Only this mode (eager, compile); repeat for several. Default: all.")(fn)
-    fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
-                      help="Only this dtype (fp32, bf16 ...); repeat for several. Default: all.")(fn)
+    fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE", callback=dtype_aliases,
+                      help="Only this dtype (fp32, bf16 ... or torch's name, bfloat16); repeat for several. "
+                           "Default: all.")(fn)
     fn = click.option("--y-scale", type=click.Choice(["auto", "log", "linear"]), default="auto", show_default=True,
                       help="MFU / TFLOP/s axis of the vs-FLOPs figure; auto: log when the values span more "
                            "than a decade.")(fn)

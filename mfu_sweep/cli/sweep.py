@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import (
+    DtypeChoice,
     domain_errors,
     invoked_argv,
     json_output,
@@ -21,7 +22,6 @@ from mfu_sweep.cli.common import (
     spec_file_option,
 )
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
-from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import BackendError, with_hint
 from mfu_sweep.measure.sweep import (
     ACCEL_RANGE,
@@ -45,7 +45,7 @@ def _range_default(end: int) -> str:
 @click.option("--device", default="auto", show_default=True,
               help="cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto (the first of CUDA, Neuron, XLA, "
                    "another accelerator, CPU).")
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="Data type; repeat for several. Default: fp32 on CPU, bf16 elsewhere.")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "compile"]),
               help="eager and/or compile (torch.compile); repeat for both. Default: eager.")

@@ -14,9 +14,9 @@ from typing import Any
 import click
 
 from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_step
-from mfu_sweep.cli.common import allow_invalid_option
+from mfu_sweep.cli.common import DtypeChoice, allow_invalid_option
 from mfu_sweep.cli.common import domain_errors as one_line_errors
-from mfu_sweep.dtypes import DTYPES, get_dtype
+from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.models import load_models
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import ShapeError, format_groups
@@ -104,7 +104,7 @@ def _print_models() -> None:
 
 @click.command()
 @click.argument("families", nargs=-1, metavar="FAMILY[:ARGS]...")
-@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", default="bf16", show_default=True, type=DtypeChoice(),
               help="Element size for the bytes and intensity columns.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout (usable as `sweep --shape-file`).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
@@ -201,7 +201,7 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 @click.option("--tokens", type=click.IntRange(1), default=None, help="Tokens per step and rank [4096].")
 @click.option("--seq", type=click.IntRange(1), default=None, help="Sequence length [min(tokens, 4096)].")
 @click.option("--tp", type=click.IntRange(1), default=None, help="Tensor-parallel degree [1].")
-@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", default="bf16", show_default=True, type=DtypeChoice(),
               help="Dtype of the records to match.")
 @click.option("--mode", default=None, type=click.Choice(["eager", "compile"]),
               help="Mode of the records to match (eager or torch.compile) [eager; with --steps: both].")

@@ -35,7 +35,9 @@ WHATS = ("records", "fits", "crossovers", "bands", "steps")
 UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
                     "(two digits when that digit is 1)")
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 # under LaTeX's default OT1 font encoding these print as ¡ ¿ — unless spelled as text symbols
+                 "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
         "label": sweep.label, "device": sweep.device.get("name"), "backend": sweep.device.get("backend"),
         "chip": sweep.device.get("chip"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
         "pass": rec.run_pass, "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
-        "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
+        "layout": rec.shape.layout, "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
         "flops": rec.flops, "bytes": rec.bytes, "intensity": rec.intensity, "status": rec.status,
         "n_samples": len(rec.samples_s), "median_s": rec.median_s, "iqr_s": rec.iqr_s,
         "ci_low_s": rec.ci_low_s, "ci_high_s": rec.ci_high_s, "tflops": rec.tflops, "mfu": rec.mfu,
@@ -351,7 +353,7 @@ def latex_escape(text: str) -> str:
 def _latex_cell(value: str, unc: str | None) -> str:
     if unc is not None:
         return f"${value} \\pm {unc}$"
-    text = latex_escape(value).replace(" -> ", r" $\to$ ").replace("--", "{--}")
+    text = latex_escape(value).replace(r" -\textgreater{} ", r" $\to$ ").replace("--", "{--}")
     return text.replace("²", r"\textsuperscript{2}").replace("µ", r"\textmu{}")
 
 
