@@ -50,7 +50,12 @@ FORMAT = 1
 
 
 class JournalError(ValueError):
-    """A journal beside a result file is unreadable; the message names it and the line."""
+    """A journal beside a result file is unreadable; the message names it and the line (``problem``: the same
+    without the remedies)."""
+
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem or message
 
 
 def journal_path(target: str | Path) -> Path:
@@ -76,10 +81,23 @@ class JournalContents:
 
 
 def _damaged(path: Path, number: int, what: str) -> JournalError:
-    target = target_of(path)
-    return JournalError(f"{str(path)!r}: line {number} {what} (only the last line of a journal may be cut short); "
-                        f"`mfu-sweep repair {target}` folds its intact records into the file, and --allow-invalid "
-                        "reads them without it")
+    problem = f"{str(path)!r}: line {number} {what} (only the last line of a journal may be cut short)"
+    return JournalError(f"{problem}; `mfu-sweep repair {target_of(path)}` folds its intact records into the file, "
+                        "and --allow-invalid reads them without it", problem)
+
+
+def resume_problem(target: str | Path, data: Mapping[str, Any]) -> str | None:
+    """Why ``sweep --resume`` must not continue ``target`` (its document ``data``, read without the journal):
+    a damaged journal (``repair`` first), or one that does not extend the file yet holds records it lacks
+    (the resume would replace that journal). None when it may."""
+    try:
+        contents = read_journal(target)
+    except JournalError as exc:
+        return f"{exc.problem}; run `mfu-sweep repair {target}` first, then resume"
+    if contents is None or extends(contents.header, data):
+        return None
+    note = foreign_note(target, contents, data)
+    return f"{note}; a resume would replace that journal" if note else None
 
 
 def _header(path: Path, item: Any) -> Mapping[str, Any]:

@@ -35,10 +35,14 @@ RESUMED = "mfu_sweep.resumed"
 def _stored_command(path: Path) -> tuple[list[str], dict[str, Any]]:
     """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``, without the program and command)
     and the file's settings."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.journal import resume_problem
+    from mfu_sweep.results import load_sweeps, read_json
 
     if not path.exists():
         raise click.ClickException(f"cannot resume {str(path)!r}: no such file; drop --resume to start it")
+    problem = resume_problem(path, read_json(path, fold=False))
+    if problem:
+        raise click.ClickException(f"cannot resume {str(path)!r}: {problem}")
     sweeps = load_sweeps([path])
     if len(sweeps) != 1:
         raise click.ClickException(f"cannot resume {str(path)!r}: it is a merged file; resume one sweep file")

@@ -25,18 +25,20 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
+from mfu_sweep.journal import resume_problem
 from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
 from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
-from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
+from mfu_sweep.outputs import OutputError, check_name, check_output_file, check_suffix
 from mfu_sweep.results import (
     Record,
     ResultError,
     Sweep,
     finish_record,
     load_sweeps,
+    read_json,
 )
 from mfu_sweep.shapes import (
     DEVICE_MEMORY_FRACTION,
@@ -150,6 +152,10 @@ def sweep_repeats(repeats: int | None, on_cpu: bool, passes: dict[Shape, int], e
 
 class SweepError(RuntimeError):
     """A sweep cannot start or continue; the message says why."""
+
+
+NO_STDOUT = ("a sweep checkpoints every record into its file (a journal beside it) and --resume continues that "
+             "file; write it with -o FILE.json and read it from there")
 
 
 @dataclass(frozen=True)
@@ -308,6 +314,9 @@ def _capped(plan: SweepPlan, device: dict[str, Any]) -> tuple[SweepPlan, dict[st
 
 def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
     try:
+        problem = resume_problem(plan.output, read_json(plan.output, fold=False))
+        if problem:
+            raise SweepError(f"cannot resume {str(plan.output)!r}: {problem}")
         (old,) = load_sweeps([plan.output])
     except ValueError as exc:
         if isinstance(exc, ResultError):
@@ -345,11 +354,12 @@ def _check_output(plan: SweepPlan) -> None:
     out = plan.output
     if plan.resume and plan.force:
         raise SweepError("--resume continues a file and --force overwrites it; pass one of them")
-    if plan.resume and not out.exists():
-        raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
     try:
+        check_name(out)
+        if plan.resume and not out.exists():
+            raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
         check_suffix(out, ".json", "a JSON sweep result")
-        check_output_file(out, force=plan.resume or plan.force,
+        check_output_file(out, force=plan.resume or plan.force, stdout=NO_STDOUT,
                           exists_hint="pass --resume to continue it or --force to overwrite it")
     except OutputError as exc:
         raise SweepError(str(exc)) from None

@@ -325,16 +325,10 @@ def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
 
 
 def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] = ()) -> None:
-    """Write :func:`shape_file_text` atomically."""
-    import os
-    import tempfile
+    """Write :func:`shape_file_text` atomically (``-``: to standard output)."""
+    from mfu_sweep.results import write_text_atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(shape_file_text(plan, header))
-    os.replace(tmp, path)
+    write_text_atomic(path, shape_file_text(plan, header))
 
 
 
