@@ -118,6 +118,10 @@ def check_replaceable(path: str | Path, flag: str = "-o", stdout_ok: bool = Fals
     except OSError:
         return
     fix = f"give a regular file's name with {flag}" + (f" ({flag} - writes to standard output)" if stdout_ok else "")
+    via = _descriptor_link(path)
+    if via:
+        raise OutputError(f"{str(path)!r} leads to {via!r}, an open file descriptor of a process (standard output, "
+                          f"a pipe), not a file; the tool does not replace it (with --force or without): {fix}")
     kind = special_kind(info.st_mode)
     if kind:
         raise OutputError(f"{str(path)!r} is {kind}, not a regular file; the tool replaces only regular files "
@@ -130,6 +134,23 @@ def check_replaceable(path: str | Path, flag: str = "-o", stdout_ok: bool = Fals
         if kind:
             raise OutputError(f"{str(path)!r} is a symlink to {kind} ({os.readlink(path)!r}); the tool replaces "
                               f"only regular files and symlinks to them (with --force or without): {fix}")
+
+
+DESCRIPTOR_DIRS = ("/proc/", "/dev/fd/")  # /dev/stdout -> /proc/self/fd/1: a process's descriptor, not a file
+
+
+def _descriptor_link(path: str | Path) -> str | None:
+    """The first of ``path`` and its symlink targets that names a process's file descriptor
+    (``/proc/self/fd/1``, ``/dev/fd/1``); None when none does."""
+    here = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on a chain of links
+        if here.startswith(DESCRIPTOR_DIRS):
+            return here
+        try:
+            here = os.path.join(os.path.dirname(here), os.readlink(here))
+        except OSError:  # not a link (or gone): the chain ends here
+            return None
+    return None
 
 
 def _no_stdout(path: str | Path, flag: str, why: str) -> OutputError:
