@@ -113,6 +113,8 @@ class SourceDevice:
     """What in this source can put a value above the chip's peak (for ``above_peak_reason``); empty: unknown."""
     identity: Identity = Identity()
     """Which GPU the source measured, as far as it says (uuid, architecture, PCI bus id ...)."""
+    warnings: tuple[str, ...] = ()
+    """What the reader left out of this source and the user must hear (a line skipped, named), printed by import."""
 
 
 def sha256_of(path: Path) -> str:
