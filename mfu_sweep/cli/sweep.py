@@ -63,8 +63,8 @@ def _range_default(end: int) -> str:
                    "shape's own (a shape file's layout column, a family's natural layout, else nn). The scaled "
                    "dtypes take nt only.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
-              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
-                   "repeatable (see `mfu-sweep shapes`).")
+              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096, or "
+                   "square (the default square sizes, beside the others); repeatable (see `mfu-sweep shapes`).")
 @click.option("--min-flop", type=float, default=None, callback=positive_float,
               help=f"Square family: smallest GEMM in FLOP [{_range_default(0)}].")
 @click.option("--max-flop", type=float, default=None, callback=positive_float,

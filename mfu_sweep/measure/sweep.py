@@ -93,19 +93,22 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
                   align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
     """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
 
-    The square family is added when nothing else is asked for, or when a FLOP
-    range is given; its default range depends on the device (see ``CPU_RANGE``)
-    and ``points`` defaults to ``POINTS_PER_DECADE`` per decade of it.
+    The square family is added when nothing else is asked for, when ``families`` names it
+    (``square``, the family name its records carry), or when a FLOP range is given; its default
+    range depends on the device (see ``CPU_RANGE``) and ``points`` defaults to
+    ``POINTS_PER_DECADE`` per decade of it.
     Duplicates keep their first family.
     """
-    from mfu_sweep.workloads import sweep_shapes
+    from mfu_sweep.workloads import is_square_family, sweep_shapes
 
     shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
     if shape_file:
         shapes += [(row.shape, row.family or "csv") for row in read_shape_rows(shape_file)]
-    for family in families:
-        shapes += sweep_shapes(family)
-    if not shapes or min_flop is not None or max_flop is not None:
+    square = False
+    for family in families:  # --shapes square: the family its records name, beside the others
+        square = is_square_family(family) or square
+        shapes += [] if is_square_family(family) else sweep_shapes(family)
+    if not shapes or square or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
         lo, hi = min_flop or lo, max_flop or hi
         if points is None:
@@ -154,8 +157,7 @@ class SweepError(RuntimeError):
     """A sweep cannot start or continue; the message says why."""
 
 
-NO_STDOUT = ("a sweep checkpoints every record into its file (a journal beside it) and --resume continues that "
-             "file; write it with -o FILE.json and read it from there")
+NO_STDOUT = "a sweep checkpoints every record into its file, which --resume continues: give -o FILE.json"
 
 
 @dataclass(frozen=True)
