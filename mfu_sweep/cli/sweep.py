@@ -174,7 +174,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     """
     require_torch("sweep")
     from mfu_sweep.cli.device import device_options_env
-    from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
+    from mfu_sweep.cli.sweep_plan import (
+        check_resume_device,
+        dry_run_peaks,
+        print_dry_run,
+        records_done,
+        resumed_params,
+    )
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
@@ -260,6 +266,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
     if dry_run:
+        if resume:
+            check_resume_device(plan.output, auto_backend() if req.backend == "auto" else req.backend)
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
                       records_done(plan.output) if resume else [],

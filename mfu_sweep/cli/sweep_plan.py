@@ -179,6 +179,20 @@ def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file
     return {}
 
 
+def check_resume_device(path: Path, backend: str) -> None:
+    """``--resume --dry-run``: refuse a device of another backend than the file's (``backend``: the one asked
+    for, ``auto`` resolved), as the real resume does once its device opens."""
+    from mfu_sweep.results import load_sweeps
+
+    if not path.exists():
+        return
+    own = load_sweeps([path])[0].device.get("backend")
+    if own != backend:
+        raise click.ClickException(f"cannot resume {str(path)!r}: its device.backend={own!r} differs from the "
+                                   f"device asked for ({backend}); resume it on a {own} device, or start a new "
+                                   "file with -o")
+
+
 def records_done(path: Path) -> list[Any]:
     """The records already in ``path``, journal included (none when it does not exist)."""
     from mfu_sweep.results import load_sweeps
