@@ -110,11 +110,21 @@ class RefinePlan:
         return [c.high_flops / c.low_flops for comp in self.comparisons for c in comp.crossovers
                 if c.method != "fit"]
 
+    def _still_ambiguous(self) -> str:
+        """What "settled" leaves ambiguous (the largest ambiguous share of a pair), said rather than hidden."""
+        shares = [s.share_ambiguous for c in self.comparisons if (s := c.lead_summary()) is not None]
+        worst = max(shares, default=0.0)
+        if worst < 0.005:
+            return ""
+        return (f"; still ambiguous over up to {worst:.0%} of a pair's shared range, where the data lean neither "
+                "way: no shape is proposed there")
+
     def sentence(self) -> str:
         look = (f"look {self.look.index} of {self.look.looks} (verdicts at alpha {self.look.alpha_look:.3g}, "
                 f"{self.look.spent:.3g} of {self.look.alpha:g} spent)")
         if self.status == "settled":
-            return f"settled at {look}: every crossover is narrower than x{self.target:g} and nothing leans open"
+            return (f"settled at {look}: every crossover is narrower than x{self.target:g} and nothing leans open"
+                    + self._still_ambiguous())
         if self.status == "looks-spent":
             stay = "stays" if len(self.regions) == 1 else "stay"
             return f"{look}: the planned looks are used up; {counted(len(self.regions), 'region')} {stay} open"
