@@ -93,6 +93,8 @@ def resume_problem(target: str | Path, data: Mapping[str, Any]) -> str | None:
     try:
         contents = read_journal(target)
     except JournalError as exc:
+        if exc.problem == str(exc):  # not a damaged line (a FIFO, a device, past the size limit): no repair mends it
+            return str(exc)
         return f"{exc.problem}; run `mfu-sweep repair {target}` first, then resume"
     if contents is None or extends(contents.header, data):
         return None
