@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
 import signal
 import tempfile
@@ -136,7 +137,8 @@ def check_replaceable(path: str | Path, flag: str = "-o", stdout_ok: bool = Fals
                               f"only regular files and symlinks to them (with --force or without): {fix}")
 
 
-DESCRIPTOR_DIRS = ("/proc/", "/dev/fd/")  # /dev/stdout -> /proc/self/fd/1: a process's descriptor, not a file
+# /dev/stdout -> /proc/self/fd/1: a process's descriptor, not a file
+DESCRIPTOR_PATH = re.compile(r"^(/proc/[^/]+/(task/[^/]+/)?fd/|/dev/fd/)")
 
 
 def _descriptor_link(path: str | Path) -> str | None:
@@ -144,7 +146,7 @@ def _descriptor_link(path: str | Path) -> str | None:
     (``/proc/self/fd/1``, ``/dev/fd/1``); None when none does."""
     here = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on a chain of links
-        if here.startswith(DESCRIPTOR_DIRS):
+        if DESCRIPTOR_PATH.match(here):
             return here
         try:
             here = os.path.join(os.path.dirname(here), os.readlink(here))

@@ -9,6 +9,8 @@ and why. The library part is :func:`mfu_sweep.journal.plan_repair`.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from mfu_sweep.cli.common import domain_errors
@@ -38,9 +40,11 @@ def repair(file: str) -> None:
     """
     from mfu_sweep import journal
     from mfu_sweep.filelock import output_lock
-    from mfu_sweep.outputs import check_output_file
+    from mfu_sweep.outputs import check_name, check_output_file, is_stdout
     from mfu_sweep.results import ResultError, read_json, validate_file, write_json_atomic
 
+    if not is_stdout(file) and not os.path.lexists(check_name(file)):  # before the check makes its folder
+        raise ResultError(f"{file!r}: no such file")
     check_output_file(file, force=True, stdout="repair rewrites FILE in place; name the file")
     with output_lock(file) as lock:
         if lock.note:
