@@ -51,9 +51,11 @@ versions with a message naming the file and the version.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import statistics
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,6 +65,7 @@ from typing import Any
 from mfu_sweep import checks, journal, jsonio
 from mfu_sweep.foreign import hint as foreign_hint
 from mfu_sweep.inputs import InputError, decode, encoding_name, parse_json, read_limited
+from mfu_sweep.outputs import check_replaceable, is_stdout
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.specs import Peak
 from mfu_sweep.text import counted
@@ -336,10 +339,13 @@ def _not_a_sweep(path: Path, data: bytes) -> ResultError:
                        "that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)")
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path``; a sweep with a journal (a running or killed sweep) with its records folded in."""
+def read_json(path: str | Path, on_invalid: Callable[[str], None] | None = None, fold: bool = True) -> Any:
+    """The parsed JSON of ``path`` (``-``: standard input); a sweep with a journal (a running or killed sweep)
+    with its records folded in, unless not ``fold``. With ``on_invalid`` damaged journal lines are skipped
+    with a note to it (``journal.fold``)."""
     try:
-        return journal.fold(path, _read_json_file(path))
+        data = _read_json_file(path)
+        return journal.fold(path, data, on_invalid) if fold else data
     except journal.JournalError as exc:
         raise ResultError(str(exc)) from None
 
@@ -377,7 +383,8 @@ def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
     """
     sweeps: list[Sweep] = []
     for path in paths:
-        sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate, on_invalid=on_invalid))
+        sweeps.extend(parse_document(read_json(path, on_invalid), source=str(path), validate=validate,
+                                     on_invalid=on_invalid))
     if not sweeps:
         raise ResultError("no result files given")
     return sweeps
@@ -426,26 +433,34 @@ def screen(data: Mapping[str, Any], source: str, on_invalid: Callable[[str], Non
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never half of one (non-finite floats as null)."""
+    """Write JSON so that readers see the old file or the new one, never half of one (non-finite floats as null);
+    ``-`` writes it to standard output."""
     text = jsonio.dumps(data, indent=True) + b"\n"  # orjson: a 10,000-record sweep in a tenth of json's time
     _write_atomic(path, lambda fh: fh.write(text), binary=True)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` so that readers see the old file or the new one, never half of one."""
+    """Write ``text`` so that readers see the old file or the new one, never half of one; ``-`` writes it to
+    standard output."""
     _write_atomic(path, lambda fh: fh.write(text))
 
 
 def _write_atomic(path: str | Path, write: Callable[[Any], Any], binary: bool = False) -> None:
+    if is_stdout(path):
+        _write_stdout(write, binary)
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         with os.fdopen(fd, "wb" if binary else "w") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        check_replaceable(path)  # a device node, a FIFO or a socket is never replaced by a file
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -457,10 +472,18 @@ def _write_atomic(path: str | Path, write: Callable[[Any], Any], binary: bool = 
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _write_stdout(write: Callable[[Any], Any], binary: bool) -> None:
+    """``write`` to standard output (``-o -``), as UTF-8 bytes where the stream has a buffer."""
+    sink: Any = io.BytesIO() if binary else io.StringIO()
+    write(sink)
+    data = sink.getvalue()
+    buffer = getattr(sys.stdout, "buffer", None)
+    sys.stdout.flush()
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8") if binary else data)
+    else:
+        buffer.write(data if binary else data.encode("utf-8"))
+        buffer.flush()
 
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:

@@ -40,6 +40,7 @@ MAX_GROUPS = 2**16  # groups of one grouped GEMM (MoE layers have up to a few hu
 # The square family on a device that reports its memory keeps a shape only when one measurement's
 # working set (see ``working_bytes``) fits in this fraction of it (the rest: runtime, allocator slack).
 DEVICE_MEMORY_FRACTION = 0.5
+MAX_PASSES = 1000  # passes of one shape at most: --repeats and a shape file's passes column
 # Sizes below 4*align round to align/2, below 2*align to align/4, ..., never below this multiple.
 MIN_SMALL_ALIGN = 16
 
@@ -375,12 +376,13 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     ``#`` are comments. The file is UTF-8, with or without the byte-order mark Excel writes before a CSV.
     Errors name the file and the line as the file numbers it.
     """
-    path = Path(path)
+    from mfu_sweep.inputs import InputError, read_limited
+
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except OSError as exc:
-        raise ShapeError(f"shape file {name!r}: {exc.strerror or exc}") from None
+    try:  # within the input limit; a FIFO or a device is refused, never read; - is standard input
+        text = read_limited(path).decode("utf-8-sig")
+    except InputError as exc:
+        raise ShapeError(f"shape file {exc}") from None
     except UnicodeDecodeError:
         raise ShapeError(f"shape file {name!r} is not text") from None
     lines = [(no, ln) for no, ln in enumerate(text.splitlines(), start=1)
@@ -398,6 +400,9 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
                 rows.append(_shape_row(header, values, line))
         except ShapeError as exc:
             raise ShapeError(f"shape file {name!r} line {lineno}: {exc}") from None
+    if not rows:  # a header alone would otherwise leave the sweep to its default shapes
+        raise ShapeError(f"shape file {name!r} has a header ({','.join(header)}) and no shapes; add a row "
+                         "per shape (e.g. 4096,4096,4096 under m,n,k)")
     return rows
 
 
@@ -439,8 +444,8 @@ def _shape_row(header: list[str], values: list[str], line: str) -> ShapeRow:
             raise ShapeError(f"column {col!r} is empty in {line.strip()!r}")
     dims = [_column_int(row, c) if row.get(c) else 1 for c in ("batch", "m", "n", "k")]
     passes = _column_int(row, "passes") if row.get("passes") else None
-    if passes == 0:
-        raise ShapeError("passes=0 must be at least 1")
+    if passes == 0 or (passes or 0) > MAX_PASSES:
+        raise ShapeError(f"passes={passes} must be from 1 to {MAX_PASSES} (as --repeats)")
     layout = (row.get("layout") or DEFAULT_LAYOUT).lower()
     if layout not in LAYOUTS:
         raise ShapeError(f"column 'layout' = {row['layout']!r} is not one of {', '.join(LAYOUTS)}")

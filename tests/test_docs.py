@@ -365,3 +365,5 @@ def test_shell_completion_as_documented() -> None:
     env = {"_MFU_SWEEP_COMPLETE": "bash_complete", "COMP_WORDS": "mfu-sweep sweep --dtype ", "COMP_CWORD": "3"}
     offered = runner.invoke(main, [], prog_name="mfu-sweep", env=env).output.split()
     assert "plain,bf16" in offered and "plain,fp8" in offered, offered
+    listed = re.search(r"`sweep --dtype <TAB>` offers\s+`([^`]*)`", install)
+    assert listed and listed.group(1).split() == [o.removeprefix("plain,") for o in offered]  # every dtype, in order

@@ -19,6 +19,7 @@ from mfu_sweep.cli.export import export
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
 from mfu_sweep.cli.refine import refine
+from mfu_sweep.cli.repair import repair
 from mfu_sweep.cli.report import plot, report
 from mfu_sweep.cli.sweep import sweep
 from mfu_sweep.cli.workloads import predict, shapes
@@ -41,6 +42,6 @@ def main() -> None:
     """
 
 
-for _command in (sweep, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
+for _command in (sweep, specs, validate, repair, shapes, predict, ceilings, selftest, merge, fit, compare, export,
                  plot, report, import_, refine, docs):
     main.add_command(_command)

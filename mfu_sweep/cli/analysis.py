@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from mfu_sweep.cli.common import (
     seed_option,
 )
 from mfu_sweep.cli.progress import load_files, step
-from mfu_sweep.outputs import check_output_file
+from mfu_sweep.outputs import check_output_file, is_stdout
 from mfu_sweep.text import counted
 
 FILES = result_files
@@ -41,7 +42,7 @@ FILES = result_files
 @click.command()
 @FILES
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=json_output,
-              help="Merged file to write (JSON).")
+              help="Merged file to write (JSON); - writes it to standard output.")
 @click.option("--relabel", "relabels", multiple=True, metavar="[FILE:]OLD=NEW",
               help="Rename device label OLD to NEW (only in sweeps from FILE when given); repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
@@ -71,21 +72,24 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
 
     rules = [Relabel.parse(r) for r in relabels]
     check_output_file(output, force)
-    with output_lock(output) as lock:
-        if lock.note:
+    to_stdout = is_stdout(output)
+    with nullcontext() if to_stdout else output_lock(output) as lock:
+        if lock is not None and lock.note:
             click.echo(f"note: {lock.note}", err=True)
-        if Path(output).exists() and not force:
+        if not to_stdout and Path(output).exists() and not force:
             raise click.ClickException(f"{output} exists; use --force to overwrite")
         result = merge_files(files, rules, on_invalid=invalid_note())
-        write_json_atomic(output, result.to_json())
+        write_json_atomic(output, result.to_json())  # -o -: standard output
     if as_json:
         click.echo(json.dumps({"output": output, "sweeps": len(result.sweeps), "files": list(files),
-                               "labels": list(result.labels), "notes": list(result.notes)}, indent=1))
+                               "labels": list(result.labels), "notes": list(result.notes)}, indent=1),
+                   err=to_stdout)
         return
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"merged {counted(len(result.sweeps), 'sweep')} from {counted(len(files), 'file')} "
-               f"(labels: {', '.join(result.labels)}) into {output}")
+               f"(labels: {', '.join(result.labels)}) into {'standard output' if to_stdout else output}",
+               err=to_stdout)
 
 
 # -- fit ---------------------------------------------------------------------------

@@ -49,8 +49,9 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-MEASURE_INSTALL = ("pip install 'mfu-sweep[measure]', or install the torch build for your machine (CUDA, ROCm, "
-                   "CPU; pytorch.org) into this environment first")
+MEASURE_INSTALL = ("python -m pip install '.[measure]' in the mfu-sweep checkout (as the README installs it), or "
+                   "install the torch build for your machine (CUDA, ROCm, CPU; pytorch.org) into this environment "
+                   "first")
 
 
 def require_torch(what: str) -> None:

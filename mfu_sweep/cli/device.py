@@ -60,7 +60,7 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
 @click.option("--budget-s", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
               help="Measurement budget per shape and for the copy.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=json_output,
-              help="Write the block to this JSON file.")
+              help="Write the block to this JSON file (- : standard output, the summary then on stderr).")
 @click.option("--into", "into", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Store the block under the key 'ceilings' of this sweep result file (atomically).")
 @click.option("--force", is_flag=True,
@@ -88,11 +88,14 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.outputs import check_output_file
+    from mfu_sweep.outputs import check_output_file, is_stdout
     from mfu_sweep.results import write_json_atomic
 
+    if as_json and is_stdout(output):
+        raise click.ClickException("--json and -o - both print the block on standard output: pass one of them")
     if output:  # fail before measuring when the file cannot be written
         check_output_file(output, force)
+    quiet = as_json or is_stdout(output)  # the summary lines go to stderr when stdout carries JSON
     if into:  # fail before measuring when another writer (a sweep) holds the file
         check_output_file(into, force=True, flag="--into")
         from mfu_sweep.filelock import output_lock
@@ -104,15 +107,16 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     timing = TimingConfig(**{**vars(CEILING_TIMING), "budget_s": budget_s})
     block = measure_ceilings(backend, dtypes or None, sizes or None, timing, spec_file, chip)
     dev = block["device"]
-    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}", err=as_json)
+    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}", err=quiet)
     for line in summary_lines(block):
-        click.echo(line, err=as_json)
+        click.echo(line, err=quiet)
     if output:
-        write_json_atomic(output, block)
-        click.echo(f"wrote {output}", err=as_json)
+        write_json_atomic(output, block)  # -o -: standard output
+        if not is_stdout(output):
+            click.echo(f"wrote {output}", err=quiet)
     if into:
         add_to_result(into, block, force=force)
-        click.echo(f"stored as 'ceilings' in {into}", err=as_json)
+        click.echo(f"stored as 'ceilings' in {into}", err=quiet)
     if as_json:
         click.echo(json.dumps(block, indent=1))
 

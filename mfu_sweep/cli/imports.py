@@ -21,6 +21,7 @@ from mfu_sweep.cli.common import domain_errors, dtype_aliases, invoked_argv, spe
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
+from mfu_sweep.inputs import STDIN
 from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import check_output_dir
 from mfu_sweep.results import ResultError, read_json, save_sweep
@@ -103,6 +104,10 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import tritonbench gemm.csv --dtype bf16 --chip tritonbench=h100-sxm -o out/
         mfu-sweep import nvbench results.json -o out/ --json
     """
+    if STDIN in sources:
+        raise SourceError("import reads each SOURCE by name (its file name and SHA-256 are the imported file's "
+                          "provenance, and a provenance.toml beside it is read): save standard input to a file "
+                          "and give its name, not -")
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
         dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),

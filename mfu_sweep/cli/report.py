@@ -16,6 +16,7 @@ import click
 from mfu_sweep.cli.common import allow_invalid_option, domain_errors, dtype_aliases, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.cli.progress import load_files, step
+from mfu_sweep.manifest import left_note
 from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
@@ -28,7 +29,9 @@ def _use_agg() -> None:
 
 
 REPORT_FILES = ("index.md", "index.html", "analysis.json", "figures")
-FORCE = click.option("--force", is_flag=True, help="Overwrite files an earlier run left in the output directory.")
+FORCE = click.option("--force", is_flag=True,
+                     help="Overwrite files an earlier run left in the output directory. A report replaces only "
+                          "files a report wrote there (listed in its .mfu-sweep-manifest) and names the others.")
 
 
 def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -> Path:
@@ -198,5 +201,8 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
         with step("drawing", "figure") as bar:
             paths = write_report(sweeps, out, analysis=analysis, y_scale=y_scale, detail=detail, progress=bar)
         _wrote(paths)
+        left = left_note(out, REPORT_FILES)  # --force removed only what a report wrote: name the rest
+        if left:
+            click.echo(f"note: {left}", err=True)
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {output!r} ({exc.strerror or exc})") from None

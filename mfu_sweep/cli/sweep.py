@@ -32,6 +32,7 @@ from mfu_sweep.measure.sweep import (
     CPU_REPEATS,
     POINTS_PER_DECADE,
 )
+from mfu_sweep.shapes import MAX_PASSES
 from mfu_sweep.text import counted
 
 
@@ -62,8 +63,8 @@ def _range_default(end: int) -> str:
                    "shape's own (a shape file's layout column, a family's natural layout, else nn). The scaled "
                    "dtypes take nt only.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
-              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
-                   "repeatable (see `mfu-sweep shapes`).")
+              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096, or "
+                   "square (the default square sizes, beside the others); repeatable (see `mfu-sweep shapes`).")
 @click.option("--min-flop", type=float, default=None, callback=positive_float,
               help=f"Square family: smallest GEMM in FLOP [{_range_default(0)}].")
 @click.option("--max-flop", type=float, default=None, callback=positive_float,
@@ -80,7 +81,7 @@ def _range_default(end: int) -> str:
 @click.option("--budget-s", type=float, default=None, callback=positive_float,
               help=f"Measurement time budget per shape and pass after the first call "
                    f"[{BUDGET_ONE_PASS_S:g} with one pass, {BUDGET_PER_PASS_S:g} with several].")
-@click.option("--repeats", type=click.IntRange(1, 1000), default=None, metavar="R",
+@click.option("--repeats", type=click.IntRange(1, MAX_PASSES), default=None, metavar="R",
               help=f"Passes over the shapes, each in its own seeded shuffled order and a fresh worker; every "
                    f"record keeps its pass [CPU {CPU_REPEATS}, else {ACCEL_REPEATS}].")
 @click.option("--target-ci", type=float, default=0.01, show_default=True, callback=positive_float,
@@ -173,7 +174,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     """
     require_torch("sweep")
     from mfu_sweep.cli.device import device_options_env
-    from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
+    from mfu_sweep.cli.sweep_plan import (
+        check_resume_device,
+        dry_run_peaks,
+        print_dry_run,
+        records_done,
+        resumed_params,
+    )
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
@@ -194,6 +201,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
 
     if resume and force:
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
+    if output is not None:
+        _refuse_early(output)
     if resume:
         ctx = click.get_current_context()
         params = resumed_params(ctx, output, Path(output) if output else _default_output(device, label, cache))
@@ -257,6 +266,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
     if dry_run:
+        if resume:
+            check_resume_device(plan.output, auto_backend() if req.backend == "auto" else req.backend)
         print_dry_run(tasks, repeats, timing, isolate, plan.output,
                       dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
                       records_done(plan.output) if resume else [],
@@ -405,6 +416,18 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
 def cache_suffix(cache: str) -> str:
     """The default label's suffix for a cache policy: none for rotate, ``-flush``, ``-hot`` for none."""
     return {"flush": "-flush", "none": "-hot"}.get(cache, "")
+
+
+def _refuse_early(output: str) -> None:
+    """``-o -``, a name too long, and a device node, FIFO or socket at ``-o`` are refused before anything else
+    (before ``--resume`` reads the file)."""
+    from mfu_sweep.measure.sweep import NO_STDOUT
+    from mfu_sweep.outputs import OutputError, check_name, check_replaceable, is_stdout
+
+    if is_stdout(output):
+        raise OutputError(f"-o - means standard output, but {NO_STDOUT}")
+    check_name(output)
+    check_replaceable(output)
 
 
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:

@@ -35,10 +35,14 @@ RESUMED = "mfu_sweep.resumed"
 def _stored_command(path: Path) -> tuple[list[str], dict[str, Any]]:
     """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``, without the program and command)
     and the file's settings."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.journal import resume_problem
+    from mfu_sweep.results import load_sweeps, read_json
 
     if not path.exists():
         raise click.ClickException(f"cannot resume {str(path)!r}: no such file; drop --resume to start it")
+    problem = resume_problem(path, read_json(path, fold=False))
+    if problem:
+        raise click.ClickException(f"cannot resume {str(path)!r}: {problem}")
     sweeps = load_sweeps([path])
     if len(sweeps) != 1:
         raise click.ClickException(f"cannot resume {str(path)!r}: it is a merged file; resume one sweep file")
@@ -173,6 +177,20 @@ def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file
 
         return dict(estimate_cpu_peak(threads).tflops)
     return {}
+
+
+def check_resume_device(path: Path, backend: str) -> None:
+    """``--resume --dry-run``: refuse a device of another backend than the file's (``backend``: the one asked
+    for, ``auto`` resolved), as the real resume does once its device opens."""
+    from mfu_sweep.results import load_sweeps
+
+    if not path.exists():
+        return
+    own = load_sweeps([path])[0].device.get("backend")
+    if own != backend:
+        raise click.ClickException(f"cannot resume {str(path)!r}: its device.backend={own!r} differs from the "
+                                   f"device asked for ({backend}); resume it on a {own} device, or start a new "
+                                   "file with -o")
 
 
 def records_done(path: Path) -> list[Any]:

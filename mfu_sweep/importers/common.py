@@ -125,6 +125,8 @@ class SourceDevice:
     """Which GPU the source measured, as far as it says (uuid, architecture, PCI bus id ...)."""
     chip: str | None = None
     """The spec entry the source itself names (an mfu-sweep export read back); ``--chip`` overrides it."""
+    warnings: tuple[str, ...] = ()
+    """What the reader left out of this source and the user must hear (a line skipped, named), printed by import."""
 
 
 def sha256_of(path: Path) -> str:

@@ -22,6 +22,7 @@ from mfu_sweep.dtypes import DType, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.energy import metered_block_timer
+from mfu_sweep.measure.memory import gib, record_test_oom_kill, working_set
 from mfu_sweep.measure.task import Task, blank_record
 from mfu_sweep.measure.throttle import guard_block_timer, policy_from_env
 from mfu_sweep.measure.timing import BlockTimer, Measurement, measure
@@ -33,7 +34,7 @@ MAX_INPUT_SETS = 64
 # around one call), so a block need not be long to hide timer overhead; a
 # short block keeps the untimed flushes from eating the whole budget.
 FLUSH_MIN_BLOCK_S = 2e-4
-# Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE".
+# Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE,oom-kill:SHAPE".
 FAULT_ENV = "MFU_SWEEP_TEST_FAULT"
 
 
@@ -55,6 +56,9 @@ def _maybe_inject_fault(task: Task) -> None:
             time.sleep(3600)
         elif kind == "oom":
             raise torch.OutOfMemoryError("injected out of memory (test fault)")
+        elif kind == "oom-kill":  # as the kernel's OOM killer does it: its count rises, then SIGKILL
+            record_test_oom_kill()
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _compile_seconds(before: int) -> float | None:
@@ -92,12 +96,16 @@ def _compilation_count() -> int:
 
 
 def run_task(backend: TorchBackend, task: Task) -> Record:
-    """Measure ``task`` on ``backend``; failures other than bugs become statuses."""
+    """Measure ``task`` on ``backend``; failures other than bugs become statuses.
+
+    Before anything is allocated, the shape's working set is checked against the memory free to it
+    (:mod:`mfu_sweep.measure.memory`): a shape that cannot fit is an ``oom`` record naming both, never run.
+    """
     dt = get_dtype(task.dtype)
     check_memory(task.shape, dt)
     try:
         backend.check_supported(dt, task.mode)
-        return _measure_task(backend, task, dt)
+        return _short_of_memory(backend, task, dt) or _measure_task(backend, task, dt)
     except Unsupported as exc:
         return blank_record(task, "unsupported", str(exc))
     except (RuntimeError, MemoryError) as exc:
@@ -160,6 +168,27 @@ def allocates_output(mode: str, dt: DType) -> bool:
     return mode == "compile" or bool(dt.block)
 
 
+def _sets(backend: TorchBackend, task: Task, dt: DType) -> int:
+    """Operand sets the task cycles through (one with ``--cache flush`` or ``none``)."""
+    return 1 if task.cache in ("flush", "none") else input_sets(task.shape, dt, backend.rotation_bytes())
+
+
+def _short_of_memory(backend: TorchBackend, task: Task, dt: DType) -> Record | None:
+    """The ``oom`` record of a task whose working set exceeds the memory free to it; None when it fits (or the
+    backend cannot say what is free)."""
+    free = backend.free_memory()
+    if free is None:
+        return None
+    sets = _sets(backend, task, dt)
+    need = working_set(task.shape, dt, sets, task.mode, backend.flush_bytes() if task.cache == "flush" else 0)
+    if need <= free.bytes:
+        return None
+    return blank_record(task, "oom", f"not run: its working set needs {gib(need)} ({sets} operand "
+                        f"{'set' if sets == 1 else 'sets'} with staging and check), and {gib(free.bytes)} is free "
+                        f"({free.source})", memory={"need_bytes": need, "free_bytes": free.bytes,
+                                                    "free_source": free.source})
+
+
 def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     torch.manual_seed(task.seed)
     backend.set_math_mode(dt)
@@ -167,7 +196,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         torch._dynamo.reset()
     _maybe_inject_fault(task)
     flushing = task.cache == "flush"
-    sets = 1 if flushing or task.cache == "none" else input_sets(task.shape, dt, backend.rotation_bytes())
+    sets = _sets(backend, task, dt)
     inputs = backend.make_inputs(task.shape, dt, sets, task.seed)
     fn = backend.gemm_fn(task.shape, dt, task.mode, inputs, task.compile_mode)
     counter = [0]

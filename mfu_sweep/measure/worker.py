@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.errors import BackendError
+from mfu_sweep.measure.memory import oom_kills
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
 from mfu_sweep.results import Record
 
@@ -211,9 +212,11 @@ class Worker:
         os.close(fd)
         self.proc = _Proc(popen, path)
         self.start_timeout_s = start_timeout_s
+        self.oom_kills = 0
 
     def request(self, message: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
         popen = self.proc.popen
+        self.oom_kills = oom_kills()  # a SIGKILL while this count rises is the kernel's OOM killer
         try:
             popen.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
             popen.stdin.flush()  # type: ignore[union-attr]
@@ -253,7 +256,11 @@ class Worker:
             code = popen.returncode
         how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
         tail = self.stderr_tail()
-        status = "oom" if code == -signal.SIGKILL and "out of memory" in tail.lower() else "error"
+        killed = code == -signal.SIGKILL
+        kills = oom_kills() - self.oom_kills if killed else 0
+        if kills > 0:
+            how += f" by the kernel's OOM killer (its oom_kill count rose by {kills} while the shape ran)"
+        status = "oom" if killed and (kills > 0 or "out of memory" in tail.lower()) else "error"
         return WorkerDied(status, f"worker {how}" + (f"; stderr tail:\n{tail}" if tail else ""))
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:

@@ -20,6 +20,7 @@ import torch
 from mfu_sweep.dtypes import DType
 from mfu_sweep.measure.backends.operands import Inputs, Unsupported, gemm_call, make_inputs_for
 from mfu_sweep.measure.energy import EnergyReader
+from mfu_sweep.measure.memory import Free
 from mfu_sweep.measure.throttle import Probe
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
 from mfu_sweep.shapes import Shape
@@ -252,5 +253,9 @@ class TorchBackend:
         return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
     def memory_bytes(self) -> int | None:
+        return None
+
+    def free_memory(self) -> Free | None:
+        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.memory`); None: unknown, no check."""
         return None
 

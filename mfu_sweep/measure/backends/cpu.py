@@ -11,6 +11,7 @@ import torch
 from mfu_sweep.errors import BackendError
 from mfu_sweep.fingerprint import cpu_fingerprint, read_meminfo_gib
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
+from mfu_sweep.measure.memory import Free, host_free
 from mfu_sweep.measure.task import THREADS_ENV, TIMER_ENV, check_threads
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, load_cpuinfo, machine_tag
@@ -78,3 +79,6 @@ class CpuBackend(TorchBackend):
 
     def rotation_bytes(self) -> int:
         return 2 * (last_level_cache_bytes() or 32 * 2**20)
+
+    def free_memory(self) -> Free | None:
+        return host_free()  # MemAvailable and the cgroup's room, the smaller

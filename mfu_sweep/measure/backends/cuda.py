@@ -38,6 +38,7 @@ from mfu_sweep.measure.backends.cuda_telemetry import (
     torch_reader,
 )
 from mfu_sweep.measure.backends.generic import event_flush_timer
+from mfu_sweep.measure.memory import Free
 from mfu_sweep.measure.task import TIMER_ENV
 from mfu_sweep.measure.timing import BlockTimer
 from mfu_sweep.shapes import Shape
@@ -340,6 +341,10 @@ class CudaBackend(TorchBackend):
 
     def memory_bytes(self) -> int | None:
         return int(self.props.total_memory)
+
+    def free_memory(self) -> Free | None:
+        free, _ = torch.cuda.mem_get_info(self.device)  # the driver's count: other processes' use is out of it
+        return Free(int(free), f"torch.cuda.mem_get_info on {self.device}")
 
     # ----- execution ---------------------------------------------------
     def sync(self) -> None:
