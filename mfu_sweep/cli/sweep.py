@@ -123,10 +123,13 @@ def _range_default(end: int) -> str:
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
 @click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
               help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
-@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler"]), default="auto", show_default=True,
+@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler", "cputime"]), default="auto",
+              show_default=True,
               help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us); "
                    "profiler (CUDA and CPU): the GEMM's own time summed from torch.profiler events, CUDA kernels "
-                   "or the CPU's matmul ops, without launch and host overheads.")
+                   "or the CPU's matmul ops, without launch and host overheads; cputime (CPU): the CPU time of "
+                   "the thread that calls the GEMM, which time others take from the cores does not inflate "
+                   "(for a busy machine; the record keeps the wall time beside it).")
 @click.option("--on-throttle", type=click.Choice(["keep", "discard", "wait"]), default="keep", show_default=True,
               help="When the GPU throttles (NVML reason or SM clock below 75% of max) while a shape is timed: keep "
                    "the block and flag the shape; discard the block, idle 50 ms and time it again (nvbench); or "
@@ -203,9 +206,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
-    if timer != "auto" and req.backend not in ("cuda", "auto") and not (timer == "profiler" and req.backend == "cpu"):
-        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
-        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
+    _check_timer(timer, req.backend)
     if timer != "auto" and cache == "flush":
         raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
                                  "alone with events", param_hint="--timer")
@@ -308,6 +309,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     busy = contention_note([result])
     if busy:
         click.echo(busy, err=True)
+        if timer == "auto" and result.device.get("backend") == "cpu":
+            click.echo(f"hint: {CPUTIME_HINT}", err=True)
     tax = compile_summary(result.records)
     if tax:
         click.echo(f"time to first result: {tax}")
@@ -321,6 +324,24 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         if docs is not None:
             _write_gathered(docs, final_output)
             click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+CPUTIME_HINT = ("--timer cputime times the CPU time of the thread that calls the GEMM, which others' use of the cores "
+                "does not inflate (docs/fidelity.md)")
+
+
+def _check_timer(timer: str, backend: str) -> None:
+    """Refuse a ``--timer`` the device does not have: events and graph are CUDA's, profiler CUDA's and the CPU's,
+    cputime the CPU's (``--device auto`` must resolve to the CPU)."""
+    from mfu_sweep.measure.backends import auto_backend
+
+    if timer == "cputime":
+        if backend == "cpu" or (backend == "auto" and auto_backend() == "cpu"):
+            return
+        raise click.BadParameter("'cputime' applies to --device cpu only", param_hint="--timer")
+    if timer != "auto" and backend not in ("cuda", "auto") and not (timer == "profiler" and backend == "cpu"):
+        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
+        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
 
 
 def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:
