@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mfu_sweep.analysis.sources.medians import ShapeTable
 from mfu_sweep.fingerprint import describe as describe_fingerprint
 from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
@@ -94,6 +95,10 @@ class Series:
     notes:
         What a reader of its MFU should know about its peak (two measured-clock peaks of its sweeps that
         differ by more than ``MEASURED_PEAK_RTOL``: the first is used); empty otherwise.
+    table:
+        Per-shape medians (:class:`~mfu_sweep.analysis.sources.medians.ShapeTable`) when the series was
+        read from file digests for the fleet gate (``compare`` on many files): then ``records`` is empty,
+        and only the leaderboards and the fleet view, which need nothing else, read it.
     """
 
     key: SeriesKey
@@ -105,6 +110,7 @@ class Series:
     timing: Mapping[str, Any] = field(default_factory=dict)
     published: bool = False
     notes: tuple[str, ...] = ()
+    table: ShapeTable | None = None
 
     @property
     def label(self) -> str:
@@ -126,6 +132,8 @@ class Series:
     @property
     def n_shapes(self) -> int:
         """Number of distinct shapes measured."""
+        if self.table is not None and not self.records:
+            return len(self.table)
         return len({r.shape for r in self.records})
 
 
