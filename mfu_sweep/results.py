@@ -336,21 +336,32 @@ def _not_a_sweep(path: Path, data: bytes) -> ResultError:
                        "that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)")
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path``; a sweep with a journal (a running or killed sweep) with its records folded in."""
+def read_json(path: str | Path, raw: bytes | None = None) -> Any:
+    """The parsed JSON of ``path``; a sweep with a journal (a running or killed sweep) with its records folded in.
+
+    ``raw``: the file's bytes when the caller has read them already (:func:`read_bytes`)."""
     try:
-        return journal.fold(path, _read_json_file(path))
+        return journal.fold(path, _read_json_file(path, raw))
     except journal.JournalError as exc:
         raise ResultError(str(exc)) from None
 
 
-def _read_json_file(path: str | Path) -> Any:
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a result file, read within :mod:`mfu_sweep.inputs`' size limit; a failure is one line
+    (:class:`ResultError`) naming the file."""
+    try:
+        return read_limited(path)
+    except InputError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def _read_json_file(path: str | Path, raw: bytes | None = None) -> Any:
     """The parsed JSON of a result file, read within :mod:`mfu_sweep.inputs`' limits (size, nesting, one
     value per key; UTF-8 with or without a byte-order mark, UTF-16 with one); a failure is one line
     (:class:`ResultError`) naming the file."""
     path = Path(path)
     try:
-        data = read_limited(path)
+        data = read_limited(path) if raw is None else raw
         if encoding_name(data):  # Notepad's "Unicode", PowerShell's redirect: the same text, wider
             data = decode(data).encode("utf-8")
         text = data.decode("utf-8")

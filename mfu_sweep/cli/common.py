@@ -257,3 +257,10 @@ gate_option = click.option(
     help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
          "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
          "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")
+
+
+# --no-cache of compare (mfu_sweep.cli.board.fleet_inputs): here so that building the command imports no analysis
+no_cache_option = click.option(
+    "--no-cache", is_flag=True,
+    help="With many files (the fleet gate), neither read nor write the cache of per-file digests in "
+         "$XDG_CACHE_HOME/mfu-sweep (default ~/.cache/mfu-sweep); every file is read and validated again.")

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp
+from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp, t_ppf, t_sf
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.analysis.verdicts.margin import lead_words, log_margin
 
@@ -119,7 +118,7 @@ class Run:
 def lead_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
     """Two-sided p of a difference beyond ``+-delta`` (log scale): ``2 P(T > (|est| - delta) / se)``, at most 1."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.minimum(1.0, 2 * student_t.sf((np.abs(est) - delta) / se, dof))
+        return np.minimum(1.0, 2 * t_sf((np.abs(est) - delta) / se, dof))
 
 
 def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
@@ -127,7 +126,7 @@ def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np
     if delta <= 0:
         return np.ones(np.shape(est))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return student_t.sf((delta - np.abs(est)) / se, dof)
+        return t_sf((delta - np.abs(est)) / se, dof)
 
 
 def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float, inside: np.ndarray,
@@ -188,18 +187,32 @@ def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0
     delta = log_margin(margin)
     p = lead_p(est, se, dof, delta)
     adj, adj_same = holm(p), holm(same_p(est, se, dof, delta))
-    half = student_t.ppf(1 - alpha / 2, dof) * se
+    half = t_ppf(1 - alpha / 2, dof) * se
     verdict, words = calls(est, adj, adj_same, alpha, np.abs(est) + half < delta, metric)
-    return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), pv, pa, v, n, w, ps)
+    return [_cell((label, b, math.exp(e), math.exp(e - h), _exp(e + h), pv, pa, v, n, w, ps))
             for (label, b, n), e, h, pv, pa, v, w, ps in zip(rows, est.tolist(), half.tolist(), p.tolist(),
                                                              adj.tolist(), verdict.tolist(), words,
                                                              adj_same.tolist(), strict=True)]
 
 
+_CELL_FIELDS = tuple(f.name for f in fields(BandCell))
+
+
+def _cell(values: tuple[Any, ...]) -> BandCell:
+    """``BandCell(*values)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field:
+    a quarter of a million cells in a pod's leaderboards took a second); the same object."""
+    cell = object.__new__(BandCell)
+    cell.__dict__.update(zip(_CELL_FIELDS, values, strict=True))
+    return cell
+
+
 def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard, ...]:
     out = []
+    by_band: dict[int, list[BandCell]] = {}
+    for c in cells:
+        by_band.setdefault(c.band, []).append(c)
     for b, band in enumerate(bands):
-        here = sorted((c for c in cells if c.band == b), key=lambda c: (-c.ratio, c.label))
+        here = sorted(by_band.get(b, ()), key=lambda c: (-c.ratio, c.label))
         if not here:
             continue
         ahead = tuple((c.label, c.ratio) for c in here if c.verdict > 0)

@@ -39,11 +39,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
+from scipy.special import stdtr, stdtrit
 
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.sources.medians import shape_table
-from mfu_sweep.analysis.verdicts.matching import ShapeModel
 from mfu_sweep.text import format_flops
 
 LN_TERA = 12 * math.log(10)
@@ -134,6 +133,8 @@ def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.
     values, se = np.full(len(shapes), np.nan), np.full(len(shapes), np.nan)
     if not len(shapes):  # the device measured every shape of the grid (a fleet of one grid): nothing to predict
         return values, se
+    from mfu_sweep.analysis.verdicts.matching import ShapeModel  # here: it brings the pairwise verdicts along
+
     model = ShapeModel.of(p.shapes, p.log_metric[None, :])
     if not model.names:
         return values, se
@@ -254,7 +255,8 @@ def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> t
             * np.sqrt(k / (k - 1))
     resid = np.where(keep, scaled, np.nan)
     centre = _row_medians(resid)
-    own = (MAD_TO_SIGMA * _row_medians(np.abs(resid - centre[:, None]))) ** 2
+    spread = MAD_TO_SIGMA * _row_medians(np.abs(resid - centre[:, None]))
+    own = np.array([x**2 for x in spread.tolist()])  # Python's float power, as one device's own (numpy squares)
     pooled = float(np.nanmedian(own)) if np.isfinite(own).any() else 0.0
     seen = ~np.isnan(log_ratio) & ~np.isnan(median_var)
     floor = np.where(seen, median_var, 0.0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)  # 0 with no shape
@@ -305,6 +307,20 @@ def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
     return _Evidence(grid, log_ratio, var, dof, bands, band_of)
 
 
+def t_sf(x: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t survival function, as ``scipy.stats.t.sf`` gives it for these arguments (the same special
+    function: ``stdtr(df, -x)``; NaN where ``df`` is not positive or ``x`` is NaN), without importing
+    scipy.stats (half a second of a gate's start)."""
+    x, df = np.broadcast_arrays(np.asarray(x, float), np.asarray(df, float))
+    return np.where(df > 0, stdtr(df, -x), np.nan)
+
+
+def t_ppf(q: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t quantile for ``0 < q < 1``, as ``scipy.stats.t.ppf`` gives it (``stdtrit(df, q)``)."""
+    q, df = np.broadcast_arrays(np.asarray(q, float), np.asarray(df, float))
+    return np.where(df > 0, stdtrit(df, q), np.nan)
+
+
 def _exp(x: float) -> float:
     """``exp(x)``, infinite where it overflows (an interval from a t quantile of very few degrees of freedom)."""
     return math.exp(x) if x < 709.0 else math.inf
@@ -312,7 +328,7 @@ def _exp(x: float) -> float:
 
 def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 2 * student_t.sf(np.abs(est) / se, dof)
+        return 2 * t_sf(np.abs(est) / se, dof)
 
 
 class EvidenceMap(Mapping[str, tuple[ShapeEvidence, ...]]):
@@ -323,6 +339,7 @@ class EvidenceMap(Mapping[str, tuple[ShapeEvidence, ...]]):
         self._ev, self._p = ev, shape_p_values(ev)
         self._row = {lbl: d for d, lbl in enumerate(ev.grid.labels) if d != skip}
         self._made: dict[str, tuple[ShapeEvidence, ...]] = {}
+        self._worst: np.ndarray | None = None
 
     def __getitem__(self, label: str) -> tuple[ShapeEvidence, ...]:
         if label not in self._made:
@@ -338,8 +355,10 @@ class EvidenceMap(Mapping[str, tuple[ShapeEvidence, ...]]):
     def worst(self, label: str) -> ShapeEvidence:
         """The device's shape of the lowest log ratio (the first in FLOP order on a tie), as
         ``min(self[label], key=log_ratio)`` finds it."""
+        if self._worst is None:  # every device's at once: the first lowest, NaN never
+            self._worst = np.where(np.isnan(self._ev.log_ratio), np.inf, self._ev.log_ratio).argmin(axis=1)
         d = self._row[label]
-        s = int(np.nanargmin(self._ev.log_ratio[d]))
+        s = int(self._worst[d])
         g = self._ev.grid
         return ShapeEvidence(float(g.flops[s]), g.shapes[s], float(self._ev.log_ratio[d, s]),
                              math.sqrt(self._ev.var[d]), float(self._p[d, s]), bool(g.interpolated[d, s]))
