@@ -15,9 +15,7 @@ cannot answer the same way falls back to loading the files whole.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import click
@@ -43,7 +41,7 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
     from mfu_sweep.analysis.sources.reading import read_digests, workers_for
     from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.cli.common import invalid_note
-    from mfu_sweep.cli.progress import step
+    from mfu_sweep.cli.progress import keep_for_the_command, paused_gc, step
 
     if len(files) < 2 or invalid_note() is not None:
         return None
@@ -58,8 +56,7 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
             series = ds.group_digests(digests, exclude)
         except SeriesError:
             return None
-    gc.freeze()  # the digests stay to the end: the collections until then need not walk them
-    click.get_current_context().call_on_close(gc.unfreeze)
+    keep_for_the_command()  # the digests stay to the end: the collections until then need not walk them
     if series is None or not use_board(series, baseline, False, None, None):
         return None
     note = ds.contention_note_of(digests, exclude)
@@ -116,24 +113,12 @@ def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | No
     """
     from mfu_sweep.analysis.fleet.leaderboard import leaderboards
     from mfu_sweep.analysis.fleet.view import replicate_fleets
+    from mfu_sweep.cli.progress import paused_gc
 
     with paused_gc():
         boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric,
                                       reference=baseline or REST, **kw) if boards_too else ([], []))
         return replicate_fleets(series, boards=boards, **kw), boards, notes
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off while a fleet's objects are made (hundreds of thousands of digests and
-    cells, none in a cycle: each collection walked them all, a sixth of a pod's gate), on again after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> None:

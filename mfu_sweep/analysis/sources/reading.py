@@ -118,6 +118,8 @@ def read_digests(files: Sequence[str], cache: DigestCache | None = None, *, work
                 progress(done, len(files))
     if not out:  # merged files without sweeps
         raise ResultError("no result files given")
+    if cache is not None and stored:
+        cache.trim()  # new entries may have taken it past its bound: the oldest go
     return out, ReadStats(len(files), hits, stored)
 
 
