@@ -34,14 +34,14 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
     notes ``compare`` prints before its boards; None when the files are better loaded whole: too few to rank,
     or a case the digests cannot answer as the records would (see the module docstring). Nothing is printed
     then, so the whole path prints everything once."""
-    from mfu_sweep.allocator import keep_freed_memory
+    from mfu_sweep.allocator import keep_freed_memory, paused_gc
     from mfu_sweep.analysis.series import SeriesError
     from mfu_sweep.analysis.sources import digest_series as ds
     from mfu_sweep.analysis.sources.cache import DigestCache
     from mfu_sweep.analysis.sources.reading import read_digests, workers_for
     from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.cli.common import invalid_note
-    from mfu_sweep.cli.progress import keep_for_the_command, paused_gc, step
+    from mfu_sweep.cli.progress import keep_for_the_command, step
 
     if len(files) < 2 or invalid_note() is not None:
         return None
@@ -111,9 +111,9 @@ def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | No
 
     With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each.
     """
+    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.analysis.fleet.leaderboard import leaderboards
     from mfu_sweep.analysis.fleet.view import replicate_fleets
-    from mfu_sweep.cli.progress import paused_gc
 
     with paused_gc():
         boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric,

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from mfu_sweep.allocator import paused_gc
 from mfu_sweep.progress import Progress
 
 
@@ -46,20 +47,6 @@ def step(desc: str, unit: str, **kw: Any) -> Iterator[StepProgress]:
         yield bar
     finally:
         bar.close()
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector off while many long-lived objects are made (a 200,000-record file's records,
-    a fleet's digests and leaderboard cells: none in a cycle, and each collection walked them all; reading that
-    file took half as long again with it on), on again after."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def keep_for_the_command() -> None:

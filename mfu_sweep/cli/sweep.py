@@ -175,6 +175,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     require_torch("sweep")
+    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
     from mfu_sweep.measure.backends import auto_backend, parse_device
@@ -193,6 +194,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         sweep_repeats,
     )
     from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.shapes import forget_shape_files
     from mfu_sweep.specs import load_chips
 
     if resume and force:
@@ -223,9 +225,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         _check_threads(threads, on_cpu)
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu),
-                        _layouts(layouts))
-    row_passes = shape_file_passes(shape_file)
+    with paused_gc():  # a million-row shape file: a million shapes and tasks, none in a cycle
+        shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align,
+                                          on_cpu), _layouts(layouts))
+        row_passes = shape_file_passes(shape_file)
+        forget_shape_files()  # both readers have the file's rows
     repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
     given, budget_s = budget_s, budget_s or default_budget(repeats)
     if budget_s >= timeout_s:  # a bound, not a plan: a shape may stop at its CI target or --max-samples first
@@ -235,8 +239,9 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
-                                             compile_mode=compile_mode, check=not no_check, cache=cache))
+    with paused_gc():
+        tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
+                                                 compile_mode=compile_mode, check=not no_check, cache=cache))
     for note in notes:
         click.echo(f"note: {note}", err=True)
     if not tasks:
@@ -258,10 +263,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
     if dry_run:
-        print_dry_run(tasks, repeats, timing, isolate, plan.output,
-                      dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else [],
-                      f"{device} (label {label if label is not None else _default_output(device, label, cache).stem})")
+        named = label if label is not None else _default_output(device, label, cache).stem
+        with paused_gc():
+            print_dry_run(tasks, repeats, timing, isolate, plan.output,
+                          dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
+                          records_done(plan.output) if resume else [], f"{device} (label {named})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return
