@@ -97,8 +97,7 @@ def reused_allocations(active: bool = True) -> Iterator[bool]:
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """The cyclic garbage collector off while many long-lived objects are made (none of them in a cycle: each
-    collection walked them all; reading a 200,000-record file took half as long again with it on), and on
-    again after, as it was."""
+    collection walked them all, a cost that grows faster than their number), and on again after, as it was."""
     was = gc.isenabled()
     gc.disable()
     try:

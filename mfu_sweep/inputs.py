@@ -111,7 +111,7 @@ def max_depth(data: bytes) -> int:
         return opened
     if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every quote left delimits a string
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    # the quotes and brackets alone, in order (one pass in C: a 186 MB import in a fifth of numpy's time)
+    # the quotes and brackets alone, in order (one pass in C, not numpy over every byte)
     kind = np.frombuffer(data.translate(None, _NOT_STRUCTURE), np.uint8)
     quote = kind == ord('"')
     outside = (np.cumsum(quote) & 1) == 0  # an even number of quotes so far (a bracket is no quote): outside

@@ -173,8 +173,8 @@ class Record:
         shape = Shape.from_json(data.get("shape"))
         if cls is not Record or not _REQUIRED <= kwargs.keys():
             return cls(shape=shape, extra=extra, **kwargs)  # its TypeError names what is missing
-        # Record(...) without the frozen dataclass's __init__ (an object.__setattr__ per field: a fifth of reading
-        # a 200,000-record import); the same fields, in the same order, as it would set
+        # Record(...) without the frozen dataclass's __init__ (an object.__setattr__ per field, for each of the
+        # 200,000 records of a big import); the same fields, in the same order, as it would set
         rec = object.__new__(cls)
         rec.__dict__.update(_DEFAULTS, shape=shape, extra=extra, **kwargs)
         return rec

@@ -224,8 +224,8 @@ def _shape_data_before(series):
 def test_shape_data_pools_as_before():
     from synthetic import NoiseModel, make_sweep_doc
 
-    doc = make_sweep_doc("p", P_tflops=100, W_tbs=1, t0_s=1e-5, n_samples=4, repeats=3, noise_model=NoiseModel("SYNTHETIC passes"),
-                         seed=3)
+    doc = make_sweep_doc("p", P_tflops=100, W_tbs=1, t0_s=1e-5, n_samples=4, repeats=3, seed=3,
+                         noise_model=NoiseModel("SYNTHETIC passes"))
     (series,) = group_series(parse_document(doc, validate=False)).values()
     data = shape_data(series)
     order, samples, passes = _shape_data_before(series)

@@ -199,8 +199,8 @@ _CELL_FIELDS = tuple(f.name for f in fields(BandCell))
 
 
 def _cell(values: tuple[Any, ...]) -> BandCell:
-    """``BandCell(*values)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field:
-    a quarter of a million cells in a pod's leaderboards took a second); the same object."""
+    """``BandCell(*values)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field,
+    for a quarter of a million cells in a pod's leaderboards); the same object."""
     cell = object.__new__(BandCell)
     cell.__dict__.update(zip(_CELL_FIELDS, values, strict=True))
     return cell
