@@ -31,9 +31,9 @@ __all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate
 def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_cache: bool = True
                  ) -> tuple[list[Any], dict[Any, Any], list[str]] | None:
     """(sweeps without records, series of per-shape medians, label hints) for a fleet gate, having printed the
-    notes ``compare`` prints before its boards; None when the files are better loaded whole: too few to rank,
-    or a case the digests cannot answer as the records would (see the module docstring). Nothing is printed
-    then, so the whole path prints everything once."""
+    notes ``compare`` prints before its boards; None when the files are better loaded whole: no more than
+    :data:`HANDFUL` files, too few devices to rank, or a case the digests cannot answer as the records would
+    (see the module docstring). No note is printed then, so the whole path prints each once."""
     from mfu_sweep.allocator import keep_freed_memory, paused_gc
     from mfu_sweep.analysis.series import SeriesError
     from mfu_sweep.analysis.sources import digest_series as ds
@@ -43,7 +43,7 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
     from mfu_sweep.cli.common import invalid_note
     from mfu_sweep.cli.progress import keep_for_the_command, step
 
-    if len(files) < 2 or invalid_note() is not None:
+    if len(files) <= HANDFUL or invalid_note() is not None:  # a few files: read whole, never twice
         return None
     keep_freed_memory()
     with step("reading", "file") as bar, paused_gc():
