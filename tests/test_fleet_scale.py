@@ -204,6 +204,14 @@ def test_the_cache_is_trimmed_oldest_first_and_a_hit_stays(tmp_path):
     assert left == ["00", "04", "05"]
 
 
+def test_a_bad_cache_bound_is_one_line(tmp_path, monkeypatch):
+    files = _fleet(tmp_path / "f")
+    monkeypatch.setenv("MFU_SWEEP_CACHE_MB", "lots")
+    res = CliRunner().invoke(main, ["compare", *files, "--fail-on", "slower"])
+    assert res.exit_code == 1 and "MFU_SWEEP_CACHE_MB='lots' must be a number of MiB" in res.output
+    assert "Traceback" not in res.output
+
+
 def test_the_namespace_follows_the_tool_version(monkeypatch):
     import mfu_sweep
 

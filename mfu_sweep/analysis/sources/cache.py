@@ -46,10 +46,15 @@ def cache_root() -> Path:
 def max_bytes() -> int:
     """The size the cache is trimmed to: :data:`MAX_BYTES`, or ``MFU_SWEEP_CACHE_MB`` mebibytes when set."""
     raw = os.environ.get(SIZE_ENV, "").strip()
-    try:
-        return max(0, int(float(raw) * 2**20)) if raw else MAX_BYTES
-    except ValueError:
+    if not raw:
         return MAX_BYTES
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = float("nan")
+    if not 0 <= mb < float("inf"):
+        raise ValueError(f"{SIZE_ENV}={raw!r} must be a number of MiB, 0 or more (0 keeps no digest)")
+    return int(mb * 2**20)
 
 
 def namespace() -> str:
@@ -79,6 +84,9 @@ class DigestCache:
 
     @classmethod
     def default(cls) -> DigestCache:
+        """The user's cache, its size bound checked first (a bad ``MFU_SWEEP_CACHE_MB`` is one line, before any
+        file is read)."""
+        max_bytes()
         return cls(cache_root() / "digests" / namespace())
 
     def path(self, key: str) -> Path:
