@@ -106,3 +106,16 @@ def test_timer_cputime_is_refused_off_the_cpu() -> None:
     res = CliRunner().invoke(main, ["sweep", "--device", "cuda", "--timer", "cputime", "--shape", "64x64x64",
                                     "--dry-run"])
     assert res.exit_code == 2 and "'cputime' applies to --device cpu only" in res.output
+
+
+def test_a_contended_cpu_sweep_on_the_host_clock_names_cputime(tmp_path, monkeypatch):
+    """The hint follows the contention note of a CPU sweep timed by the host clock, and only then."""
+    import mfu_sweep.contention as contention
+
+    monkeypatch.setattr(contention, "contention_note", lambda sweeps, excluded=False: "measured under contention: x")
+    for timer, hinted in (("auto", True), ("cputime", False)):
+        out = tmp_path / f"{timer}.json"
+        res = CliRunner().invoke(main, ["sweep", *FAST, "--isolate", "none", "--timer", timer, "--shape", "64x64x64",
+                                        "-o", str(out)], catch_exceptions=False)
+        assert res.exit_code == 0, res.output
+        assert ("hint: --timer cputime" in res.stderr) is hinted, res.stderr
