@@ -388,7 +388,8 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
 @lru_cache(maxsize=1)
 def _read_rows(name: str, mtime_ns: int, size: int) -> tuple[ShapeRow, ...]:
     """The rows of the shape file ``name`` as it is at that modification time and size: a sweep asks for them
-    twice (its shapes, then their ``passes``), and a million-row file took seconds each time."""
+    twice (its shapes, then their ``passes``): a million-row file is read once."""
+    del mtime_ns, size  # the cache's key only: a file changed since is read again
     try:
         text = Path(name).read_text(encoding="utf-8-sig")
     except OSError as exc:
