@@ -18,6 +18,11 @@ from typing import Any
 
 import torch
 
+try:  # imported with the module, not by a worker's first shape (which then imports nothing it could have)
+    import resource
+except ImportError:  # not a Unix
+    resource = None  # type: ignore[assignment]
+
 from mfu_sweep.allocator import reused_allocations
 from mfu_sweep.dtypes import DType, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
@@ -164,9 +169,7 @@ def minor_faults() -> int:
 
     A timed call that faults pages in (fresh memory for a buffer it allocates) pays the kernel on every call:
     the 256^3 bf16 gap of docs/fidelity.md was 34 faults per call."""
-    try:
-        import resource
-    except ImportError:  # not a Unix
+    if resource is None:
         return 0
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
