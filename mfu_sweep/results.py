@@ -58,7 +58,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -173,11 +173,22 @@ class Record:
         kwargs["samples_s"] = tuple(map(float, data.get("samples_s") or ()))
         kwargs["flags"] = tuple(data.get("flags") or ())
         kwargs["pass_index"] = _pass_of(data.get(PASS_FIELD))
-        return cls(shape=Shape.from_json(data.get("shape")), extra=extra, **kwargs)
+        shape = Shape.from_json(data.get("shape"))
+        if cls is not Record or not _REQUIRED <= kwargs.keys():
+            return cls(shape=shape, extra=extra, **kwargs)  # its TypeError names what is missing
+        # Record(...) without the frozen dataclass's __init__ (an object.__setattr__ per field, for each of the
+        # 200,000 records of a big import); the same fields, in the same order, as it would set
+        rec = object.__new__(cls)
+        rec.__dict__.update(_DEFAULTS, shape=shape, extra=extra, **kwargs)
+        return rec
 
 
 PASS_FIELD = "pass"  # JSON name of Record.pass_index (``pass`` is a Python keyword)
 _RECORD_KEYS = frozenset(Record.__dataclass_fields__) - {"extra", "shape", "pass_index"}  # once, not per record
+_REQUIRED = frozenset(name for name, f in Record.__dataclass_fields__.items()
+                      if f.default is MISSING and f.default_factory is MISSING) - {"shape", "extra"}
+# every field in declaration order, at its default (None for the required ones, which from_json always sets)
+_DEFAULTS = {name: None if f.default is MISSING else f.default for name, f in Record.__dataclass_fields__.items()}
 
 
 def _pass_of(value: Any) -> int | None:
@@ -339,24 +350,35 @@ def _not_a_sweep(path: Path, data: bytes) -> ResultError:
                        "that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)")
 
 
-def read_json(path: str | Path, on_invalid: Callable[[str], None] | None = None, fold: bool = True) -> Any:
+def read_json(path: str | Path, on_invalid: Callable[[str], None] | None = None, fold: bool = True,
+              raw: bytes | None = None) -> Any:
     """The parsed JSON of ``path`` (``-``: standard input); a sweep with a journal (a running or killed sweep)
     with its records folded in, unless not ``fold``. With ``on_invalid`` damaged journal lines are skipped
-    with a note to it (``journal.fold``)."""
+    with a note to it (``journal.fold``). ``raw``: the file's bytes when the caller has read them already
+    (:func:`read_bytes`)."""
     try:
-        data = _read_json_file(path)
+        data = _read_json_file(path, raw)
         return journal.fold(path, data, on_invalid) if fold else data
     except journal.JournalError as exc:
         raise ResultError(str(exc)) from None
 
 
-def _read_json_file(path: str | Path) -> Any:
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a result file, read within :mod:`mfu_sweep.inputs`' size limit; a failure is one line
+    (:class:`ResultError`) naming the file."""
+    try:
+        return read_limited(path)
+    except InputError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def _read_json_file(path: str | Path, raw: bytes | None = None) -> Any:
     """The parsed JSON of a result file, read within :mod:`mfu_sweep.inputs`' limits (size, nesting, one
     value per key; UTF-8 with or without a byte-order mark, UTF-16 with one); a failure is one line
     (:class:`ResultError`) naming the file."""
     path = Path(path)
     try:
-        data = read_limited(path)
+        data = read_limited(path) if raw is None else raw
         if encoding_name(data):  # Notepad's "Unicode", PowerShell's redirect: the same text, wider
             data = decode(data).encode("utf-8")
         text = data.decode("utf-8")

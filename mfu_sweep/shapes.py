@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -61,7 +62,7 @@ class ShapeError(ValueError):
     """A shape or shape list is invalid; the message names the bad value."""
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)  # slots: a million-shape plan holds a million of them
 class Shape:
     """One GEMM problem: ``batch`` products of (m x k) @ (k x n), its operand ``layout`` and, for a grouped
     GEMM, the ``groups`` along ``group_dim`` (see the module docstring)."""
@@ -354,7 +355,7 @@ def grid_family(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int]) -> list
     return [Shape(1, m, n, k) for k in ks for m in ms for n in ns]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShapeRow:
     """One row of a shape file: the shape, and the optional ``family`` and ``passes`` columns."""
 
@@ -376,23 +377,52 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     ``#`` are comments. The file is UTF-8, with or without the byte-order mark Excel writes before a CSV.
     Errors name the file and the line as the file numbers it.
     """
-    from mfu_sweep.inputs import InputError, read_limited
+    from mfu_sweep.inputs import is_stdin
 
     name = str(path)
-    try:  # within the input limit; a FIFO or a device is refused, never read; - is standard input
-        text = read_limited(path).decode("utf-8-sig")
+    if is_stdin(path):  # - is standard input, read once per stream (inputs.read_stdin)
+        return list(_rows_of_bytes(name, _limited(path)))
+    try:
+        info = Path(path).stat()
+    except OSError as exc:
+        raise ShapeError(f"shape file {name!r}: {exc.strerror or exc}") from None
+    return list(_read_rows(name, info.st_mtime_ns, info.st_size))
+
+
+def _limited(path: str | Path) -> bytes:
+    """The bytes of a shape file within the input limit; a FIFO or a device is refused, never read."""
+    from mfu_sweep.inputs import InputError, read_limited
+
+    try:
+        return read_limited(path)
     except InputError as exc:
         raise ShapeError(f"shape file {exc}") from None
+
+
+@lru_cache(maxsize=1)
+def _read_rows(name: str, mtime_ns: int, size: int) -> tuple[ShapeRow, ...]:
+    """The rows of the shape file ``name`` as it is at that modification time and size: a sweep asks for them
+    twice (its shapes, then their ``passes``): a million-row file is read once."""
+    del mtime_ns, size  # the cache's key only: a file changed since is read again
+    return _rows_of_bytes(name, _limited(name))
+
+
+def _rows_of_bytes(name: str, data: bytes) -> tuple[ShapeRow, ...]:
+    """The rows of a shape file's bytes (UTF-8, with or without a byte-order mark)."""
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ShapeError(f"shape file {name!r} is not text") from None
-    lines = [(no, ln) for no, ln in enumerate(text.splitlines(), start=1)
-             if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise ShapeError(f"shape file {name!r} has no shapes")
+    lines = ((no, ln) for no, ln in enumerate(text.splitlines(), start=1)
+             if ln.strip() and not ln.lstrip().startswith("#"))
     rows: list[ShapeRow] = []
     header: list[str] = []
     for lineno, line in lines:
         try:
+            plain = _plain_row(line) if header == PLAIN_HEADER else None
+            if plain is not None:
+                rows.append(plain)
+                continue
             values = _csv_values(line)
             if not header:
                 header = _checked_header(values)
@@ -400,10 +430,33 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
                 rows.append(_shape_row(header, values, line))
         except ShapeError as exc:
             raise ShapeError(f"shape file {name!r} line {lineno}: {exc}") from None
+    if not header:  # no line but blanks and comments
+        raise ShapeError(f"shape file {name!r} has no shapes")
     if not rows:  # a header alone would otherwise leave the sweep to its default shapes
         raise ShapeError(f"shape file {name!r} has a header ({','.join(header)}) and no shapes; add a row "
                          "per shape (e.g. 4096,4096,4096 under m,n,k)")
-    return rows
+    return tuple(rows)
+
+
+def forget_shape_files() -> None:
+    """Drop the rows :func:`read_shape_rows` keeps for a second reader (once both have read them)."""
+    _read_rows.cache_clear()
+
+
+PLAIN_HEADER = ["m", "n", "k"]
+
+
+_PLAIN_LINE = re.compile(r"\s*([0-9]+)\s*,\s*([0-9]+)\s*,\s*([0-9]+)\s*", re.ASCII)
+
+
+def _plain_row(line: str) -> ShapeRow | None:
+    """The row of a line of three plain integers under the header ``m,n,k`` (most files), read without the csv
+    module; None for any other line, which the general reader then takes (and words any error of)."""
+    found = _PLAIN_LINE.fullmatch(line)
+    if found is None:
+        return None
+    m, n, k = found.groups()
+    return ShapeRow(Shape(1, int(m), int(n), int(k)))
 
 
 def _csv_values(line: str) -> list[str]:

@@ -26,6 +26,7 @@ from mfu_sweep.cli.common import (
     invalid_note,
     json_output,
     margin_option,
+    no_cache_option,
     result_files,
     seed_option,
 )
@@ -313,11 +314,12 @@ def _print_comparison(c: Any) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @gate_option
 @contended.exclude_option
+@no_cache_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
             margin: float, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
             fit_n_boot: int, baseline: str | None, pairwise: bool, dtypes: tuple[str, ...], modes: tuple[str, ...],
-            seed: int, as_json: bool, fail_on: str | None, exclude_contended: bool) -> None:
+            seed: int, as_json: bool, fail_on: str | None, exclude_contended: bool, no_cache: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). Leads are
@@ -348,7 +350,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     --fail-on slower makes compare a gate (a Slurm epilog, a CI step): exit 1
     when a device is slower than the rest, or than its --baseline, by more
     than the margin, else 0, with one "gate:" line; --fail-on ambiguous also
-    fails a device that some band cannot show within the margin.
+    fails a device that some band cannot show within the margin. Ranking many
+    files, compare reads them on every core and caches what the ranking needs
+    of each file (per-shape medians, keyed by the file's content) in
+    $XDG_CACHE_HOME/mfu-sweep, so a gate over unchanged files rereads none of
+    them (--no-cache: read every file).
 
     With --metric mfu (the default), a pair or leaderboard entry whose series
     has no peak for its dtype (a chip with no spec entry) is skipped with one
@@ -370,35 +376,35 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
-    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
-    from mfu_sweep.present.headline import pair_sentences
     from mfu_sweep.summaries import filter_sweeps
 
-    loaded = load_files(files)
-    if dtypes or modes:
-        loaded = filter_sweeps(loaded, dtypes, modes)
-    sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
-                                         files)
-    check_pooling(sweeps)
-    echo_incomplete(sweeps)
-    hints = label_collisions(sweeps)
-    series = group_series(sweeps)
+    whole = label_a is None and label_b is None
+    fast = ranked.fleet_inputs(files, exclude_contended, baseline, not no_cache) \
+        if whole and not pairwise and not calibrate and not dtypes and not modes else None
+    if fast is not None:  # a fleet gate: digests of the files, series of per-shape medians
+        sweeps, series, hints = fast
+    else:
+        loaded = load_files(files)
+        if dtypes or modes:
+            loaded = filter_sweeps(loaded, dtypes, modes)
+        sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
+                                             files)
+        check_pooling(sweeps)
+        echo_incomplete(sweeps)
+        hints = label_collisions(sweeps)
+        series = group_series(sweeps)
     refs = tuple(group_series(load_files([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
-    whole = label_a is None and label_b is None
     skipped: list[str] = []
     fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, skipped, alpha=alpha,
                                                       min_run=min_run, margin=margin) if whole else ([], [], []))
     verdict = ranked.gate_of(fleets, boards, fail_on)
-    try:
-        comps = [] if ranking and not pairwise else compare_all(
-            sweeps, metric, baseline or label_a, label_b, seed=seed, alpha=alpha, min_run=min_run,
-            margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
-            **({"calibration": refs} if refs else {}))
-    except CompareError as exc:
-        raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
+    comps = [] if ranking and not pairwise else _pairs(
+        sweeps, metric, baseline or label_a, label_b, hints, seed=seed, alpha=alpha, min_run=min_run,
+        margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
+        **({"calibration": refs} if refs else {}))
     if skipped and not (comps or fleets or boards):
         raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
@@ -421,7 +427,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         return
     speed = _speed(sweeps, comps, metric, seed=seed, alpha=alpha, min_run=min_run,
                    **({"calibration": refs} if refs else {}))
-    for line in pair_sentences(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
+    for line in _pair_lines(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
     for line in skipped:
         click.echo(f"note: {line}")
@@ -437,13 +443,34 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     ranked.finish_gate(verdict)
 
 
+def _pair_lines(comps: Sequence[Any], speed: Sequence[Any]) -> list[str]:
+    """``pair_sentences`` of the pairs; none without pairs (the fleet gate: the report's modules not imported)."""
+    if not comps:
+        return []
+    from mfu_sweep.present.headline import pair_sentences
+
+    return pair_sentences(comps, speed)
+
+
+def _pairs(sweeps: Sequence[Any], metric: str, a: str | None, b: str | None, hints: Sequence[str],
+           **kw: Any) -> list[Any]:
+    """``compare_all`` of the pairs, a comparison that cannot be made as one line (imported here: the fleet
+    gate never pairs, and the pairwise verdicts bring the fits and scipy.optimize with them)."""
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
+
+    try:
+        return compare_all(sweeps, metric, a, b, **kw)
+    except CompareError as exc:
+        raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
+
+
 def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:
     """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
+    if metric != "mfu" or not comps:
+        return []
     from mfu_sweep.analysis.series import SeriesKey, group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
 
-    if metric != "mfu" or not comps:
-        return []
     series = group_series(sweeps)
     out = []
     for c in comps:

@@ -292,3 +292,10 @@ def dtype_aliases(ctx: click.Context, param: click.Parameter, value: Any) -> Any
             return text
 
     return tuple(one(v) for v in value) if isinstance(value, tuple) else one(value)
+
+
+# --no-cache of compare (mfu_sweep.cli.board.fleet_inputs): here so that building the command imports no analysis
+no_cache_option = click.option(
+    "--no-cache", is_flag=True,
+    help="With many files (the fleet gate), neither read nor write the cache of per-file digests in "
+         "$XDG_CACHE_HOME/mfu-sweep (default ~/.cache/mfu-sweep); every file is read and validated again.")

@@ -20,7 +20,8 @@ from mfu_sweep.cli.common import DtypeChoice, domain_errors, json_output, requir
 def device_options_env(timer: str, soak_s: float, threads: int | None = None,
                        on_throttle: str = "keep") -> Iterator[None]:
     """Hand ``--timer``, ``--soak``, ``--threads`` and ``--on-throttle`` to the sweep's workers through their
-    environment.
+    environment; with ``--timer cputime`` also ``OMP_WAIT_POLICY=PASSIVE`` (unless set already), so a GEMM thread
+    that waits for another sleeps instead of spinning, which would count as CPU time (docs/fidelity.md).
 
     Workers inherit this process's environment; the variables are restored
     afterwards so in-process callers (tests) see no leftovers. Torch-free:
@@ -31,12 +32,17 @@ def device_options_env(timer: str, soak_s: float, threads: int | None = None,
     wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None,
               THREADS_ENV: str(threads) if threads else None,
               ON_THROTTLE_ENV: on_throttle if on_throttle != "keep" else None}
+    if timer == "cputime" and OMP_WAIT_ENV not in os.environ:  # a user's own choice stays
+        wanted[OMP_WAIT_ENV] = "PASSIVE"  # threads waiting at a barrier sleep: no spin in the CPU time
     saved = {k: os.environ.get(k) for k in wanted}
     try:
         _set_env(wanted)
         yield
     finally:
         _set_env(saved)
+
+
+OMP_WAIT_ENV = "OMP_WAIT_POLICY"  # OpenMP's: how a thread waits at a barrier (spin, or sleep when PASSIVE)
 
 
 def _set_env(values: dict[str, str | None]) -> None:

@@ -8,6 +8,7 @@ atomically and prints.
 
 from __future__ import annotations
 
+import glob
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -21,12 +22,14 @@ from mfu_sweep.cli.common import domain_errors, dtype_aliases, invoked_argv, spe
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
-from mfu_sweep.inputs import STDIN
+from mfu_sweep.importers.pieces import split_for_limit
+from mfu_sweep.inputs import MAX_MB_ENV, STDIN, max_input_bytes
 from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import check_output_dir
 from mfu_sweep.results import ResultError, read_json, save_sweep
 from mfu_sweep.specs import load_chips
 from mfu_sweep.summaries import summary_line
+from mfu_sweep.text import counted
 
 
 def _source_of(path: Path) -> tuple[str | None, str]:
@@ -52,6 +55,31 @@ def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps
     more = f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
     return (f"output {str(path)!r}{more} holds {label} imported from another source ({old_file}); --force would "
             f"replace it: import beside it with --label {name}=NEW_NAME{only}")
+
+
+def _piece_path(target: Path, index: int) -> Path:
+    """Piece ``index`` (from 1) of an import split for the input limit: the target itself, then
+    ``<target>.part<index>.json``."""
+    return target if index == 1 else target.with_name(f"{target.stem}.part{index}.json")
+
+
+def _piece_files(target: Path) -> list[Path]:
+    """Pieces 2 and up of an earlier split import to ``target``."""
+    return sorted(target.parent.glob(f"{glob.escape(target.stem)}.part[0-9]*.json"))
+
+
+def _save_pieces(target: Path, pieces: Sequence[Any]) -> None:
+    """Write an import whole, or as pieces (removing the pieces of an earlier, larger split); say so."""
+    for i, piece in enumerate(pieces, start=1):
+        save_sweep(_piece_path(target, i), piece)
+    for stale in _piece_files(target)[len(pieces) - 1:]:
+        stale.unlink()
+    if len(pieces) > 1:
+        total = pieces[0].extra["import"]["piece"]["records"]
+        more = counted(len(pieces) - 1, "more piece")
+        click.echo(f"note: {target.name} and {more} ({target.stem}.part2.json ...): one import of {total} records,"
+                   f" split to stay within the input limit of {max_input_bytes() / 2**20:.4g} MiB "
+                   f"({MAX_MB_ENV}); read them together, e.g. {target.parent}/{target.stem}*.json", err=True)
 
 
 @click.command("import")
@@ -115,18 +143,19 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
     out = check_output_dir(output_dir, force=True)  # after the sources parsed: a bad one leaves no directory
     check_distinct_names(result.sweeps, "output file", "give each its own name with --label")
     targets = {label: out / f"{safe_name(label)}.json" for label in result.sweeps}  # inside -o, whatever the label
+    pieces = {label: split_for_limit(sweep, max_input_bytes()) for label, sweep in result.sweeps.items()}
     with ExitStack() as held:  # every output's one-writer lock, before any is checked or written
         for target in targets.values():
             note = held.enter_context(output_lock(target)).note
             if note:
                 click.echo(f"note: {note}", err=True)
-        existing = [label for label, p in targets.items() if p.exists()]
+        existing = [label for label, p in targets.items() if p.exists() or _piece_files(p)]
         if existing and not force:
             raise SourceError(_exists_message(existing, targets, result.sweeps))
         for w in () if as_json else result.warnings:
             click.echo(f"warning: {w}", err=True)
         for label, sweep in result.sweeps.items():
-            save_sweep(targets[label], sweep)
+            _save_pieces(targets[label], pieces[label])
             if not as_json:
                 click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
                            f"{summary_line(sweep.records)}")

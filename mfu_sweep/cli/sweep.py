@@ -124,10 +124,13 @@ def _range_default(end: int) -> str:
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
 @click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
               help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
-@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler"]), default="auto", show_default=True,
+@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler", "cputime"]), default="auto",
+              show_default=True,
               help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us); "
                    "profiler (CUDA and CPU): the GEMM's own time summed from torch.profiler events, CUDA kernels "
-                   "or the CPU's matmul ops, without launch and host overheads.")
+                   "or the CPU's matmul ops, without launch and host overheads; cputime (CPU): the CPU time of "
+                   "the thread that calls the GEMM, which time others take from the cores does not inflate "
+                   "(for a busy machine; the record keeps the wall time beside it).")
 @click.option("--on-throttle", type=click.Choice(["keep", "discard", "wait"]), default="keep", show_default=True,
               help="When the GPU throttles (NVML reason or SM clock below 75% of max) while a shape is timed: keep "
                    "the block and flag the shape; discard the block, idle 50 ms and time it again (nvbench); or "
@@ -173,6 +176,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     require_torch("sweep")
+    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import (
         check_resume_device,
@@ -197,6 +201,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         sweep_repeats,
     )
     from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.shapes import forget_shape_files
     from mfu_sweep.specs import load_chips
 
     if resume and force:
@@ -212,9 +217,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
-    if timer != "auto" and req.backend not in ("cuda", "auto") and not (timer == "profiler" and req.backend == "cpu"):
-        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
-        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
+    _check_timer(timer, req.backend)
     if timer != "auto" and cache == "flush":
         raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
                                  "alone with events", param_hint="--timer")
@@ -231,9 +234,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         _check_threads(threads, on_cpu)
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu),
-                        _layouts(layouts))
-    row_passes = shape_file_passes(shape_file)
+    with paused_gc():  # a million-row shape file: a million shapes and tasks, none in a cycle
+        shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align,
+                                          on_cpu), _layouts(layouts))
+        row_passes = shape_file_passes(shape_file)
+        forget_shape_files()  # both readers have the file's rows
     repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
     given, budget_s = budget_s, budget_s or default_budget(repeats)
     if budget_s >= timeout_s:  # a bound, not a plan: a shape may stop at its CI target or --max-samples first
@@ -243,8 +248,9 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
-                                             compile_mode=compile_mode, check=not no_check, cache=cache))
+    with paused_gc():
+        tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
+                                                 compile_mode=compile_mode, check=not no_check, cache=cache))
     for note in notes:
         click.echo(f"note: {note}", err=True)
     if not tasks:
@@ -268,10 +274,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if dry_run:
         if resume:
             check_resume_device(plan.output, auto_backend() if req.backend == "auto" else req.backend)
-        print_dry_run(tasks, repeats, timing, isolate, plan.output,
-                      dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else [],
-                      f"{device} (label {label if label is not None else _default_output(device, label, cache).stem})")
+        named = label if label is not None else _default_output(device, label, cache).stem
+        with paused_gc():
+            print_dry_run(tasks, repeats, timing, isolate, plan.output,
+                          dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
+                          records_done(plan.output) if resume else [], f"{device} (label {named})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return
@@ -319,6 +326,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     busy = contention_note([result])
     if busy:
         click.echo(busy, err=True)
+        if timer == "auto" and result.device.get("backend") == "cpu":
+            click.echo(f"hint: {CPUTIME_HINT}", err=True)
     tax = compile_summary(result.records)
     if tax:
         click.echo(f"time to first result: {tax}")
@@ -332,6 +341,24 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         if docs is not None:
             _write_gathered(docs, final_output)
             click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+CPUTIME_HINT = ("--timer cputime times the CPU time of the thread that calls the GEMM, which others' use of the cores "
+                "does not inflate (docs/fidelity.md)")
+
+
+def _check_timer(timer: str, backend: str) -> None:
+    """Refuse a ``--timer`` the device does not have: events and graph are CUDA's, profiler CUDA's and the CPU's,
+    cputime the CPU's (``--device auto`` must resolve to the CPU)."""
+    from mfu_sweep.measure.backends import auto_backend
+
+    if timer == "cputime":
+        if backend == "cpu" or (backend == "auto" and auto_backend() == "cpu"):
+            return
+        raise click.BadParameter("'cputime' applies to --device cpu only", param_hint="--timer")
+    if timer != "auto" and backend not in ("cuda", "auto") and not (timer == "profiler" and backend == "cpu"):
+        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
+        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
 
 
 def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:

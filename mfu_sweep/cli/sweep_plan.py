@@ -134,8 +134,8 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
 
     done = {(r.run_pass, r.key) for r in records}
     est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done, measured_costs(records))
-    shapes = list(dict.fromkeys(str(t.shape) for t in tasks))
-    shown = ", ".join(shapes[:12]) + (f", ... and {len(shapes) - 12} more" if len(shapes) > 12 else "")
+    shapes = _first_shapes(tasks, 12)
+    shown = ", ".join(shapes) + (f", ... and {est.shapes - 12} more" if est.shapes > 12 else "")
     click.echo("dry run: nothing is measured or written")
     click.echo(f"device: {device}")
     flops = f"{est.min_flops:.3g}" if est.min_flops == est.max_flops else f"{est.min_flops:.3g} to {est.max_flops:.3g}"
@@ -154,6 +154,16 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
                    f"warm-up, timing loops); around it {counted(est.workers, 'worker start')}, and per shape "
                    f"{each.setup_s * 1e3:.0f} ms of inputs and check and {each.overhead_s * 1e3:.0f} ms of the "
                    f"sweep's own overhead ({each.basis})")
+
+
+def _first_shapes(tasks: Sequence[Any], most: int) -> list[str]:
+    """The first ``most`` distinct shapes of ``tasks`` (a million-shape plan names twelve, and lists none)."""
+    seen: dict[str, None] = {}
+    for t in tasks:
+        seen.setdefault(str(t.shape))
+        if len(seen) == most:
+            break
+    return list(seen)
 
 
 def _time_range(low: float, high: float) -> str:

@@ -11,11 +11,17 @@ from __future__ import annotations
 import math
 import os
 import signal
+import statistics
 import time
 from dataclasses import replace
 from typing import Any
 
 import torch
+
+try:  # imported with the module, not by a worker's first shape (which then imports nothing it could have)
+    import resource
+except ImportError:  # not a Unix
+    resource = None  # type: ignore[assignment]
 
 from mfu_sweep.allocator import reused_allocations
 from mfu_sweep.dtypes import DType, get_dtype
@@ -25,7 +31,7 @@ from mfu_sweep.measure.energy import metered_block_timer
 from mfu_sweep.measure.memory import gib, record_test_oom_kill, working_set
 from mfu_sweep.measure.task import Task, blank_record
 from mfu_sweep.measure.throttle import guard_block_timer, policy_from_env
-from mfu_sweep.measure.timing import BlockTimer, Measurement, measure
+from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer, Measurement, measure
 from mfu_sweep.results import Record
 from mfu_sweep.shapes import Shape, check_memory
 
@@ -162,6 +168,20 @@ def _guard_fields(logs: dict[str, Any], flops: float) -> dict[str, Any]:
     return out
 
 
+FAULTS_FIELD = "page_faults_per_call"
+WALL_FIELD = "wall_median_s"  # --timer cputime: the host clock's median over the same sample blocks
+
+
+def minor_faults() -> int:
+    """The worker's minor page faults so far (every thread's), or 0 where the platform does not count them.
+
+    A timed call that faults pages in (fresh memory for a buffer it allocates) pays the kernel on every call:
+    the 256^3 bf16 gap of docs/fidelity.md was 34 faults per call."""
+    if resource is None:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def allocates_output(mode: str, dt: DType) -> bool:
     """Whether the timed op allocates its result on every call: compile mode (inductor allocates its outputs;
     see :func:`~mfu_sweep.measure.backends.operands.gemm_call`) and the block-scaled formats (no ``out=``)."""
@@ -217,17 +237,22 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     if dt.scaling != "none":
         fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+    clocked = block_timer  # before the guards wrap it: a CPU-time timer keeps the wall time of its blocks
     block_timer, guards = _guarded(backend, block_timer)
     allocates = allocates_output(task.mode, dt)
     if allocates:
         fields["allocates_output"] = True
     backend.telemetry_start()
     try:
-        with reused_allocations(allocates):
-            m: Measurement = measure(block_timer, config)
+        with reused_allocations():  # the operands are placed; what the op allocates per call is reused
+            m: Measurement = measure(block_timer, config, counter=minor_faults)
     finally:
         seen = backend.telemetry_stop()
     fields.update(_guard_fields(guards, task.shape.flops))
+    if m.counted is not None:
+        fields[FAULTS_FIELD] = round(m.counted / (len(m.samples_s) * m.block_size), 3)
+    if isinstance(clocked, CpuTimeBlockTimer):
+        fields[WALL_FIELD] = statistics.median(clocked.wall_per_call(len(m.samples_s)))
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
     if task.mode == "compile":
         fields.update(_cache_counts(compiles_before))

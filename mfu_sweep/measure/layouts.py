@@ -42,6 +42,21 @@ def shape_problem(shape: Shape, dtype: DType) -> str | None:
     return None
 
 
+def _one_per_dtype(tasks: Sequence[Task]) -> list[Task]:
+    return list({t.dtype: t for t in tasks}.values())
+
+
+def _unique(tasks: Sequence[Task]) -> bool:
+    """Whether no two tasks share shape, dtype and mode (checked per dtype and mode: sets of shapes, no tuples)."""
+    seen: dict[tuple[str, str], set[Shape]] = {}
+    for t in tasks:
+        shapes = seen.setdefault((t.dtype, t.mode), set())
+        if t.shape in shapes:
+            return False
+        shapes.add(t.shape)
+    return True
+
+
 def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
     """The tasks a dtype can run, moved to its layout where it takes only one, and a note per dtype for the rest.
 
@@ -51,6 +66,9 @@ def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
     kept: dict[tuple[Shape, str, str], Task] = {}
     moved: dict[str, set[str]] = {}
     dropped: dict[str, list[str]] = {}
+    if all(get_dtype(t.dtype).scaling == "none" for t in _one_per_dtype(tasks)) and _unique(tasks) \
+            and all(get_dtype(t.dtype).runs_layout(t.shape.layout) for t in tasks):
+        return list(tasks), []  # nothing to move, drop or merge (a plain sweep: a million tasks, no dict)
     for task in tasks:
         dt = get_dtype(task.dtype)
         problem = shape_problem(task.shape, dt)

@@ -101,22 +101,24 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
     """
     from mfu_sweep.workloads import is_square_family, sweep_shapes
 
-    shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
+    first: dict[Shape, str] = {}  # each shape once, with its first family (a million-row file: no list beside it)
+    for spec in shape_specs:
+        first.setdefault(parse_shape(spec), "custom")
     if shape_file:
-        shapes += [(row.shape, row.family or "csv") for row in read_shape_rows(shape_file)]
+        for row in read_shape_rows(shape_file):
+            first.setdefault(row.shape, row.family or "csv")
     square = False
     for family in families:  # --shapes square: the family its records name, beside the others
         square = is_square_family(family) or square
-        shapes += [] if is_square_family(family) else sweep_shapes(family)
-    if not shapes or square or min_flop is not None or max_flop is not None:
+        for s, f in [] if is_square_family(family) else sweep_shapes(family):
+            first.setdefault(s, f)
+    if not first or square or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
         lo, hi = min_flop or lo, max_flop or hi
         if points is None:
             points = points_for_range(lo, hi, POINTS_PER_DECADE) if hi >= lo else 2
-        shapes += [(s, "square") for s in square_family(lo, hi, points, align)]
-    first: dict[Shape, str] = {}
-    for s, f in shapes:
-        first.setdefault(s, f)
+        for s in square_family(lo, hi, points, align):
+            first.setdefault(s, "square")
     return list(first.items())
 
 

@@ -35,7 +35,7 @@ def check_threads(threads: int) -> int:
     return threads
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a million-shape plan holds a task per shape, dtype and mode
 class Task:
     """One unit of work for a worker.
 

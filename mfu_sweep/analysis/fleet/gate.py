@@ -145,12 +145,15 @@ def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline:
     ``margin``) go to :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
     :func:`~mfu_sweep.analysis.fleet.view.replicate_fleets`.
     """
+    from mfu_sweep.allocator import paused_gc
+
     boards: list[Leaderboard] = []
     notes: list[str] = []
-    if boards_too:
-        ranked = series
-        if skipped is not None:
-            ranked, left_out = with_peak(series, metric, keep=baseline)
-            skipped += left_out
-        boards, notes = leaderboards(ranked, metric, reference=baseline or REST, **kw)
-    return replicate_fleets(series, boards=boards, **kw), boards, notes
+    with paused_gc():  # many devices: millions of small objects that the collector would walk again and again
+        if boards_too:
+            ranked = series
+            if skipped is not None:
+                ranked, left_out = with_peak(series, metric, keep=baseline)
+                skipped += left_out
+            boards, notes = leaderboards(ranked, metric, reference=baseline or REST, **kw)
+        return replicate_fleets(series, boards=boards, **kw), boards, notes
