@@ -290,7 +290,12 @@ class Worker:
 
 
 class SubprocessRunner:
-    """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task)."""
+    """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task).
+
+    ``--soak`` runs in the first worker only: the run's header records it (``environment.soak``), and every
+    later worker of the run (each pass's, a restart's) starts without it, so a three-pass sweep soaks once, not
+    three times.
+    """
 
     def __init__(self, device: str, spec_file: str | None, chip: str | None, per_task: bool = False,
                  env_for_task: Any = None, start_timeout_s: float = 300.0, modes: Sequence[str] = ("eager",)) -> None:
@@ -321,6 +326,7 @@ class SubprocessRunner:
             if error.startswith("BackendError: "):  # the device is absent or unusable: a user's error
                 raise BackendError(error.removeprefix("BackendError: "))
             raise RuntimeError(error)
+        self.args = {**self.args, "soak": False}  # --soak once per run: later workers (passes, restarts) skip it
         return answer
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
@@ -376,7 +382,8 @@ def _serve() -> None:
         t0 = time.perf_counter()
         try:
             if request["op"] == "hello":
-                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds(),
+                soak = soak_seconds() if request.get("soak", True) else 0.0
+                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak,
                                       request.get("modes", ("eager",)), request.get("warm_compile", True))
                 answer: dict[str, Any] = {"hello": info}
             else:
