@@ -48,7 +48,6 @@ PROFILER_PAIRS=${PROFILER_PAIRS:-3}
 ONLY=${ONLY:-}                          # comma-separated step names: run these only (the rest are skipped)
 OUT=${OUT:-/tmp/gpu-check}
 PY=${PYTHON:-python3}
-WORK="$OUT/work"
 DT=$([ "$DEVICE" = cpu ] && echo fp32 || echo bf16)
 
 # name|budget s|files (in the tarball)|what
@@ -83,7 +82,8 @@ plan() {
 }
 if [ "${1:-}" = "--plan" ]; then plan; exit 0; fi
 
-mkdir -p "$WORK"
+mkdir -p "$OUT"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-work.XXXXXX")  # outside $OUT: only the 3 files come back
 : > "$OUT/steps.tsv"
 exec > >(tee "$OUT/log.txt") 2>&1
 export PYTHONUNBUFFERED=1
@@ -104,7 +104,7 @@ finish() {  # the tarball and the summary, also when the caller's limit stops th
   tar -czf "$OUT/results.tar.gz" -C "$WORK" . 2>/dev/null
   $PY benchmarks/gpu_check_eval.py summary "$OUT/steps.tsv" "$WORK" > "$OUT/summary.json"
   local rc=$?
-  rm -f "$OUT/steps.tsv"
+  rm -rf "$OUT/steps.tsv" "$WORK"
   if [ $rc -eq 0 ]; then
     echo "=== done after ${SECONDS}s: every step that ran passed ==="
   else
