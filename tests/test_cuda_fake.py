@@ -371,3 +371,46 @@ def test_energy_meter_without_a_graph_counts_the_calls_asked(gpu: FakeGpu) -> No
     for n in (1, 7, 9):
         metered(n)
     assert log.calls == 16 and math.isclose(log.millijoules, 16 * gpu.mj_per_kernel)
+
+
+def test_defect_9_sweep_option_reaches_the_records_and_settings(tmp_path: Any) -> None:
+    from click.testing import CliRunner
+
+    from mfu_sweep.cli import main
+    from mfu_sweep.results import load_sweeps
+
+    out = tmp_path / "fp8.json"
+    run = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--dtype", "fp8", "--shape", "64x64x64:nt",
+                                    "--fp8-fast-accum", "off", "--isolate", "none", "--quiet", "--repeats", "1",
+                                    "--budget-s", "0.05", "-o", str(out)])
+    assert run.exit_code == 0, run.output
+    [sweep] = load_sweeps([out])
+    assert sweep.settings["fp8_fast_accum"] == "off" and [r.extra["fast_accum"] for r in sweep.records] == [False]
+
+
+def test_a_worker_whose_cuda_context_is_poisoned_is_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mfu_sweep.measure import worker
+    from mfu_sweep.measure.task import blank_record
+
+    started: list[int] = []
+    errors = iter(["RuntimeError: CUDA error: device-side assert triggered", None])
+
+    class Worker:
+        def __init__(self, env: Any = None) -> None:
+            started.append(1)
+
+        def request(self, args: dict, timeout: float | None) -> dict:
+            if args["op"] == "hello":
+                return {"hello": {}}
+            error = next(errors)
+            rec = blank_record(task("64x64x64"), "error" if error else "unsupported", error or "no")
+            return {"record": rec.to_json()}
+
+        def close(self, abandon: bool = False) -> None:
+            pass
+
+    monkeypatch.setattr(worker, "Worker", Worker)
+    runner = worker.SubprocessRunner("cuda", None, None)
+    assert runner.run(task("64x64x64")).status == "error" and runner.worker is None  # closed: context gone
+    runner.run(task("64x64x64"))
+    assert len(started) == 2

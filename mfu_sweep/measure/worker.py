@@ -349,12 +349,24 @@ class SubprocessRunner:
             self.worker = None
             return blank_record(task, exc.status, str(exc), **_start_fields(started_s))
         record = Record.from_json(answer["record"])
+        if record.status == "error" and poisons_context(record.error):
+            self.close()  # the device context is gone: the next shape gets a fresh worker, not the same error
         return replace(record, extra={**record.extra, **_start_fields(started_s), **_busy_fields(answer)})
 
     def close(self, abandon: bool = False) -> None:
         if self.worker is not None:
             self.worker.close(abandon)
             self.worker = None
+
+
+# Errors after which a CUDA context is unusable: every later kernel in that process fails the same way.
+POISONED = ("device-side assert", "illegal memory access", "unspecified launch failure", "misaligned address")
+
+
+def poisons_context(error: str | None) -> bool:
+    """Whether a shape's error leaves the worker's device context unusable (a device-side assert ...)."""
+    text = (error or "").lower()
+    return any(p in text for p in POISONED)
 
 
 def _start_fields(started_s: float | None) -> dict[str, Any]:
