@@ -91,8 +91,9 @@ venv-xla: $(XLA_STAMP)
 test-xla: $(XLA_STAMP)
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
 
-# Wheels the GPU machine's image lacks (the schema validator, one abi3 wheel), for benchmarks/gpu_check.sh there.
-GPU_WHEELS := jsonschema-rs
+# Wheels the GPU machine's image (Python 3.12, no registry) lacks, for benchmarks/gpu_check.sh there: the schema
+# validator and orjson, cp312 manylinux; the device tool carries .whl/ with the call (carry=[".whl"]).
+GPU_WHEELS := jsonschema-rs orjson
 gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

@@ -18,18 +18,19 @@ from mfu_sweep.cli.common import DtypeChoice, domain_errors, json_output, requir
 
 @contextlib.contextmanager
 def device_options_env(timer: str, soak_s: float, threads: int | None = None,
-                       on_throttle: str = "keep") -> Iterator[None]:
-    """Hand ``--timer``, ``--soak``, ``--threads`` and ``--on-throttle`` to the sweep's workers through their
-    environment; with ``--timer cputime`` also ``OMP_WAIT_POLICY=PASSIVE`` (unless set already), so a GEMM thread
-    that waits for another sleeps instead of spinning, which would count as CPU time (docs/fidelity.md).
+                       on_throttle: str = "keep", fast_accum: str = "on") -> Iterator[None]:
+    """Hand ``--timer``, ``--soak``, ``--threads``, ``--on-throttle`` and ``--fp8-fast-accum`` to the sweep's
+    workers through their environment; with ``--timer cputime`` also ``OMP_WAIT_POLICY=PASSIVE`` (unless set
+    already), so a GEMM thread that waits for another sleeps instead of spinning, which would count as CPU time
+    (docs/fidelity.md).
 
     Workers inherit this process's environment; the variables are restored
     afterwards so in-process callers (tests) see no leftovers. Torch-free:
     the sweep's parent process never imports torch.
     """
-    from mfu_sweep.measure.task import ON_THROTTLE_ENV, SOAK_ENV, THREADS_ENV, TIMER_ENV
+    from mfu_sweep.measure.task import FAST_ACCUM_ENV, ON_THROTTLE_ENV, SOAK_ENV, THREADS_ENV, TIMER_ENV
 
-    wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None,
+    wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None, FAST_ACCUM_ENV: fast_accum,
               THREADS_ENV: str(threads) if threads else None,
               ON_THROTTLE_ENV: on_throttle if on_throttle != "keep" else None}
     if timer == "cputime" and OMP_WAIT_ENV not in os.environ:  # a user's own choice stays

@@ -136,7 +136,12 @@ def _range_default(end: int) -> str:
                    "the block and flag the shape; discard the block, idle 50 ms and time it again (nvbench); or "
                    "wait before each block until it stops. Needs NVML (--device cuda, nvidia-ml-py).")
 @click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
-              help="Run a large GEMM for S seconds after opening the device, before the first shape.")
+              help="Run a large GEMM for S seconds after opening the device, before the first shape (once per "
+                   "run, not per pass).")
+@click.option("--fp8-fast-accum", "fast_accum", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="fp8 and fp8-rowwise: torch's use_fast_accum (on: Hopper's faster, lower-precision accumulation, "
+                   "what NVIDIA's published fp8 numbers use; off: full-precision accumulation). Each record says "
+                   "which (fast_accum).")
 @click.option("--cache", type=click.Choice(["rotate", "flush", "none"]), default="rotate", show_default=True,
               help="Keep operands out of cache by rotating operand sets larger than the cache, calls back to "
                    "back (rotate), or by overwriting a cache-sized buffer before each call and timing every call "
@@ -155,8 +160,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           repeats: int | None, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, dry_run: bool, quiet: bool, timer: str, on_throttle: str, soak: float, shard: str | None,
-          distribute: str | None,
+          force: bool, dry_run: bool, quiet: bool, timer: str, on_throttle: str, soak: float, fast_accum: str,
+          shard: str | None, distribute: str | None,
           cache: str, threads: int | None, start_timeout_s: float, refine_against: tuple[str, ...] = (),
           until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
@@ -264,6 +269,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
                   "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
                   **({"on_throttle": on_throttle} if on_throttle != "keep" else {}),
+                  **({"fp8_fast_accum": fast_accum} if {"fp8", "fp8-rowwise"} & set(dtypes) else {}),
                   **place.settings()},
         label_suffix=suffix + place.label_suffix, repeats=repeats, start_timeout_s=start_timeout_s,
     )
@@ -287,7 +293,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     started = time.monotonic()
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads, on_throttle):
+        with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
                                notify=lambda note: click.echo(f"note: {note}", err=True))
     except SweepError as exc:
@@ -334,7 +340,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     click.echo(f"wrote {plan.output}")
     click.echo(sweep_headline([result], plan.output))
     if loop:
-        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads, on_throttle),
+        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads, on_throttle, fast_accum),
                  time.monotonic() - started)
     if place.launcher and place.world > 1:
         docs = gather_to_rank0(result, place)
@@ -382,14 +388,15 @@ def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
     check_budget(loop.budget_s, len(plan.tasks), budget_s)
 
 
-def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None, on_throttle: str = "keep") -> Any:
+def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None, on_throttle: str = "keep",
+             fast_accum: str = "on") -> Any:
     """One resumed sweep of the refinement loop, with the same device options and progress bar."""
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.sweep import SweepError, run_sweep
 
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads, on_throttle):
+        with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None

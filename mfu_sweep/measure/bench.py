@@ -236,7 +236,9 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     else:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     if dt.scaling != "none":
-        fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+        fields["scales"] = backend.scales_json(dt)
+    if dt.scaling in ("tensor", "row"):
+        fields["fast_accum"] = backend.fp8_fast_accum
     clocked = block_timer  # before the guards wrap it: a CPU-time timer keeps the wall time of its blocks
     block_timer, guards = _guarded(backend, block_timer)
     allocates = allocates_output(task.mode, dt)

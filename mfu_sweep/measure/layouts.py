@@ -57,6 +57,44 @@ def _unique(tasks: Sequence[Task]) -> bool:
     return True
 
 
+# torch._grouped_mm's CUTLASS kernel (bf16 on NVIDIA sm90/sm100) moves each group's operands by TMA, which
+# needs 16-byte aligned addresses: a group boundary along a dimension an operand is contiguous in must fall on a
+# multiple of 16 bytes.
+TMA_ALIGN_BYTES = 16
+
+
+def grouped_problem(shape: Shape, element_bytes: float) -> str | None:
+    """Why torch._grouped_mm's CUTLASS kernel would stop ``shape`` with a device-side assert, or None.
+
+    The kernel checks each group on the device (``prepare_grouped_gemm_data`` in torch's
+    ``GroupMMCommon.cuh``), and a failed check poisons the CUDA context: every later shape in that
+    process fails too. So the same rules are checked here, before launch:
+
+    * groups along k: every group is non-empty, unless A is column-major and B row-major (layout ``tn``);
+    * a group boundary (every group but the last) along a dimension an operand is contiguous in falls on a
+      multiple of 16 bytes: along k when A is row-major or B column-major; along m when A is column-major.
+    """
+    if not shape.grouped:
+        return None
+    a_row_major, b_row_major = shape.layout[0] == "n", shape.layout[1] == "n"
+    sizes = list(shape.groups)
+    if shape.group_dim == "k":
+        if not (not a_row_major and b_row_major) and 0 in sizes:
+            return (f"torch._grouped_mm (CUTLASS) needs every group along k non-empty unless A is column-major and B "
+                    f"row-major (layout tn); group {sizes.index(0)} of {shape} is empty in layout {shape.layout}")
+        aligned = a_row_major or not b_row_major
+    else:
+        aligned = not a_row_major
+    align = TMA_ALIGN_BYTES / element_bytes
+    if aligned:
+        for g, size in enumerate(sizes[:-1]):
+            if size % align:
+                return (f"torch._grouped_mm (CUTLASS) needs each group along {shape.group_dim} but the last to be a "
+                        f"multiple of {TMA_ALIGN_BYTES} bytes ({align:g} elements) in layout {shape.layout}; group {g} "
+                        f"of {shape} has {size}")
+    return None
+
+
 def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
     """The tasks a dtype can run, moved to its layout where it takes only one, and a note per dtype for the rest.
 
