@@ -91,7 +91,8 @@ def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...], step_fil
     asked = " ".join(f"--figure {k}" for k in kinds) or "any figure"
     others = figure_stems(sweeps, metric=metric, kinds=None, step_files=step_files)
     hint = f"; they give: {', '.join(others)}" if others else ""
-    raise click.ClickException(f"nothing to draw: these files give no figure for {asked}{hint}")
+    what = "files" if step_files else "sweeps"
+    raise click.ClickException(f"nothing to draw: these {what} give no figure for {asked}{hint}")
 
 
 def _wrote(paths: list[Path]) -> None:

@@ -21,7 +21,7 @@ runs"); a series where some finished is timed over those, and the others are sai
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,6 +215,3 @@ def contention_line(files: Sequence[StepFile], excluded: bool) -> str | None:
     how = "left out (--exclude-contended)" if excluded else "kept; --exclude-contended leaves them out"
     return f"measured under contention: {'; '.join(parts)}; {how}"
 
-
-def facts_by_key(series: Sequence[RunSeries]) -> Mapping[StepKey, RunFacts]:
-    return {s.key: s.facts() for s in series}

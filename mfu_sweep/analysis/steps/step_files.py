@@ -39,7 +39,8 @@ class StepRun:
     """One fresh-process run of one (mode, compile mode, cache): its status and its step times.
 
     ``first_step_s`` is None when step 1 never finished (a timeout: "did not compile within T");
-    ``steady_step_s`` is the median of the steps after step 1 and ``warmup_steps`` more.
+    ``steady_step_s`` is the median of the steps after step 1 and the warm-up steps (the file's ``steps_s``
+    and ``warmup_steps``, checked for their types, are not kept: time to N uses the two summaries).
     """
 
     mode: str
@@ -49,8 +50,6 @@ class StepRun:
     cache: str | None = None
     error: str | None = None
     timeout_s: float | None = None
-    steps_s: tuple[float, ...] = ()
-    warmup_steps: int = 0
     first_step_s: float | None = None
     steady_step_s: float | None = None
     compile: Mapping[str, float] = field(default_factory=dict)
@@ -193,14 +192,15 @@ def _run(r: _Reader, raw: Any, i: int) -> StepRun:
     contended = r.get(raw, "contended", where, required=False)
     if contended is not None and not isinstance(contended, bool):
         raise r.fail(f"{where}contended", f"{contended!r} is not true or false")
+    _steps(r, raw, where)  # checked, not kept
+    r.count(raw, "warmup_steps", where)
     return StepRun(
         mode=str(r.text(raw, "mode", where, MODES)), status=str(r.text(raw, "status", where, STATUSES)),
         repeat=r.count(raw, "repeat", where) or 0,
         compile_mode=r.text(raw, "compile_mode", where, required=False),
         cache=r.text(raw, "cache", where, CACHES, required=False),
         error=r.get(raw, "error", where, required=False) and str(raw["error"]).splitlines()[0],
-        timeout_s=r.seconds(raw, "timeout_s", where), steps_s=_steps(r, raw, where),
-        warmup_steps=r.count(raw, "warmup_steps", where) or 0,
+        timeout_s=r.seconds(raw, "timeout_s", where),
         first_step_s=r.seconds(raw, "first_step_s", where), steady_step_s=r.seconds(raw, "steady_step_s", where),
         compile=_compile(r, raw, where), graphs=r.count(raw, "graphs", where),
         graph_breaks=r.count(raw, "graph_breaks", where), recompiles=r.count(raw, "recompiles", where),
