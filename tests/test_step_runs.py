@@ -352,3 +352,18 @@ def test_report_of_step_files_and_sweeps_shows_of_which_gemms_and_no_gemm_sum_se
     md = (tmp_path / "rep" / "index.md").read_text()
     assert "train step, measured" in md and "Of which GEMMs" in md
     assert "GEMMs only" not in md.split("## Time to N steps", 1)[1].split("## Figures", 1)[0]
+
+
+def test_report_mode_and_dtype_select_the_runs_of_step_files(tmp_path) -> None:
+    from mfu_sweep.analysis.steps.step_files import select_runs
+
+    [f] = files(step_doc("chip", [EAGER, COLD]))
+    [eager] = select_runs([f], modes=("eager",))
+    assert {r.mode for r in eager.runs} == {"eager"} and len(eager.runs) == 3
+    assert select_runs([f], dtypes=("bf16",)) == [] and select_runs([f]) == [f]
+    pytest.importorskip("matplotlib")
+    path = write_steps(tmp_path, step_doc("chip", [EAGER, COLD]))
+    res = run("report", str(path), "--mode", "eager", "-o", str(tmp_path / "rep"))
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "rep" / "index.md").read_text()
+    assert "chip eager" in md and "chip compile" not in md
