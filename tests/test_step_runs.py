@@ -45,7 +45,8 @@ def test_the_first_and_steady_intervals_are_t_over_the_runs() -> None:
         x = np.array(values)
         half = stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
         assert iv.value == pytest.approx(x.mean())
-        assert iv.low == pytest.approx(x.mean() - half, rel=0.02) and iv.high == pytest.approx(x.mean() + half, rel=0.02)
+        assert iv.low == pytest.approx(x.mean() - half, rel=0.02)
+        assert iv.high == pytest.approx(x.mean() + half, rel=0.02)
     # time to N is first + (N − 1) steady, with the first and steady of one run weighted together
     [(_, one), (_, ten)] = cold.times
     assert one.value == pytest.approx(cold.first.value)
@@ -251,7 +252,8 @@ def test_kind_infer_sums_only_the_forward_pass(tmp_path) -> None:
     text = run("predict", str(tmp_path / "s.json"), "--model", FAMILY, "--kind", "infer").output
     assert "GEMMs of one inference step (forward pass only)" in text
     grid = run("predict", str(tmp_path / "s.json"), "--model", "grid:64:64:64", "--kind", "infer")
-    assert grid.exit_code == 1 and grid.output.startswith("Error: --kind infer: grid:") and "Traceback" not in grid.output
+    assert grid.exit_code == 1 and grid.output.startswith("Error: --kind infer: grid:")
+    assert "Traceback" not in grid.output
 
 
 # --------------------------------------------------------------------------- bad input
