@@ -148,9 +148,11 @@ steps-reference: $(STAMP)
 	$(BIN)/mfu-sweep predict $(STEPS_SWEEPS) --model $(STEPS_FAMILY) --dtype fp32 --steps 1-100000
 	$(BIN)/mfu-sweep plot $(STEPS_SWEEPS) --figure steps -o plots/ --force
 
-# The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds (minutes).
+# The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds, and of the
+# intervals of a measured step on SYNTHETIC step files with known truth (minutes).
 steps-calibration: $(STAMP)
 	$(BIN)/python benchmarks/steps_calibration.py
+	$(BIN)/python benchmarks/step_runs_calibration.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks

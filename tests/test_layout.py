@@ -177,8 +177,8 @@ def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> No
 
 
 # Inside analysis/, parts in order of the question they answer; a part imports only parts of a lower rank
-# (docs/layout.md). predict sits beside verdicts, above fits; only steps (time to N steps) imports it.
-ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2, "predict": 2,
+# (docs/layout.md). steps (a step's GEMM sum and time to N steps) sits beside fleet, above fits.
+ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2,
                  "fleet": 3, "steps": 3, "refine": 4}
 
 
@@ -212,12 +212,12 @@ def test_analysis_is_split_by_question_in_a_fixed_order() -> None:
 def test_analysis_rules_catch_an_arrow_back_up() -> None:
     edges = {"mfu_sweep.analysis.fits.fit": {"mfu_sweep.analysis.verdicts.comparison", "mfu_sweep.analysis.series"},
              "mfu_sweep.analysis.series": {"mfu_sweep.analysis.fits.fit"},
-             "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.predict"},
+             "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.steps.gemm_sum"},
              "mfu_sweep.analysis.refine.plan": {"mfu_sweep.analysis.fleet.leaderboard"}}
     assert analysis_violations(edges) == [
         "mfu_sweep.analysis.fits.fit (fits) imports mfu_sweep.analysis.verdicts.comparison (verdicts)",
         "mfu_sweep.analysis.series (series) imports mfu_sweep.analysis.fits.fit (fits)",
-        "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.predict (predict)",
+        "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.steps.gemm_sum (steps)",
     ]
 
 

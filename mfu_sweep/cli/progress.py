@@ -85,3 +85,18 @@ def load_files(files: Sequence[str]) -> list[Any]:
                     bar(i + 1, len(files))
     keep_for_the_command()
     return out
+
+
+def load_inputs(files: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """:func:`load_files` for commands that also take step files (``predict``, ``plot``, ``report``): the sweeps
+    and the step files among ``files`` (:func:`mfu_sweep.analysis.steps.step_files.read_inputs`)."""
+    from mfu_sweep.allocator import keep_freed_memory
+    from mfu_sweep.analysis.steps.step_files import read_inputs
+    from mfu_sweep.cli.common import invalid_note
+
+    keep_freed_memory()
+    on_invalid = invalid_note()
+    if len(files) < 2:
+        return read_inputs(files, on_invalid=on_invalid)
+    with step("reading", "file") as bar:
+        return read_inputs(files, on_invalid=on_invalid, each=lambda i: bar(i, len(files)))
