@@ -46,6 +46,7 @@ class FakeGpu(TorchDispatchMode):
         self.capturing: FakeGraph | None = None
         self.poisoned: str | None = None
         self.syncs = 0
+        self.free_bytes = 79 * 2**30  # what torch.cuda.mem_get_info answers (the memory check before a shape)
 
     @property
     def clock_s(self) -> float:
@@ -157,6 +158,7 @@ def fake_cuda(gpu: FakeGpu) -> dict[str, Any]:
         "Event": lambda enable_timing=False: FakeEvent(gpu), "Stream": FakeStream,
         "current_stream": lambda device=None: FakeStream(device), "stream": lambda s: contextlib.nullcontext(),
         "CUDAGraph": lambda: FakeGraph(gpu), "graph": graph, "is_bf16_supported": lambda: True,
+        "mem_get_info": lambda device=None: (gpu.free_bytes, 80 * 2**30),
     }
 
 

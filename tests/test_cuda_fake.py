@@ -80,6 +80,15 @@ def test_fake_backend_describes_the_fake_gpu_and_times_with_its_events(gpu: Fake
     assert all(s == pytest.approx(gpu.kernel_s) for s in rec.samples_s)  # one fake kernel per call, exactly
 
 
+def test_a_shape_past_the_free_gpu_memory_is_recorded_oom_and_never_launched(gpu: FakeGpu) -> None:
+    """The memory check before allocation (measure/memory.py) on the CUDA path: torch.cuda.mem_get_info's free
+    bytes against the shape's working set; no operand is drawn and no kernel runs."""
+    gpu.free_bytes = 2**30
+    rec = run_task(FakeCudaBackend(timer="events"), task("32768x32768x32768"))
+    assert rec.status == "oom" and gpu.kernels == 0
+    assert "mem_get_info" in (rec.error or "") or "mem_get_info" in str(rec.to_json())
+
+
 def test_graph_timer_replays_whole_graphs_and_scales_to_the_calls_asked(gpu: FakeGpu) -> None:
     a, b = torch.randn(8, 8), torch.randn(8, 8)
     timer = graph_block_timer(lambda: torch.mm(a, b), torch.device("cpu"), 16)
