@@ -128,7 +128,7 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     chip_of = options.resolve(chip_overrides or {}, devices, "--chip")
     keep = options.resolve(dict.fromkeys(only, "keep"), devices, "--only")
     kept = [(i, dev) for i, dev in enumerate(devices) if not only or i in keep]
-    warnings: list[str] = []
+    warnings: list[str] = [f"{dev.key}: {w}" for _, dev in kept for w in dev.warnings]
     short = grouping.short_uuids(d.identity.uuid for _, d in kept if d.identity.uuid)
     labelled = [(dev, safe_name(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
     groups = _group(labelled, devices)

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from mfu_sweep.allocator import reused_allocations
-from mfu_sweep.dtypes import DType, get_dtype
+from mfu_sweep.dtypes import DType, fp8_format, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.energy import metered_block_timer
@@ -188,6 +188,8 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     if dt.scaling != "none":
         fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+    if fp8_format(dt.torch_name) and (element := fp8_format(str(backend.torch_dtype(dt)))):
+        fields["fp8_format"] = element  # the element type this device ran: e4m3fnuz on MI300 (gfx942)
     block_timer, guards = _guarded(backend, block_timer)
     allocates = allocates_output(task.mode, dt)
     if allocates:
