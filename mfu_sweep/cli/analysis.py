@@ -211,7 +211,7 @@ def _band_line(c: Any, band: Any) -> str:
     j = band.to_json(c.a, c.b)
     model = band.n - j["matched"]
     ci = ("too few shapes for an interval" if band.too_few  # 4 digits: a margin of 2% is read at the third
-          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}]")
+          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({_level(j['interval_level'])} Holm-adjusted)")
     via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
            if band.via else "")
     left = (f"; left out: {j['left_out_a']} of {c.a}, {j['left_out_b']} of {c.b}"
@@ -223,6 +223,12 @@ def _band_line(c: Any, band: Any) -> str:
             f"matched shapes, {model} model-based{measured}), {c.a} ahead on {band.wins_a}, {c.b} on "
             f"{band.wins_b}; a/b {metric_name(c.metric)} x{j['ratio']:.4g} {ci}, p(Holm) {band.p_adjusted:.2g}: "
             f"{band.call(c.a, c.b)}{via}{split}")
+
+
+def _level(confidence: float) -> str:
+    """``0.99583 -> "99.6%"``: the level of a Holm-adjusted interval, never rounded up to 100%."""
+    text = f"{confidence * 100:.3g}%"
+    return text if text != "100%" else f"{confidence * 100:.4g}%" if confidence < 1 else text
 
 
 def _print_comparison(c: Any) -> None:
@@ -241,10 +247,11 @@ def _print_comparison(c: Any) -> None:
         j = run.to_json(c.a, c.b)
         what = (lead_words(j["leader"], c.metric) if j["leader"] else f"the same within {c.margin * 100:.3g}%")
         alone = "none called alone" if j["leader"] else "not all the same alone"
+        split = f"; {j['split_words']}" if j["split_words"] else ""
         click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
                    f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} "
-                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}], p(Holm) {run.p_adjusted:.2g}: {what} "
-                   f"taken together ({run.split.text()})")
+                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({_level(j['interval_level'])} Holm-adjusted), "
+                   f"p(Holm) {run.p_adjusted:.2g}: {what} taken together ({run.split.text()}{split})")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
                    "a/b and its CI: the mean over passes of the log ratio, which the verdicts test")
@@ -258,9 +265,8 @@ def _print_comparison(c: Any) -> None:
                    f"{p.leader or ('same' if p.same else 'ambiguous'):<{wl}} {method}")
     if c.metric == "mfu" and any(max(p.a_value, p.b_value) > 1 for p in c.points):
         click.echo(ABOVE_PEAK_MARK)
-    for x in c.crossovers:
-        click.echo(f"crossover ({x.method}): {x.from_label} -> {x.to_label} at {format_flops(x.flops)} "
-                   f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}]")
+    for x in c.crossovers:  # one line per change of leader: the data's interval, the fits' estimates beside
+        click.echo(f"crossover: {x.text()}")
     for note in c.notes:
         click.echo(f"note: {note}")
     click.echo(c.sentence())
@@ -352,7 +358,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
-    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all, layouts_left_out
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
     from mfu_sweep.present.headline import pair_sentences
@@ -381,6 +387,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     if skipped and not (comps or fleets or boards):
         raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
+    layouts = layouts_left_out(series, baseline or label_a, label_b) if not ranking or pairwise else []
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps, series) if whole and not ranking else []
@@ -391,6 +398,8 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["contention"] = reasons
         if skipped:
             out["skipped"] = skipped
+        if layouts:
+            out["left_out_layouts"] = layouts
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         if verdict:
@@ -402,7 +411,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
                    **({"calibration": refs} if refs else {}))
     for line in pair_sentences(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
-    for line in skipped:
+    for line in skipped + layouts:
         click.echo(f"note: {line}")
     ranked.echo_boards(fleets, boards, notes)
     for s in spreads:
