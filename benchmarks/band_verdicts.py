@@ -109,10 +109,11 @@ def published_table() -> None:
     groups: dict[tuple[str, str], list] = {}
     for key, s in series.items():
         groups.setdefault((key.dtype, key.mode), []).append(s)
-    print("| pair | dtype | bands | clear bands (sign p<0.01, Holm) | matched | per band: a wins/b wins: leader |")
-    print("|---|---|---|---|---|---|")
+    print("| pair | dtype | mode | bands | clear bands (sign p<0.01, Holm) | matched "
+          "| per band: a wins/b wins: leader |")
+    print("|---|---|---|---|---|---|---|")
     total = agree = 0
-    for (dtype, _), members in sorted(groups.items()):
+    for (dtype, mode), members in sorted(groups.items()):
         for sa, sb in combinations(sorted(members, key=lambda s: s.label), 2):
             ta = {r.shape: r.median_s for r in sa.records}
             tb = {r.shape: r.median_s for r in sb.records}
@@ -137,7 +138,7 @@ def published_table() -> None:
             total += len(clear)
             agree += len(ok)
             mark = "" if not wrong else f" ({len(wrong)} against)"
-            print(f"| {sa.label} vs {sb.label} | {dtype} | {len(c.bands)} | {len(clear)} | {len(ok)}{mark} | "
+            print(f"| {sa.label} vs {sb.label} | {dtype} | {mode} | {len(c.bands)} | {len(clear)} | {len(ok)}{mark} | "
                   f"{'; '.join(cells)} |")
     print(f"\nclear bands: {total}, band verdict names their winner: {agree}")
 

@@ -263,3 +263,47 @@ def test_a_compare_across_fp8_formats_says_so() -> None:
     assert not [n for n in same.notes if "fp8 format" in n]
     bf16 = _pair("gfx942", "gfx950", "bf16", "compile", use_fit=False)
     assert not [n for n in bf16.notes if "fp8 format" in n]
+
+
+# -- layouts ---------------------------------------------------------------------------------------------------------
+
+
+def test_deepbench_pairs_are_compared_layout_by_layout() -> None:
+    """MI25 vs TitanX Pascal: before, one comparison of 83 rows (the TN row standing in where NN was dropped) said
+    "NV_TitanX_Pascal leads (+18%)" above 97 GFLOP; now nn, nt and tn are three comparisons, tn ambiguous."""
+    from mfu_sweep.analysis.verdicts.compare import compare_all
+
+    comps = compare_all(load_sweeps([PUBLISHED / "AMD_MI25.json", PUBLISHED / "NV_TitanX_Pascal.json"]), "tflops",
+                        use_fit=False)
+    assert [(c.dtype, c.mode, len(c.points)) for c in comps] == [("fp32", "eager", 77), ("fp32", "eager-nt", 10),
+                                                                  ("fp32", "eager-tn", 73)]
+    for c in comps:
+        assert {p.shape.split(":")[1] if ":" in p.shape else "nn" for p in c.points} == {
+            {"eager": "nn", "eager-nt": "nt", "eager-tn": "tn"}[c.mode]}
+    tn = comps[2]
+    assert all(b.verdict == 0 for b in tn.bands) and "no confident leader" in tn.sentence()
+
+
+def test_a_compare_over_sources_that_differ_in_layouts_says_what_it_left_out(tmp_path: Path) -> None:
+    import json
+
+    doc = json.loads((PUBLISHED / "NV_T4.json").read_text())
+    doc["records"] = [r for r in doc["records"] if r["shape"].get("layout", "nn") == "nn" and r["dtype"] == "fp32"]
+    doc["device"]["label"] = "t4-nn-only"
+    mine = tmp_path / "t4-nn-only.json"
+    mine.write_text(json.dumps(doc))
+    args = ["compare", str(PUBLISHED / "NV_TitanX.json"), str(mine), "--metric", "tflops", "--no-fit"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    notes = [ln for ln in out.output.splitlines() if ln.startswith("note: left out:")]
+    assert notes == [
+        "note: left out: NV_TitanX fp32 eager-nt (10 shapes in layout nt): t4-nn-only measured fp32 eager in nn only; "
+        "layouts are compared layout by layout, never one against another",
+        "note: left out: NV_TitanX fp32 eager-tn (73 shapes in layout tn): t4-nn-only measured fp32 eager in nn only; "
+        "layouts are compared layout by layout, never one against another"]
+    assert "NV_TitanX vs t4-nn-only (fp32, eager, TFLOP/s)" in out.output and "eager-tn, TFLOP/s" not in out.output
+    got = json.loads(CliRunner().invoke(main, [*args, "--json"]).output)
+    assert [n.removeprefix("note: ") for n in notes] == got["left_out_layouts"]
+    same = CliRunner().invoke(main, ["compare", str(PUBLISHED / "NV_TitanX.json"), str(PUBLISHED / "NV_T4.json"),
+                                     "--a", "NV_TitanX", "--b", "NV_T4", "--metric", "tflops", "--no-fit"])
+    assert same.exit_code == 0 and "in layout" not in same.output  # the same layouts on both: none left out
