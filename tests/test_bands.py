@@ -372,10 +372,18 @@ def test_a_band_is_never_called_against_its_own_interval() -> None:
     delta = math.log1p(0.02)
 
     def test(est: float, half: float) -> RunTest:
-        return RunTest(est, est - half, est + half, 0.5, None, lambda s: (1.0, 0), EvidenceSplit(20, 0))
+        return RunTest(est, est - half, est + half, 0.5, None, lambda s: (1.0, 0), EvidenceSplit(20, 0),
+                       lambda level: (est - half, est + half))
 
-    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.015), delta) == SAME
-    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.022), delta) == 0
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.02), delta) == 1
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.035), delta) == 0
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, math.inf), delta) == 0  # too few shapes: no call
+    def state(row: tuple, adjusted: float, t: RunTest, shown: tuple[float, float] | None = None) -> int:
+        return _state(row, adjusted, 0.05, t, delta, shown if shown is not None else (t.low, t.high))
+
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.015)) == SAME
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.022)) == 0
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.015), (-0.022, 0.022)) == 0  # the printed one crosses
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02)) == 1
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.035)) == 0
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, math.inf)) == 0  # too few shapes: no call
+    # the printed (Holm-adjusted) interval decides a lead: past the margin, a lead; reaching across it, none
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02), (0.03, 0.07)) == 1
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02), (0.015, 0.085)) == 0
