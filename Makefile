@@ -22,7 +22,7 @@ XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
 .PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs \
-	steps-reference steps-calibration
+	steps-reference steps-calibration package-check
 
 # pip prints only errors and warnings (no progress bars, no notice of a newer pip): the make log stays short.
 PIP_QUIET := --quiet --disable-pip-version-check --progress-bar off
@@ -91,16 +91,34 @@ venv-xla: $(XLA_STAMP)
 test-xla: $(XLA_STAMP)
 	PJRT_DEVICE=CPU $(XLA_BIN)/python -m pytest -q tests/test_xla_backend.py
 
-# Wheels the GPU machine's image lacks (the schema validator, one abi3 wheel), for benchmarks/gpu_check.sh there.
-GPU_WHEELS := jsonschema-rs
+# Wheels the GPU machine's image (Python 3.12, no registry) lacks, for benchmarks/gpu_check.sh there: the schema
+# validator and orjson, cp312 manylinux; the device tool carries .whl/ with the call (carry=[".whl"]).
+GPU_WHEELS := jsonschema-rs orjson
 gpu-wheels:
 	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 	  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
 	  -d .whl $(GPU_WHEELS)
 
-# The documentation site (MkDocs, docs/ + mkdocs.yml) into build/site (gitignored), warnings as errors.
-docs: $(STAMP)
-	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir build/site
+# The documentation site (MkDocs, docs/ + mkdocs.yml) into build/site (gitignored), warnings as errors. It needs
+# only the analysis install and the docs tools, so it gets a small venv of its own without torch (.venv-docs).
+DOCS_VENV ?= .venv-docs
+DOCS_STAMP := $(DOCS_VENV)/.installed
+$(DOCS_STAMP): pyproject.toml
+	test -x $(DOCS_VENV)/bin/python || $(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install $(PIP_QUIET) --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install $(PIP_QUIET) -e ".[docs]"
+	touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/python -m mkdocs build --strict --site-dir build/site
+
+# The wheel and the sdist as a user gets them (minutes; not part of make test, whose tests/test_packaging.py does
+# the quick half): build both, install the wheel without torch into a fresh venv outside the tree with its
+# dependencies from the package index, run mfu-sweep --help, mfu-sweep docs and an api.bands call there, then the
+# sdist's own tests from the unpacked sdist (SDIST_TESTS: which; default all of them).
+SDIST_TESTS ?= tests
+package-check: $(STAMP)
+	PYTHON=$(PYTHON) SDIST_TESTS="$(SDIST_TESTS)" bash benchmarks/package_check.sh $(BIN)/python
 
 # Not part of CI (tens of minutes): single-line slips in mfu_sweep/analysis/, each against a narrow test
 # selection in a copy of the tree; prints the survival table of docs/statistics-calibration.md.
@@ -130,12 +148,14 @@ steps-reference: $(STAMP)
 	$(BIN)/mfu-sweep predict $(STEPS_SWEEPS) --model $(STEPS_FAMILY) --dtype fp32 --steps 1-100000
 	$(BIN)/mfu-sweep plot $(STEPS_SWEEPS) --figure steps -o plots/ --force
 
-# The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds (minutes).
+# The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds, and of the
+# intervals of a measured step on SYNTHETIC step files with known truth (minutes).
 steps-calibration: $(STAMP)
 	$(BIN)/python benchmarks/steps_calibration.py
+	$(BIN)/python benchmarks/step_runs_calibration.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check mfu_sweep tests benchmarks
 
 clean:
-	rm -rf $(VENV) $(XLA_VENV) .pytest_cache
+	rm -rf $(VENV) $(XLA_VENV) $(DOCS_VENV) .pytest_cache

@@ -18,7 +18,12 @@ Cases:
 
 Every command runs as its own process, the way a user runs it: ``load`` (only reading and
 validating the files, which every command pays), ``fit``, ``compare --baseline`` (one vs rest),
-``compare`` (the leaderboard and fleet view) and ``report``. Printed per command: wall and CPU
+``compare`` (the leaderboard and fleet view), ``report``, and the fleet gate ``compare --fail-on slower``
+three times: ``gate cold`` with an empty digest cache (a private ``XDG_CACHE_HOME`` in the temporary
+directory), ``gate warm`` right after it (nothing changed: every digest from the cache), and
+``gate --no-cache``; each gate line says how many devices it counted. The pod-scale goal of issue 51 is
+``--cases 8192x40 --steps gate cold,gate warm`` (8,192 devices x 2 dtypes x 2 modes x 40 shapes: 32,768
+files). Printed per command: wall and CPU
 seconds (CPU includes worker processes), peak memory (the largest single process, from wait4;
 and the largest proportional sum (PSS) over the command's process tree, sampled every 0.1 s), the load average of
 the machine before and after (other work on a shared machine slows wall time; CPU seconds move
@@ -31,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +63,17 @@ def write_fleet(directory: Path, n: int, n_shapes: int, n_samples: int) -> list[
                       slow={n // 2: (1.1, 1e9, 1e11)}, seed=n)
     return [str(write_sweep(directory, d, name=f"dev{i // len(SERIES):04d}-{i % len(SERIES)}.json"))
             for i, d in enumerate(docs)]
+
+
+def write_fleet_apart(directory: Path, n: int, n_shapes: int, n_samples: int) -> list[str]:
+    """:func:`write_fleet` in a process of its own: a fleet of 8,192 devices takes GiB to build, and a command
+    started from a process that large reports that process's peak as its own (Linux keeps the peak RSS
+    across the exec)."""
+    code = (f"import sys; sys.path[:0] = [{str(ROOT / 'tests')!r}, {str(ROOT / 'benchmarks')!r}]; "
+            f"from analysis_scale import write_fleet; from pathlib import Path; "
+            f"print('\\n'.join(write_fleet(Path({str(directory)!r}), {n}, {n_shapes}, {n_samples})))")
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, cwd=ROOT)
+    return done.stdout.split()
 
 
 def import_node(directory: Path, mirror: Path, code: Path) -> list[str]:
@@ -94,11 +111,13 @@ def _tree_rss(pid: int) -> int:
     return total
 
 
-def run(cmd: list[str], code: Path) -> dict[str, float]:
-    """Wall s, CPU s (with children), peak RSS MiB (one process; process tree) and exit code of one command."""
+def run(cmd: list[str], code: Path, env: dict[str, str] | None = None, out: Path | None = None) -> dict[str, float]:
+    """Wall s, CPU s (with children), peak RSS MiB (one process; process tree) and exit code of one command
+    (its stdout to ``out``, or dropped)."""
     before = os.getloadavg()[0]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=_env(code), cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    sink = open(out, "wb") if out is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
+    proc = subprocess.Popen(cmd, env={**_env(code), **(env or {})}, cwd=code, stdout=sink, stderr=subprocess.PIPE)
     peak = [0]
     done = threading.Event()
 
@@ -113,8 +132,10 @@ def run(cmd: list[str], code: Path) -> dict[str, float]:
     done.set()
     watcher.join()
     wall = time.perf_counter() - start
+    if out is not None:
+        sink.close()  # type: ignore[union-attr]
     rc = os.waitstatus_to_exitcode(status)
-    if rc:
+    if rc and not (rc == 1 and out is not None):  # a gate's exit 1 is its verdict
         print(f"  ! {' '.join(cmd[:4])} ... exited {rc}: {err.strip().splitlines()[-1:]}", file=sys.stderr)
     return {"wall": wall, "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss / 1024,
             "tree": peak[0] / 1024, "rc": rc, "load0": before, "load1": os.getloadavg()[0]}
@@ -126,10 +147,19 @@ def steps(files: list[str], out: Path, baseline: str) -> list[tuple[str, list[st
     listing.write_text("\n".join(files))
     load = [sys.executable, "-c", "import sys; from mfu_sweep.results import load_sweeps; "
             "load_sweeps(open(sys.argv[1]).read().split())", str(listing)]
+    gate = [*cli, "compare", *files, "--fail-on", "slower"]
     return [("load", load), ("fit", [*cli, "fit", *files]),
             ("compare --baseline", [*cli, "compare", *files, "--baseline", baseline]),
             ("compare (fleet)", [*cli, "compare", *files]),
-            ("report", [*cli, "report", *files, "-o", str(out / "report")])]
+            ("report", [*cli, "report", *files, "-o", str(out / "report")]),
+            ("gate cold", gate), ("gate warm", gate), ("gate --no-cache", [*gate, "--no-cache"])]
+
+
+def _gate_line(path: Path) -> str:
+    """The gate's line and how many devices it counts ("of N devices")."""
+    line = next((x for x in path.read_text().splitlines() if x.startswith("gate (")), "")
+    found = re.search(r" of (\d+) devices", line)
+    return f"  gate counts {found.group(1) if found else '?'} devices: {line[:90]}..."
 
 
 def _page(out: Path) -> str:
@@ -158,15 +188,19 @@ def main() -> None:
                 what = "REAL 8 x H100 node, mamf-finder logs, 3,375 shapes per device"
             else:
                 n, shapes = (int(x) for x in case.split("x"))
-                files, baseline = write_fleet(out, n, shapes, args.samples), "synthetic-gpu.r0"
+                files, baseline = write_fleet_apart(out, n, shapes, args.samples), "synthetic-gpu.r0"
                 what = f"SYNTHETIC fleet: {n} devices x {len(SERIES)} series x {shapes} shapes x {args.samples} samples"
             print(f"# {case}: {what}", flush=True)
+            cache = out / "cache"  # the gate's digest cache: empty for "gate cold", filled by it for "gate warm"
             for name, cmd in steps(files, out, baseline):
                 if args.steps is not None and name not in args.steps.split(","):
                     continue
-                r = run(cmd, args.code)
+                if name == "gate cold":
+                    shutil.rmtree(cache, ignore_errors=True)
+                gated = name.startswith("gate")
+                r = run(cmd, args.code, env={"XDG_CACHE_HOME": str(cache)}, out=out / "gate.txt" if gated else None)
                 flag = "" if r["rc"] == 0 else f"  (exit {r['rc']})"
-                extra = _page(out) if name == "report" else ""
+                extra = _page(out) if name == "report" else _gate_line(out / "gate.txt") if gated else ""
                 print(f"{case:<10} {name:<20} {r['wall']:>8.1f} {r['cpu']:>8.1f} {r['rss']:>10.0f} {r['tree']:>9.0f} "
                       f"{r['load0']:>5.2f}-{r['load1']:<5.2f}{extra}{flag}", flush=True)
 

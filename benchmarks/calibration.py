@@ -15,7 +15,10 @@ tests/test_calibration.py, more of them and with more seeds:
   and how often their ``[low_flops, high_flops]`` holds the true crossing;
 * fleets of 2, 3, 4 and 8 devices: seeds with a healthy device called ahead,
   behind or flagged, and the coverage of the band intervals (``cells[].low/high``);
-* fits: coverage of the 95% intervals of P, W and t0.
+* fits: coverage of the 95% intervals of P, W and t0;
+* round6: the long versions of tests/test_properties_evidence.py and tests/test_properties_steps.py: a
+  calibrated band test's false leads with a 3% calibration error, fleet p-values under the null, the coverage
+  of the fleet's predicted values and of the steps break-even at R = 2, 3, 5.
 
 Each false-lead cell also prints the one-sided 95% upper confidence bound of
 the rate (Clopper-Pearson), so "<= 5%" is read with its sampling error.
@@ -126,19 +129,46 @@ def fits(seeds: int) -> None:
               f"{s.unconstrained} |", flush=True)
 
 
+def round6(seeds: int) -> None:
+    """The long versions of round 6's property tests (issue 52) (their helpers, with more seeds)."""
+    from test_properties_evidence import calibrated_false_leads, fleet_p_values, prediction_coverage
+    from test_properties_steps import break_even_coverage
+
+    leads = calibrated_false_leads(seeds)
+    print(f"\nCalibrated band test, 3% calibration error, {seeds} seeds: {leads} with a lead "
+          f"({_pct(leads / seeds)}, <= {_pct(_upper(leads, seeds))})")
+    print("\nFleet p-values of identical devices (margin 0): share below 1% / 5% / 20%")
+    print("| devices | per shape | per band |")
+    print("|---:|---|---|")
+    for n in (2, 3, 5):
+        shape_p, cell_p = fleet_p_values(n, max(seeds // 2, 50))
+        cols = [" / ".join(_pct(float((p < a).mean())) for a in (0.01, 0.05, 0.2)) for p in (shape_p, cell_p)]
+        print(f"| {n} | {cols[0]} | {cols[1]} |", flush=True)
+    hits, total = prediction_coverage(max(seeds // 10, 20))
+    print(f"\nPredicted values' 95% intervals: {hits} of {total} hold the truth ({_pct(hits / total)})")
+    print("\nBreak-even N, 95% interval (analytic-noise steps)")
+    print("| passes | coverage | median width / N |")
+    print("|---:|---:|---:|")
+    for repeats in (2, 3, 5):
+        n = seeds * 5
+        hits, width = break_even_coverage(repeats, n)
+        print(f"| {repeats} | {_pct(hits / n)} | {width:.2f} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=400, help="seeds per pair row (default 400)")
     parser.add_argument("--fleet-seeds", type=int, default=200, help="seeds per fleet row (default 200)")
     parser.add_argument("--fit-seeds", type=int, default=100, help="seeds per fit row (default 100)")
-    parser.add_argument("--part", nargs="*", choices=("compare", "crossings", "fleets", "fits"),
+    parser.add_argument("--part", nargs="*", choices=("compare", "crossings", "fleets", "fits", "round6"),
                         default=["compare", "crossings", "fleets", "fits"], help="which tables (default all)")
     args = parser.parse_args()
     start = time.monotonic()
     for part in args.part:
         {"compare": lambda: compare(args.seeds),
          "crossings": lambda: crossings(max(args.seeds // 4, 20)),
-         "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds)}[part]()
+         "fleets": lambda: fleets(args.fleet_seeds), "fits": lambda: fits(args.fit_seeds),
+         "round6": lambda: round6(args.seeds)}[part]()
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 

@@ -12,7 +12,9 @@ tool/Timer of the two runs of one pair, and the table shows the median over pair
 and highest. ``--timer-operands`` says what ``Timer`` times: ``hot`` (one operand set, output
 preallocated: what a user's ``Timer`` check times), ``alloc`` (``a @ b``, a new output per call) or
 ``rotate`` (the tool's own operand sets and GEMM callable: same work, only the timing loop and the
-process differ). Prints the load average before and after: the numbers mean little under load.
+process differ). Each pair's line gives the worker's page faults per timed call (``page_faults_per_call``
+of the record: a per-call allocation the worker faults in shows there, see docs/fidelity.md). Prints the
+load average before and after: the numbers mean little under load.
 This is a report, not a test; the result is in docs/fidelity.md.
 """
 
@@ -43,8 +45,10 @@ def tool_run(sizes: list[int], dtypes: list[str], out: Path, extra: list[str]) -
            *[a for s in sizes for a in ("--shape", f"{s}x{s}x{s}")], *extra]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     data = json.loads(out.read_text())
-    medians = {f"{r['shape']['m']}/{r['dtype']}": r["median_s"] for r in data["records"] if r["status"] == "ok"}
-    return {"medians": medians, "threads": data["device"]["threads"]}
+    ok = [r for r in data["records"] if r["status"] == "ok"]
+    medians = {f"{r['shape']['m']}/{r['dtype']}": r["median_s"] for r in ok}
+    faults = {f"{r['shape']['m']}/{r['dtype']}": r.get("page_faults_per_call") for r in ok}
+    return {"medians": medians, "threads": data["device"]["threads"], "faults": faults}
 
 
 def timer_run(sizes: list[int], dtypes: list[str], threads: int, operands: str, min_run_time: float) -> dict:
@@ -115,8 +119,10 @@ def alternate(args: argparse.Namespace, sizes: list[int], dtypes: list[str]) -> 
                     got["timer"] = timer_run(sizes, dtypes, threads, args.timer_operands, args.min_run_time)
             tool, ref = got["tool"]["medians"], got["timer"]["medians"]
             ratios.append({k: tool[k] / ref[k] for k in ref if k in tool})
+            faults = got["tool"]["faults"]
             print(f"pair {i + 1}/{args.runs} ({' then '.join(order)}, load {load()}): "
-                  + ", ".join(f"{k} {v:.3f}" for k, v in ratios[-1].items()), flush=True)
+                  + ", ".join(f"{k} {v:.3f} ({faults.get(k)} faults/call)" for k, v in ratios[-1].items()),
+                  flush=True)
     return ratios
 
 

@@ -32,7 +32,10 @@ the code of the pairing of unmatched shapes, the band runs and their inherited
 leads, the crossover intervals, the run-to-run model, the fleet flag and gate
 and refine's regions before their tests were read, each run first against
 tests/test_properties_verdicts.py or tests/test_properties_fleet.py where one
-was written for it. No selection runs the golden test.
+was written for it; ``round6`` (benchmarks/mutants_round6.py) are the kinds issue 52 found surviving (the
+local model's span, the calibrated band test, the moment estimator, the fleet's df, p-values and predicted
+errors, the steps bootstrap, the repeat key, tritonbench's mode, the block-scale rule), each run first against
+its property or oracle test. No selection runs the golden test.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mutants_round6 import ROWS as ROUND6  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # sweeps/ and data/ are copied: tests read the published imports and the real excerpts in them
@@ -139,7 +145,7 @@ USABLE = 'text = value.strip().lower().removeprefix("gpu-")'
 # the runs test's interval (run_test.runs_test; the local model's t test has the same line after other ones)
 RUNS_HALF = "half = float(student_t.ppf(1 - level / 2, df)) * math.sqrt(var)"  # the t interval of runs and the model
 
-GROUPS = ("named", "fresh", "bands", "audit", "weak", "round5-fits", "round5-verdicts")
+GROUPS = ("named", "fresh", "bands", "audit", "weak", "round5-fits", "round5-verdicts", "round6")
 MUTANTS = (
     # -- named: survived an older suite, or nearly (the per-shape ones retargeted to the band verdicts) --
     Mutant("welch-pass-count", "named", BT, "va, vb = sa.var / sa.n_runs, sb.var / sb.n_runs",
@@ -425,7 +431,7 @@ MUTANTS = (
     Mutant("candidate-overlap-contained", "round5-verdicts", RG, "if any(a < hi and lo < b for a, b in called):",
            "if any(a < lo and hi < b for a, b in called):", _refine("never_overlaps"),
            "a leaning sign change that overlaps a called crossover's interval reported as a second region"),
-)
+) + tuple(Mutant(i, "round6", path, old, new, tests, what) for i, path, old, new, tests, what in ROUND6)
 
 
 def _copy_tree(dest: Path) -> None:

@@ -7,21 +7,29 @@ Both move whenever a large block is freed, so what an allocation costs depends o
 
 * A sweep's timing worker wants every operand placed the same way whatever shapes ran before:
   :func:`fixed_allocation` holds the mmap threshold at its initial value (docs/fidelity.md).
-* An op that allocates its result on every timed call (``torch.compile``'s GEMM, the block-scaled formats)
-  would, under that fixed threshold, fault in fresh pages for every result of 128 KiB or more: a cost a
-  running program does not pay once glibc has adapted (on the 2-core Zen 4 VM, compiled
-  ``768x4096x32:tn`` in fp32 took twice eager's time, the same time with freed memory reused).
-  :func:`reused_allocations` lets such an op reuse what it frees while it is timed, then fixes the
-  threshold again (its operands were placed before, under the fixed rule).
+* An op that allocates memory on every timed call would, under that fixed threshold, fault in fresh pages
+  for every block of 128 KiB or more: a cost a running program does not pay once glibc has adapted. Such
+  ops are common: ``torch.compile``'s GEMM and the block-scaled formats allocate their result (compiled
+  ``768x4096x32:tn`` in fp32 took twice eager's time on the 2-core Zen 4 VM), and torch hands oneDNN's bf16
+  GEMM on a CPU a scratchpad it allocates on every call, ``out=`` or not (``attr-scratchpad:user`` under
+  ``ONEDNN_VERBOSE=1``): 34 page faults per call at 256^3 and 258 at 1024^3 on a 2-core Intel AMX VM, the
+  1.6-1.8x of 256^3 bf16 against torch's Timer in docs/fidelity.md. Every timed op therefore
+  runs under :func:`reused_allocations`, which lets it reuse what it frees while it is timed, then fixes the
+  threshold again (the operands were placed before, under the fixed rule).
 * Analysis workers (fits, figures) allocate and free numpy temporaries of 0.1-10 MiB thousands of times a
   second: :func:`keep_freed_memory` keeps freed memory in the heap for reuse. Fitting 4,096 series of 40
   shapes on 2 cores spent 11.7 of 61 CPU seconds in the kernel faulting pages in and out; with it, 0.6.
+
+Python's own collector has the same habit at scale: every so many new objects it walks all that live, so
+making a million (a 200,000-record file's records, a million-row shape file's shapes, a pod's digests)
+costs time quadratic in their number; :func:`paused_gc` holds it off while they are made.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -71,8 +79,9 @@ def keep_freed_memory() -> bool:
 
 @contextmanager
 def reused_allocations(active: bool = True) -> Iterator[bool]:
-    """While an op that allocates its result per call is timed: freed blocks are reused (as after glibc's own
-    adaptation) instead of mapped afresh each call; on exit, the fixed rule of :func:`fixed_allocation`.
+    """While an op is timed: what it allocates per call (a result, a library's scratch) reuses freed blocks (as
+    after glibc's own adaptation) instead of fresh mappings each call; on exit, the fixed rule of
+    :func:`fixed_allocation`.
 
     Yields whether the settings were taken: False without glibc, when not ``active``, or in a process whose
     threshold was never fixed (glibc adapts there on its own; an in-process sweep).
@@ -83,3 +92,16 @@ def reused_allocations(active: bool = True) -> Iterator[bool]:
     finally:
         if ok:
             _mallopt((M_MMAP_THRESHOLD, INITIAL_MMAP_THRESHOLD), (M_TRIM_THRESHOLD, INITIAL_TRIM_THRESHOLD))
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector off while many long-lived objects are made (none of them in a cycle: each
+    collection walked them all, a cost that grows faster than their number), and on again after, as it was."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -242,6 +242,15 @@ def _peak_problems(sweep: Mapping[str, Any]) -> list[str]:
     return []
 
 
+def _label_problems(sweep: Mapping[str, Any]) -> list[str]:
+    """A label of spaces alone, which the schema's pattern lets through and ``sweep --label`` refuses."""
+    label = (sweep.get("device") or {}).get("label")
+    if isinstance(label, str) and not label.strip():
+        return [f"device/label: {label!r} is blank; a label names the series in every command, as sweep --label "
+                "requires: give device.label a name in the file (a label, not a measured number)"]
+    return []
+
+
 def _repeated_runs(sweeps: Sequence[Mapping[str, Any]]) -> dict[int, str]:
     """Sweeps of a merged file that repeat an earlier sweep's ``run.id``, by index, with the problem."""
     first: dict[str, int] = {}
@@ -377,7 +386,7 @@ def find_problems(data: Mapping[str, Any]) -> Findings:
         if j in sweeps:
             continue
         prefix = f"sweeps/{j}/" if merged else ""
-        for message in _peak_problems(sweep):
+        for message in [*_peak_problems(sweep), *_label_problems(sweep)]:
             sweeps.setdefault(j, prefix + message)
         found = record_problems(sweep, skip=records.get(j, {}).keys())
         for i, message in found.items():

@@ -130,21 +130,36 @@ def flagged_passes(sweep: Sweep) -> list[int]:
     return sorted({r.run_pass for r in sweep.records if is_flagged(r)})
 
 
-def contention_note(sweeps: Sequence[Sweep], excluded: bool = False) -> str | None:
-    """One line for compare/fit/report/figures: how many records were measured under contention."""
-    parts = []
-    for s in sweeps:
-        n = sum(is_flagged(r) for r in s.records)
-        if n:
-            passes = flagged_passes(s)
-            share = max((contention_share(r.extra[MACHINE_FIELD]) or 0.0 for r in s.records
-                         if is_flagged(r) and isinstance(r.extra.get(MACHINE_FIELD), Mapping)), default=0.0)
-            parts.append(f"{s.label}: {n} of {counted(len(s.records), 'record')} in "
-                         f"{counted(len(passes), 'pass', 'passes')} (others took up to {share:.0%} of the device)")
+def flagged_summary(records: Sequence[Record]) -> tuple[int, tuple[int, ...], float]:
+    """Of ``records``: how many are contended, in which passes (sorted), and the largest share others took."""
+    flagged = [r for r in records if is_flagged(r)]
+    share = max((contention_share(r.extra[MACHINE_FIELD]) or 0.0 for r in flagged
+                 if isinstance(r.extra.get(MACHINE_FIELD), Mapping)), default=0.0)
+    return len(flagged), tuple(sorted({r.run_pass for r in flagged})), share
+
+
+def contention_part(label: str, flagged: int, records: int, passes: int, share: float) -> str:
+    """One sweep's clause of :func:`contention_note`."""
+    return (f"{label}: {flagged} of {counted(records, 'record')} in {counted(passes, 'pass', 'passes')} "
+            f"(others took up to {share:.0%} of the device)")
+
+
+def contention_line(parts: Sequence[str], excluded: bool = False) -> str | None:
+    """The note of :func:`contention_note` from its sweeps' clauses (None without any)."""
     if not parts:
         return None
     how = "left out (--exclude-contended)" if excluded else "kept; --exclude-contended leaves them out"
     return f"measured under contention: {'; '.join(parts)}; {how}"
+
+
+def contention_note(sweeps: Sequence[Sweep], excluded: bool = False) -> str | None:
+    """One line for compare/fit/report/figures: how many records were measured under contention."""
+    parts = []
+    for s in sweeps:
+        n, passes, share = flagged_summary(s.records)
+        if n:
+            parts.append(contention_part(s.label, n, len(s.records), len(passes), share))
+    return contention_line(parts, excluded)
 
 
 def exclude_contended(sweeps: Sequence[Sweep]) -> tuple[list[Sweep], int]:

@@ -133,13 +133,40 @@ DTYPES: dict[str, DType] = {
 }
 
 
+# Other names of the dtypes: torch's (``torch.bfloat16`` -> ``bfloat16``), numpy's and the short forms other tools
+# print. Every option and reader that takes a dtype accepts them and writes the tool's own name.
+ALIASES: dict[str, str] = {
+    "float32": "fp32", "float": "fp32", "f32": "fp32",
+    "tfloat32": "tf32",
+    "bfloat16": "bf16",
+    "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "float8_e4m3fn": "fp8", "e4m3": "fp8", "fp8-e4m3": "fp8",
+}
+
+
+def canonical_dtype(name: str) -> str:
+    """The tool's name of dtype ``name``: itself, or the one an alias (:data:`ALIASES`, any case, an optional
+    ``torch.`` prefix) stands for; ``ValueError`` naming it and the known names if neither.
+
+    >>> canonical_dtype("torch.bfloat16")
+    'bf16'
+    """
+    text = name.strip()
+    if text in DTYPES:
+        return text
+    key = text.lower().removeprefix("torch.")
+    if key in DTYPES:
+        return key
+    if key in ALIASES:
+        return ALIASES[key]
+    raise ValueError(f"unknown dtype {name!r} (known: {', '.join(DTYPES)}; or torch's names: "
+                     f"{', '.join(sorted(ALIASES))})")
+
+
 def get_dtype(name: str) -> DType:
-    """Return the :class:`DType` called ``name``; raise ``ValueError`` naming it if unknown."""
-    try:
-        return DTYPES[name]
-    except KeyError:
-        known = ", ".join(DTYPES)
-        raise ValueError(f"unknown dtype {name!r} (known: {known})") from None
+    """Return the :class:`DType` called ``name`` (or an alias of it, :func:`canonical_dtype`); raise ``ValueError``
+    naming it if unknown."""
+    return DTYPES[canonical_dtype(name)]
 
 
 # -- fp8 element formats -----------------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
 """Reading input files within limits: size, text encoding, JSON nesting and one value per JSON key.
 
-Every file the tool reads (result files, shape files aside, and the sources ``import`` reads) comes
-through :func:`read_limited`: a file larger than ``MFU_SWEEP_MAX_INPUT_MB`` (default
-:data:`DEFAULT_MAX_MB` MiB) is refused before it is read, and a stream without a size (``/dev/zero``,
-a pipe) is read only up to that limit. A fleet's merged file of 1,024 devices is tens of MB, a sweep of
-10,000 records about 10 MB; raise the limit for a larger file with ``MFU_SWEEP_MAX_INPUT_MB=2048``.
+Every file the tool reads (result files and their journals, shape files, and the sources ``import``
+reads) comes through :func:`read_limited`: a file larger than ``MFU_SWEEP_MAX_INPUT_MB`` (default
+:data:`DEFAULT_MAX_MB` MiB) is refused before it is read. Only regular files are read, each opened
+without blocking and checked before a byte is read: a FIFO, a device node (``/dev/zero``, or a symlink
+to it) or a socket is refused in one line, so no read waits forever on a pipe nobody writes or runs
+through an endless device. ``-`` is standard input (read once per process, up to the limit; it may be
+a pipe). A fleet's merged file of 1,024 devices is tens of MB, a sweep of 10,000 records about 10 MB;
+raise the limit for a larger file with ``MFU_SWEEP_MAX_INPUT_MB=2048``.
 
 :func:`decode` reads UTF-8 with or without a byte-order mark and UTF-16/32 with one (what Excel,
 Notepad and a PowerShell redirect write). :func:`parse_json` refuses nesting deeper than
@@ -21,6 +24,7 @@ import json
 import math
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -62,32 +66,121 @@ def _too_large(name: str, what: str, limit: int) -> InputError:
                       f"raise the limit with {MAX_MB_ENV}=<MiB>")
 
 
+STDIN = "-"  # a path of "-" reads standard input (and, for an output, writes standard output)
+# What a path may be besides a regular file or a directory, in words.
+SPECIAL_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                 (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_kind(mode: int) -> str | None:
+    """``a character device``, ``a FIFO (named pipe)`` ... for a ``st_mode`` that is none of a regular file,
+    a directory or a symlink; None for those."""
+    return next((what for test, what in SPECIAL_KINDS if test(mode)), None)
+
+
+def is_stdin(path: str | Path) -> bool:
+    """Whether ``path`` is ``-``, standard input."""
+    return str(path) == STDIN
+
+
+def _not_regular(name: str, kind: str) -> InputError:
+    return InputError(f"{name!r} is {kind}, not a regular file; only regular files are read (pass a file, or pipe "
+                      "the data into standard input and give - as the file)")
+
+
 def check_size(path: str | Path) -> None:
-    """Refuse a regular file past :func:`max_input_bytes` (for readers that open it themselves)."""
-    size, limit = os.stat(path).st_size, max_input_bytes()
+    """Refuse a path that is no regular file (:func:`special_kind`), or a regular file past
+    :func:`max_input_bytes` (for readers that open it themselves)."""
+    info = os.stat(path)
+    kind = special_kind(info.st_mode)
+    if kind:
+        raise _not_regular(str(path), kind)
+    size, limit = info.st_size, max_input_bytes()
     if size > limit:
         raise _too_large(str(path), f"is {size / 2**20:.4g} MiB, beyond", limit)
 
 
-def read_limited(path: str | Path) -> bytes:
-    """The bytes of ``path``, refusing a file (or a stream such as ``/dev/zero``) past :func:`max_input_bytes`."""
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of the regular file ``path`` within :func:`max_input_bytes`; ``FileNotFoundError`` when it
+    does not exist, :class:`InputError` for everything else that stops the read.
+
+    A FIFO, a device or a socket (also behind a symlink) is refused before it is opened; the file is then
+    opened without blocking and checked again with ``fstat`` (it may have been swapped meanwhile) before
+    anything is read.
+    """
     name, limit = str(path), max_input_bytes()
+    kind = _kind_at(path)  # before opening: opening a device node can itself do something
+    if kind:
+        raise _not_regular(name, kind)
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if stat.S_ISDIR(info.st_mode):
-                raise InputError(f"{name!r} is a directory, not a file")
-            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
-                raise _too_large(name, f"is {info.st_size / 2**20:.4g} MiB, beyond", limit)
-            data = fh.read(limit + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise InputError(f"{name!r}: no such file") from None
+        raise
     except IsADirectoryError:
         raise InputError(f"{name!r} is a directory, not a file") from None
     except OSError as exc:
         raise InputError(f"{name!r}: cannot read ({exc.strerror or exc})") from None
-    if len(data) > limit:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = special_kind(info.st_mode)
+        raise _not_regular(name, kind) if kind else InputError(f"{name!r} is a directory, not a file")
+    with os.fdopen(fd, "rb") as fh:
+        if info.st_size > limit:
+            raise _too_large(name, f"is {info.st_size / 2**20:.4g} MiB, beyond", limit)
+        try:
+            data = fh.read(limit + 1)
+        except OSError as exc:
+            raise InputError(f"{name!r}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:  # grew while read
         raise _too_large(name, "runs past", limit)
+    return data
+
+
+def _kind_at(path: str | Path) -> str | None:
+    try:
+        return special_kind(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def read_limited(path: str | Path) -> bytes:
+    """The bytes of ``path`` (``-``: standard input), refusing anything but a regular file, and a file or a
+    stream past :func:`max_input_bytes` (see :func:`read_regular`)."""
+    if is_stdin(path):
+        return read_stdin()
+    try:
+        return read_regular(path)
+    except FileNotFoundError:
+        raise InputError(f"{str(path)!r}: no such file") from None
+
+
+_STDIN: list[tuple[object, bytes]] = []  # (the stream, its bytes): standard input is read once per stream
+
+
+def read_stdin() -> bytes:
+    """Standard input's bytes, up to :func:`max_input_bytes`; a second call gets the same bytes.
+
+    Refused when there is none, or it is a terminal (``-`` meant a pipe or a redirect: a terminal would
+    wait for typing).
+    """
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        raise InputError("'-' (standard input): this process has no standard input to read")
+    if _STDIN and _STDIN[0][0] is stream:
+        return _STDIN[0][1]
+    try:
+        tty = stream.isatty()
+    except (OSError, ValueError):
+        tty = False
+    if tty:
+        raise InputError("'-' reads standard input, which is a terminal here; pipe or redirect a file into it "
+                         "(... < FILE, or cat FILE | ...)")
+    limit = max_input_bytes()
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise _too_large("-", "(standard input) runs past", limit)
+    _STDIN[:] = [(stream, data)]
     return data
 
 
@@ -111,12 +204,15 @@ def max_depth(data: bytes) -> int:
         return opened
     if b"\\" in data:  # drop escaped backslashes, then escaped quotes: every quote left delimits a string
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
-    b = np.frombuffer(data, np.uint8)
-    quotes = np.flatnonzero(b == 34)
-    brackets = np.flatnonzero((b == 123) | (b == 91) | (b == 125) | (b == 93))
-    brackets = brackets[(np.searchsorted(quotes, brackets) & 1) == 0]  # an even number of quotes before: outside
-    kind = b[brackets]
-    return int(np.cumsum(np.where((kind == 123) | (kind == 91), 1, -1)).max(initial=0))
+    # the quotes and brackets alone, in order (one pass in C, not numpy over every byte)
+    kind = np.frombuffer(data.translate(None, _NOT_STRUCTURE), np.uint8)
+    quote = kind == ord('"')
+    outside = (np.cumsum(quote) & 1) == 0  # an even number of quotes so far (a bracket is no quote): outside
+    kind = kind[outside & ~quote]
+    return int(np.cumsum(np.where((kind == ord("{")) | (kind == ord("[")), 1, -1)).max(initial=0))
+
+
+_NOT_STRUCTURE = bytes(c for c in range(256) if c not in b'"{}[]')  # what max_depth drops
 
 
 class _DuplicateKey(Exception):
@@ -150,7 +246,7 @@ def _no_duplicate_keys(data: bytes, parsed: Any) -> bool:
 
 
 def parse_json(data: bytes, name: str) -> Any:
-    """Parse JSON ``data`` (UTF-8, a byte-order mark allowed) read from the file ``name``.
+    """Parse JSON ``data`` (UTF-8 with or without a byte-order mark, UTF-16/32 with one) read from the file ``name``.
 
     Raises
     ------
@@ -161,6 +257,12 @@ def parse_json(data: bytes, name: str) -> Any:
     """
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
+    elif encoding_name(data):  # UTF-16/32 with its mark (PowerShell's redirect): the parsers read UTF-8
+        try:
+            data = decode(data).encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{name!r}: not valid {encoding_name(data)} text ({exc.reason} at byte {exc.start})"
+                             ) from None
     depth = max_depth(data)
     if depth > MAX_DEPTH:
         raise InputError(f"{name!r}: JSON nested {depth} levels deep, beyond the limit of {MAX_DEPTH} "

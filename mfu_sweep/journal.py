@@ -19,10 +19,15 @@ held when it began; every other line is one record::
 A journal is folded only into the file it extends (the same ``run.id`` and
 ``base_records`` records). One left beside a file rewritten since (a fold killed
 after writing the file, before removing the journal) is already in that file and
-is ignored. A last line cut short (a kill in the middle of a write) is dropped
+is ignored. Any other journal that does not extend its file (another run's, a
+``base_records`` that does not match) is left out with a note naming it and how
+many records it holds, never silently. A last line cut short (a kill in the middle of a write) is dropped
 with a note on stderr: it is the shape that was in flight, measured again on
-``--resume``. A broken line before the last is an error naming the journal and
-the line.
+``--resume``. A broken line before the last is an error naming the journal, the
+line and the two remedies: ``--allow-invalid`` reads the intact records without
+it (a note names the lines skipped), ``mfu-sweep repair FILE`` folds them into the
+file for good (:func:`repair`). A journal is read like every input
+(:mod:`mfu_sweep.inputs`): a regular file within the size limit, never a FIFO or a device.
 """
 
 from __future__ import annotations
@@ -31,19 +36,26 @@ import os
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.inputs import InputError, is_stdin, read_regular
 from mfu_sweep.jsonio import dumps, loads
+from mfu_sweep.text import counted
 
 MAGIC = "mfu-sweep"
 FORMAT = 1
 
 
 class JournalError(ValueError):
-    """A journal beside a result file is unreadable; the message names it and the line."""
+    """A journal beside a result file is unreadable; the message names it and the line (``problem``: the same
+    without the remedies)."""
+
+    def __init__(self, message: str, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem or message
 
 
 def journal_path(target: str | Path) -> Path:
@@ -52,13 +64,42 @@ def journal_path(target: str | Path) -> Path:
     return target.with_name(f".{target.name}.journal")
 
 
+def target_of(journal: Path) -> Path:
+    """The result file whose journal is ``journal`` (``.NAME.journal`` -> ``NAME``)."""
+    return journal.with_name(journal.name.removeprefix(".").removesuffix(".journal"))
+
+
 @dataclass(frozen=True)
 class JournalContents:
-    """What a journal holds: its header, its records (as JSON objects) and whether its last line was cut short."""
+    """What a journal holds: its header, its records (as JSON objects), whether its last line was cut short,
+    and the lines skipped as damaged (line number, why; only when read with ``skip_invalid``)."""
 
     header: Mapping[str, Any]
     records: list[Any]
     torn: bool
+    dropped: tuple[tuple[int, str], ...] = ()
+
+
+def _damaged(path: Path, number: int, what: str) -> JournalError:
+    problem = f"{str(path)!r}: line {number} {what} (only the last line of a journal may be cut short)"
+    return JournalError(f"{problem}; `mfu-sweep repair {target_of(path)}` folds its intact records into the file, "
+                        "and --allow-invalid reads them without it", problem)
+
+
+def resume_problem(target: str | Path, data: Mapping[str, Any]) -> str | None:
+    """Why ``sweep --resume`` must not continue ``target`` (its document ``data``, read without the journal):
+    a damaged journal (``repair`` first), or one that does not extend the file yet holds records it lacks
+    (the resume would replace that journal). None when it may."""
+    try:
+        contents = read_journal(target)
+    except JournalError as exc:
+        if exc.problem == str(exc):  # not a damaged line (a FIFO, a device, past the size limit): no repair mends it
+            return str(exc)
+        return f"{exc.problem}; run `mfu-sweep repair {target}` first, then resume"
+    if contents is None or extends(contents.header, data):
+        return None
+    note = foreign_note(target, contents, data)
+    return f"{note}; a resume would replace that journal" if note else None
 
 
 def _header(path: Path, item: Any) -> Mapping[str, Any]:
@@ -71,42 +112,54 @@ def _header(path: Path, item: Any) -> Mapping[str, Any]:
     return item
 
 
-def parse_journal(path: Path, raw: bytes) -> JournalContents:
-    """The header and records of the journal text ``raw`` (read from ``path``, named in errors)."""
+def parse_journal(path: Path, raw: bytes, skip_invalid: bool = False) -> JournalContents:
+    """The header and records of the journal text ``raw`` (read from ``path``, named in errors).
+
+    A line before the last that is not JSON, or not a record line, is an error (:class:`JournalError`
+    naming the line and the remedies); with ``skip_invalid`` it is left out and listed in ``dropped``.
+    A header that cannot be read is an error either way: which run the records belong to is unknown.
+    """
     *lines, tail = raw.split(b"\n")  # tail is b"" when the last line is whole
-    items = []
+    items: list[tuple[int, Any]] = []
+    dropped: list[tuple[int, str]] = []
     for number, line in enumerate(lines, 1):
         try:
-            items.append(loads(line))
+            items.append((number, loads(line)))
         except ValueError:
-            raise JournalError(f"{str(path)!r}: line {number} is not JSON (only the last line of a journal "
-                               "may be cut short)") from None
+            if not skip_invalid or number == 1:
+                raise _damaged(path, number, "is not JSON") from None
+            dropped.append((number, "not JSON"))
     torn = False
     if tail:
         try:
-            items.append(loads(tail))  # whole, only its newline missing
+            items.append((len(lines) + 1, loads(tail)))  # whole, only its newline missing
         except ValueError:
             torn = True
     if not items:
         return JournalContents({}, [], torn)
-    header, records = _header(path, items[0]), []
-    for number, item in enumerate(items[1:], 2):
+    header, records = _header(path, items[0][1]), []
+    for number, item in items[1:]:
         if not isinstance(item, dict) or not isinstance(item.get("record"), dict):
-            raise JournalError(f"{str(path)!r}: line {number} is not a record line ({{\"record\": {{...}}}})")
+            if not skip_invalid:
+                raise _damaged(path, number, 'is not a record line ({"record": {...}})')
+            dropped.append((number, "not a record line"))
+            continue
         records.append(item["record"])
-    return JournalContents(header, records, torn)
+    return JournalContents(header, records, torn, tuple(sorted(dropped)))
 
 
-def read_journal(target: str | Path) -> JournalContents | None:
-    """The journal of ``target``, or None when it has none."""
+def read_journal(target: str | Path, skip_invalid: bool = False) -> JournalContents | None:
+    """The journal of ``target``, or None when it has none (``-``, standard input, has none)."""
+    if is_stdin(target):
+        return None
     path = journal_path(target)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)  # within the input limit; a FIFO or a device is refused, never read
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise JournalError(f"{str(path)!r}: cannot read ({exc.strerror or exc})") from None
-    return parse_journal(path, raw)
+    except InputError as exc:
+        raise JournalError(f"journal of {str(target)!r}: {exc}") from None
+    return parse_journal(path, raw, skip_invalid)
 
 
 def extends(header: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
@@ -116,13 +169,57 @@ def extends(header: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
             and header.get("base_records") == len(data["records"]))
 
 
-def fold(target: str | Path, data: Any) -> Any:
+def record_key(record: Mapping[str, Any]) -> str:
+    """A record's (pass, shape, dtype, mode) as one string: what makes it one slot of a sweep."""
+    return dumps([record.get("pass"), record.get("shape"), record.get("dtype"), record.get("mode")]).decode()
+
+
+def missing(contents: JournalContents, data: Mapping[str, Any]) -> list[Any]:
+    """The journal's records whose slot (:func:`record_key`) the document ``data`` does not hold."""
+    held = {record_key(r) for r in data["records"] if isinstance(r, dict)}
+    return [r for r in contents.records if record_key(r) not in held]
+
+
+def same_run(header: Mapping[str, Any], data: Mapping[str, Any]) -> bool:
+    run = data.get("run")
+    return isinstance(run, dict) and header.get("run_id") == run.get("id")
+
+
+def foreign_note(target: str | Path, contents: JournalContents, data: Mapping[str, Any]) -> str | None:
+    """Why a journal that does not extend ``data`` holds records the file lacks; None when it holds none
+    (a stale journal: its records are in the file already)."""
+    lost = missing(contents, data)
+    if not lost:
+        return None
+    header, run = contents.header, data.get("run") or {}
+    if not same_run(header, data):
+        why = f"records of run {header.get('run_id')!r}, not of this file's run {run.get('id')!r}"
+    else:
+        why = (f"records after base_records={header.get('base_records')!r}, but the file holds "
+               f"{len(data['records'])} records")
+    return (f"{journal_path(target)}: a journal whose {counted(len(lost), 'record')} the file lacks holds {why}: "
+            f"left out; `mfu-sweep repair {target}` says what it can fold")
+
+
+def fold(target: str | Path, data: Any, on_invalid: Callable[[str], None] | None = None) -> Any:
     """``data`` (the parsed document of ``target``) with the records of its journal appended, when it has one
-    that extends it; ``data`` itself otherwise (no journal, a stale one, or not a sweep document)."""
+    that extends it; ``data`` itself otherwise (no journal, a stale one, or not a sweep document).
+
+    A journal that does not extend the file yet holds records the file lacks is left out with a note on
+    stderr. With ``on_invalid`` (``--allow-invalid``) damaged lines are skipped, and ``on_invalid`` hears
+    which; without it they are a :class:`JournalError`.
+    """
     if not isinstance(data, dict) or not isinstance(data.get("records"), list):
         return data
-    contents = read_journal(target)
-    if contents is None or not extends(contents.header, data):
+    contents = read_journal(target, skip_invalid=on_invalid is not None)
+    if contents is None:
+        return data
+    if contents.dropped and on_invalid is not None:
+        on_invalid(dropped_note(journal_path(target), contents.dropped))
+    if not extends(contents.header, data):
+        note = foreign_note(target, contents, data) if contents.header else None
+        if note:
+            sys.stderr.write(f"note: {note}\n")
         return data
     if contents.torn:
         sys.stderr.write(f"note: {journal_path(target)}: its last line is cut short (the sweep was killed while "
@@ -130,6 +227,45 @@ def fold(target: str | Path, data: Any) -> Any:
     if not contents.records:
         return data
     return {**data, "records": [*data["records"], *contents.records]}
+
+
+def dropped_note(path: Path, dropped: Sequence[tuple[int, str]]) -> str:
+    """``JOURNAL: skipped lines 3 (not JSON), 7 (not a record line)``, the lines left out as damaged."""
+    lines = ", ".join(f"{n} ({why})" for n, why in dropped[:10]) + (f" and {len(dropped) - 10} more"
+                                                                    if len(dropped) > 10 else "")
+    return (f"{path}: skipped {'line' if len(dropped) == 1 else 'lines'} {lines}; "
+            f"`mfu-sweep repair {target_of(path)}` folds the intact records into the file for good")
+
+
+@dataclass(frozen=True)
+class Repair:
+    """What :func:`plan_repair` found: the records to fold, the lines dropped, and why nothing can be folded."""
+
+    records: list[Any]
+    dropped: tuple[tuple[int, str], ...]
+    refused: str | None = None
+
+
+def plan_repair(target: str | Path, data: Mapping[str, Any]) -> Repair | None:
+    """What ``mfu-sweep repair`` folds into ``target`` (its document ``data``, read without its journal): every
+    intact record of the journal the file lacks, and the damaged lines left out (line number, why). None
+    when there is no journal. A journal of another run is refused (``refused`` says why): its records were
+    measured by another sweep, maybe on another device.
+    """
+    contents = read_journal(target, skip_invalid=True)
+    if contents is None:
+        return None
+    dropped = contents.dropped + (((len(contents.records) + len(contents.dropped) + 2, "cut short"),)
+                                  if contents.torn else ())
+    if not contents.header or extends(contents.header, data):
+        return Repair(list(contents.records), dropped)
+    if same_run(contents.header, data):  # a stale journal, or one whose base_records is wrong: only what is new
+        return Repair(missing(contents, data), dropped)
+    run = data.get("run") or {}
+    return Repair([], dropped, refused=(
+        f"{journal_path(target)} holds {counted(len(contents.records), 'record')} of run "
+        f"{contents.header.get('run_id')!r}, not of {str(target)!r}'s run {run.get('id')!r}: another sweep's "
+        "journal, never folded into this file; move it beside its own file, or delete it"))
 
 
 def discard(target: str | Path) -> None:
@@ -163,7 +299,7 @@ class Journal:
         never lacks its header; an older journal of the same file is replaced.
         """
         head = dumps({"journal": MAGIC, "format": FORMAT, "run_id": run_id, "base_records": base_records}) + b"\n"
-        fd, tmp = tempfile.mkstemp(prefix=f"{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f"{self.path.name[:100]}.", suffix=".tmp", dir=self.path.parent)
         try:
             os.fchmod(fd, 0o666 & ~_umask())
             _write_all(fd, head)

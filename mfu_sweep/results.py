@@ -53,18 +53,21 @@ versions with a message naming the file and the version.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import statistics
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from mfu_sweep import checks, journal, jsonio
 from mfu_sweep.foreign import hint as foreign_hint
 from mfu_sweep.inputs import InputError, decode, encoding_name, parse_json, read_limited
+from mfu_sweep.outputs import check_replaceable, is_stdout
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.specs import Peak
 from mfu_sweep.text import counted
@@ -172,11 +175,22 @@ class Record:
         kwargs["samples_s"] = tuple(map(float, data.get("samples_s") or ()))
         kwargs["flags"] = tuple(data.get("flags") or ())
         kwargs["pass_index"] = _pass_of(data.get(PASS_FIELD))
-        return cls(shape=Shape.from_json(data.get("shape")), extra=extra, **kwargs)
+        shape = Shape.from_json(data.get("shape"))
+        if cls is not Record or not _REQUIRED <= kwargs.keys():
+            return cls(shape=shape, extra=extra, **kwargs)  # its TypeError names what is missing
+        # Record(...) without the frozen dataclass's __init__ (an object.__setattr__ per field, for each of the
+        # 200,000 records of a big import); the same fields, in the same order, as it would set
+        rec = object.__new__(cls)
+        rec.__dict__.update(_DEFAULTS, shape=shape, extra=extra, **kwargs)
+        return rec
 
 
 PASS_FIELD = "pass"  # JSON name of Record.pass_index (``pass`` is a Python keyword)
 _RECORD_KEYS = frozenset(Record.__dataclass_fields__) - {"extra", "shape", "pass_index"}  # once, not per record
+_REQUIRED = frozenset(name for name, f in Record.__dataclass_fields__.items()
+                      if f.default is MISSING and f.default_factory is MISSING) - {"shape", "extra"}
+# every field in declaration order, at its default (None for the required ones, which from_json always sets)
+_DEFAULTS = {name: None if f.default is MISSING else f.default for name, f in Record.__dataclass_fields__.items()}
 
 
 def _pass_of(value: Any) -> int | None:
@@ -338,21 +352,35 @@ def _not_a_sweep(path: Path, data: bytes) -> ResultError:
                        "that `mfu-sweep sweep` or `merge` wrote (e.g. sweeps/*.json)")
 
 
-def read_json(path: str | Path) -> Any:
-    """The parsed JSON of ``path``; a sweep with a journal (a running or killed sweep) with its records folded in."""
+def read_json(path: str | Path, on_invalid: Callable[[str], None] | None = None, fold: bool = True,
+              raw: bytes | None = None) -> Any:
+    """The parsed JSON of ``path`` (``-``: standard input); a sweep with a journal (a running or killed sweep)
+    with its records folded in, unless not ``fold``. With ``on_invalid`` damaged journal lines are skipped
+    with a note to it (``journal.fold``). ``raw``: the file's bytes when the caller has read them already
+    (:func:`read_bytes`)."""
     try:
-        return journal.fold(path, _read_json_file(path))
+        data = _read_json_file(path, raw)
+        return journal.fold(path, data, on_invalid) if fold else data
     except journal.JournalError as exc:
         raise ResultError(str(exc)) from None
 
 
-def _read_json_file(path: str | Path) -> Any:
+def read_bytes(path: str | Path) -> bytes:
+    """The bytes of a result file, read within :mod:`mfu_sweep.inputs`' size limit; a failure is one line
+    (:class:`ResultError`) naming the file."""
+    try:
+        return read_limited(path)
+    except InputError as exc:
+        raise ResultError(str(exc)) from None
+
+
+def _read_json_file(path: str | Path, raw: bytes | None = None) -> Any:
     """The parsed JSON of a result file, read within :mod:`mfu_sweep.inputs`' limits (size, nesting, one
     value per key; UTF-8 with or without a byte-order mark, UTF-16 with one); a failure is one line
     (:class:`ResultError`) naming the file."""
     path = Path(path)
     try:
-        data = read_limited(path)
+        data = read_limited(path) if raw is None else raw
         if encoding_name(data):  # Notepad's "Unicode", PowerShell's redirect: the same text, wider
             data = decode(data).encode("utf-8")
         text = data.decode("utf-8")
@@ -379,7 +407,8 @@ def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
     """
     sweeps: list[Sweep] = []
     for path in paths:
-        sweeps.extend(parse_document(read_json(path), source=str(path), validate=validate, on_invalid=on_invalid))
+        sweeps.extend(parse_document(read_json(path, on_invalid), source=str(path), validate=validate,
+                                     on_invalid=on_invalid))
     if not sweeps:
         raise ResultError("no result files given")
     return sweeps
@@ -428,26 +457,34 @@ def screen(data: Mapping[str, Any], source: str, on_invalid: Callable[[str], Non
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON so that readers see the old file or the new one, never half of one (non-finite floats as null)."""
+    """Write JSON so that readers see the old file or the new one, never half of one (non-finite floats as null);
+    ``-`` writes it to standard output."""
     text = jsonio.dumps(data, indent=True) + b"\n"  # orjson: a 10,000-record sweep in a tenth of json's time
     _write_atomic(path, lambda fh: fh.write(text), binary=True)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` so that readers see the old file or the new one, never half of one."""
+    """Write ``text`` so that readers see the old file or the new one, never half of one; ``-`` writes it to
+    standard output."""
     _write_atomic(path, lambda fh: fh.write(text))
 
 
 def _write_atomic(path: str | Path, write: Callable[[Any], Any], binary: bool = False) -> None:
+    if is_stdout(path):
+        _write_stdout(write, binary)
+        return
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:100]}.", suffix=".tmp", dir=path.parent)
     try:
-        os.chmod(tmp, 0o666 & ~_umask())
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
         with os.fdopen(fd, "wb" if binary else "w") as fh:
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
+        check_replaceable(path)  # a device node, a FIFO or a socket is never replaced by a file
         os.replace(tmp, path)
     except BaseException as exc:
         try:
@@ -459,10 +496,18 @@ def _write_atomic(path: str | Path, write: Callable[[Any], Any], binary: bool = 
         raise
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def _write_stdout(write: Callable[[Any], Any], binary: bool) -> None:
+    """``write`` to standard output (``-o -``), as UTF-8 bytes where the stream has a buffer."""
+    sink: Any = io.BytesIO() if binary else io.StringIO()
+    write(sink)
+    data = sink.getvalue()
+    buffer = getattr(sys.stdout, "buffer", None)
+    sys.stdout.flush()
+    if buffer is None:
+        sys.stdout.write(data.decode("utf-8") if binary else data)
+    else:
+        buffer.write(data if binary else data.encode("utf-8"))
+        buffer.flush()
 
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:

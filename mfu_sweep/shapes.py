@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -40,6 +41,7 @@ MAX_GROUPS = 2**16  # groups of one grouped GEMM (MoE layers have up to a few hu
 # The square family on a device that reports its memory keeps a shape only when one measurement's
 # working set (see ``working_bytes``) fits in this fraction of it (the rest: runtime, allocator slack).
 DEVICE_MEMORY_FRACTION = 0.5
+MAX_PASSES = 1000  # passes of one shape at most: --repeats and a shape file's passes column
 # Sizes below 4*align round to align/2, below 2*align to align/4, ..., never below this multiple.
 MIN_SMALL_ALIGN = 16
 
@@ -60,7 +62,7 @@ class ShapeError(ValueError):
     """A shape or shape list is invalid; the message names the bad value."""
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)  # slots: a million-shape plan holds a million of them
 class Shape:
     """One GEMM problem: ``batch`` products of (m x k) @ (k x n), its operand ``layout`` and, for a grouped
     GEMM, the ``groups`` along ``group_dim`` (see the module docstring)."""
@@ -353,7 +355,7 @@ def grid_family(ms: Sequence[int], ns: Sequence[int], ks: Sequence[int]) -> list
     return [Shape(1, m, n, k) for k in ks for m in ms for n in ns]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ShapeRow:
     """One row of a shape file: the shape, and the optional ``family`` and ``passes`` columns."""
 
@@ -375,22 +377,52 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     ``#`` are comments. The file is UTF-8, with or without the byte-order mark Excel writes before a CSV.
     Errors name the file and the line as the file numbers it.
     """
-    path = Path(path)
+    from mfu_sweep.inputs import is_stdin
+
     name = str(path)
+    if is_stdin(path):  # - is standard input, read once per stream (inputs.read_stdin)
+        return list(_rows_of_bytes(name, _limited(path)))
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        info = Path(path).stat()
     except OSError as exc:
         raise ShapeError(f"shape file {name!r}: {exc.strerror or exc}") from None
+    return list(_read_rows(name, info.st_mtime_ns, info.st_size))
+
+
+def _limited(path: str | Path) -> bytes:
+    """The bytes of a shape file within the input limit; a FIFO or a device is refused, never read."""
+    from mfu_sweep.inputs import InputError, read_limited
+
+    try:
+        return read_limited(path)
+    except InputError as exc:
+        raise ShapeError(f"shape file {exc}") from None
+
+
+@lru_cache(maxsize=1)
+def _read_rows(name: str, mtime_ns: int, size: int) -> tuple[ShapeRow, ...]:
+    """The rows of the shape file ``name`` as it is at that modification time and size: a sweep asks for them
+    twice (its shapes, then their ``passes``): a million-row file is read once."""
+    del mtime_ns, size  # the cache's key only: a file changed since is read again
+    return _rows_of_bytes(name, _limited(name))
+
+
+def _rows_of_bytes(name: str, data: bytes) -> tuple[ShapeRow, ...]:
+    """The rows of a shape file's bytes (UTF-8, with or without a byte-order mark)."""
+    try:
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ShapeError(f"shape file {name!r} is not text") from None
-    lines = [(no, ln) for no, ln in enumerate(text.splitlines(), start=1)
-             if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise ShapeError(f"shape file {name!r} has no shapes")
+    lines = ((no, ln) for no, ln in enumerate(text.splitlines(), start=1)
+             if ln.strip() and not ln.lstrip().startswith("#"))
     rows: list[ShapeRow] = []
     header: list[str] = []
     for lineno, line in lines:
         try:
+            plain = _plain_row(line) if header == PLAIN_HEADER else None
+            if plain is not None:
+                rows.append(plain)
+                continue
             values = _csv_values(line)
             if not header:
                 header = _checked_header(values)
@@ -398,7 +430,33 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
                 rows.append(_shape_row(header, values, line))
         except ShapeError as exc:
             raise ShapeError(f"shape file {name!r} line {lineno}: {exc}") from None
-    return rows
+    if not header:  # no line but blanks and comments
+        raise ShapeError(f"shape file {name!r} has no shapes")
+    if not rows:  # a header alone would otherwise leave the sweep to its default shapes
+        raise ShapeError(f"shape file {name!r} has a header ({','.join(header)}) and no shapes; add a row "
+                         "per shape (e.g. 4096,4096,4096 under m,n,k)")
+    return tuple(rows)
+
+
+def forget_shape_files() -> None:
+    """Drop the rows :func:`read_shape_rows` keeps for a second reader (once both have read them)."""
+    _read_rows.cache_clear()
+
+
+PLAIN_HEADER = ["m", "n", "k"]
+
+
+_PLAIN_LINE = re.compile(r"\s*([0-9]+)\s*,\s*([0-9]+)\s*,\s*([0-9]+)\s*", re.ASCII)
+
+
+def _plain_row(line: str) -> ShapeRow | None:
+    """The row of a line of three plain integers under the header ``m,n,k`` (most files), read without the csv
+    module; None for any other line, which the general reader then takes (and words any error of)."""
+    found = _PLAIN_LINE.fullmatch(line)
+    if found is None:
+        return None
+    m, n, k = found.groups()
+    return ShapeRow(Shape(1, int(m), int(n), int(k)))
 
 
 def _csv_values(line: str) -> list[str]:
@@ -439,8 +497,8 @@ def _shape_row(header: list[str], values: list[str], line: str) -> ShapeRow:
             raise ShapeError(f"column {col!r} is empty in {line.strip()!r}")
     dims = [_column_int(row, c) if row.get(c) else 1 for c in ("batch", "m", "n", "k")]
     passes = _column_int(row, "passes") if row.get("passes") else None
-    if passes == 0:
-        raise ShapeError("passes=0 must be at least 1")
+    if passes == 0 or (passes or 0) > MAX_PASSES:
+        raise ShapeError(f"passes={passes} must be from 1 to {MAX_PASSES} (as --repeats)")
     layout = (row.get("layout") or DEFAULT_LAYOUT).lower()
     if layout not in LAYOUTS:
         raise ShapeError(f"column 'layout' = {row['layout']!r} is not one of {', '.join(LAYOUTS)}")

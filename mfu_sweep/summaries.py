@@ -26,15 +26,16 @@ def summary_line(records: Sequence[Record]) -> str:
     return f"{counts.get('ok', 0)}/{len(records)} ok; " + ", ".join(parts)
 
 
-def incomplete_reason(sweep: Sweep) -> str | None:
+def incomplete_reason(sweep: Sweep, held: int | None = None) -> str | None:
     """Why ``sweep`` is incomplete (interrupted or still running), or None when it finished.
 
     A sweep finished when ``run.finished_at`` is set and, where ``run.planned``
     says how many measurements it set out to make, it holds that many records.
     Older files without ``planned`` are judged by ``finished_at``; imported ones are finished.
+    ``held``: its record count, where ``sweep`` carries its metadata only (a file's digest).
     """
     run = sweep.run
-    planned, have = run.get("planned"), len(sweep.records)
+    planned, have = run.get("planned"), len(sweep.records) if held is None else held
     # an imported table is whole as read, even when its source does not say when it was measured
     if (run.get("finished_at") or sweep.settings.get("imported")) and (planned is None or have >= planned):
         return None

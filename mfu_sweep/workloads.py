@@ -287,6 +287,9 @@ def _attention_gemms(col: _Collector, model: ModelConfig, opts: LlmOptions, head
 def llm_gemms(model: ModelConfig, opts: LlmOptions, family: str | None = None) -> list[WorkloadGemm]:
     """The GEMMs of one training step of one rank of ``model`` under ``opts``."""
     family = family or canonical_llm(model, opts)
+    if not model.is_moe and opts.moe == "grouped":  # no experts to group: refused, never ignored
+        raise ShapeError(f"family {family!r}: moe=grouped groups a mixture-of-experts model's experts; {model.id} "
+                         "is dense (no experts): drop moe=grouped")
     tp, tokens, layers = opts.tp, opts.tokens, model.num_hidden_layers
     hidden, hd = model.hidden_size, model.head_dim
     heads = _shard(model.num_attention_heads, tp, "num_attention_heads", family)
@@ -467,6 +470,17 @@ def resolve_family(spec: str) -> list[WorkloadGemm]:
     if resolver is None:
         raise ShapeError(f"family {spec!r}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
     return resolver(rest.split(":") if rest else [], spec.strip())
+
+
+def is_square_family(spec: str) -> bool:
+    """Whether ``spec`` is ``square``, the sweep's own square family (its size range is the sweep's options)."""
+    kind, _, args = spec.strip().partition(":")
+    if kind.strip().lower() != "square":
+        return False
+    if args:
+        raise ShapeError(f"family {spec!r}: the square family takes no arguments; its range is --min-flop, "
+                         "--max-flop, --points and --align")
+    return True
 
 
 def sweep_shapes(spec: str) -> list[tuple[Shape, str]]:

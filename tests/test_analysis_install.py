@@ -69,7 +69,8 @@ def test_analysis_commands_run_without_torch_and_measuring_ones_say_how_to_add_i
         assert line.startswith("0 ") and line.endswith(" NoneType"), (args, line)
     for args, line in zip(measuring, lines[len(analysis):], strict=False):
         assert line.startswith("1 ") and "needs torch to open a device" in line, (args, line)
-        assert "pip install 'mfu-sweep[measure]'" in line and "SystemExit" in line, line
+        assert "python -m pip install '.[measure]'" in line and "SystemExit" in line, line  # as the README says
+        assert "'.[measure]'" in (REPO / "README.md").read_text()
     assert (tmp_path / "report" / "index.html").is_file() and (tmp_path / "ref.nvbench.json-bin").is_dir()
 
 

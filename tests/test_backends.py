@@ -138,7 +138,8 @@ def test_cli_timer_option_only_for_cuda() -> None:
 # ----- spec lookup from what the frameworks report -------------------------------
 @pytest.mark.parametrize(("reported", "chip"), [
     ("NVIDIA H100 80GB HBM3", "h100-sxm"), ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200-sxm"),
-    ("NVIDIA H200 NVL", "h200-sxm"), ("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI300X VF", "mi300x"),
+    ("NVIDIA H200 NVL", "h200-nvl"), ("NVIDIA H100 NVL", "h100-nvl"), ("AMD Instinct MI300X", "mi300x"),
+    ("AMD Instinct MI300X VF", "mi300x"),
     ("NVIDIA GB200", "gb200"), ("NVIDIA B200", "b200"), ("NVIDIA A100-SXM4-80GB", "a100-sxm"),
     ("NVIDIA L4", "l4"), ("NVIDIA L40S", "l40s"), ("AMD Instinct MI250X", "mi250x"), ("AMD Instinct MI355X", "mi355x"),
 ])
@@ -242,16 +243,22 @@ def test_decode_throttle_reasons_with_pynvmls_own_constants() -> None:
     assert decode_throttle_reasons(1 << 30, names) == ["unknown_0x40000000"]
 
 
-def test_summarize_telemetry_flags_power_cap_and_low_clock() -> None:
-    capped = [{"sm_clock_mhz": 1980, "power_w": 690.0, "temp_c": 60, "throttle_reasons": ["sw_power_cap"]},
+def test_summarize_telemetry_records_power_cap_and_flags_low_busy_clock() -> None:
+    # the first sample is read before the first GEMM (idle); the power cap alone is no throttling (nvbench's rule)
+    capped = [{"sm_clock_mhz": 345, "power_w": 90.0, "temp_c": 40, "throttle_reasons": ["gpu_idle"]},
+              {"sm_clock_mhz": 1980, "power_w": 690.0, "temp_c": 60, "throttle_reasons": ["sw_power_cap"]},
               {"sm_clock_mhz": 1755, "power_w": 700.0, "temp_c": 62, "throttle_reasons": []}]
     seen = summarize_telemetry(capped, 1980)
-    assert seen.flags == ("throttled",)
+    assert seen.flags == ()
     tel = seen.extra["telemetry"]
-    assert tel["sm_clock_mhz"] == {"min": 1755.0, "median": 1867.5, "max": 1980.0}
-    assert tel["throttle_reasons"] == ["sw_power_cap"] and tel["throttled_because"] == ["sw_power_cap"]
-    slow = summarize_telemetry([{"sm_clock_mhz": 1000, "throttle_reasons": ["gpu_idle"]}], 1980)
-    assert slow.flags == ("throttled",) and "sm_clock" in slow.extra["telemetry"]["throttled_because"][0]
+    assert tel["sm_clock_mhz"] == {"min": 345.0, "median": 1755.0, "max": 1980.0}
+    assert tel["busy_sm_clock_mhz"] == 1867.5 and tel["power_capped"] is True
+    assert tel["throttle_reasons"] == ["gpu_idle", "sw_power_cap"] and "throttled_because" not in tel
+    slow = summarize_telemetry([{"sm_clock_mhz": 345}, {"sm_clock_mhz": 1000, "throttle_reasons": []}], 1980)
+    assert slow.flags == ("throttled",) and "sm_clock 1000" in slow.extra["telemetry"]["throttled_because"][0]
+    hot = summarize_telemetry([{"sm_clock_mhz": 1980}, {"sm_clock_mhz": 1900,
+                                                        "throttle_reasons": ["hw_thermal_slowdown"]}], 1980)
+    assert hot.flags == ("throttled",) and hot.extra["telemetry"]["throttled_because"] == ["hw_thermal_slowdown"]
     fine = summarize_telemetry([{"sm_clock_mhz": 1980, "throttle_reasons": ["gpu_idle"]}], 1980)
     assert fine.flags == () and "throttled_because" not in fine.extra["telemetry"]
     assert summarize_telemetry([], 1980) == Telemetry()
@@ -527,7 +534,8 @@ def test_event_flush_timer_queues_flush_before_each_start_event() -> None:
     ("nvfp4", (12, 0), False, "sm_120", "nvfp4 needs compute capability 10.x, this GPU has 12.0"),
     ("nvfp4", (9, 5), True, "gfx950", "nvfp4 needs no AMD GPU (NVFP4 is NVIDIA's format), this is gfx950"),
     ("mxfp4", (9, 5), True, "gfx950", None), ("mxfp8", (9, 4), True, "gfx942", "mxfp8 needs AMD gfx95x"),
-    ("fp8-rowwise", (8, 9), False, "sm_89", "fp8-rowwise needs compute capability >= 9.0, this GPU has 8.9"),
+    ("fp8-rowwise", (8, 9), False, "sm_89", None), ("fp8-rowwise", (8, 6), False, "sm_86",
+     "fp8-rowwise needs compute capability >= 8.9, this GPU has 8.6"),
     ("fp8-rowwise", (10, 0), False, "sm_100", None), ("fp8-rowwise", (9, 4), True, "gfx942", None),
 ])
 def test_scaled_formats_by_gpu_architecture(dtype: str, cap: tuple, hip: bool, arch: str,

@@ -17,8 +17,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "mfu_sweep"
 MIN_CONFIDENCE = 60
 # (file relative to mfu_sweep/, name): why it is used although no code names it
 ALLOWED: dict[tuple[str, str], str] = {
-    ("results.py", "validate_file"): "the library's one-call check of a file (tests, docs/results.md); validate calls "
-                                     "check_file, which also hands back the sweeps it read",
     ("analysis/fits/fit.py", "writeable"): "numpy flag set to freeze an array (arr.flags.writeable = False)",
     ("measure/backends/base.py", "allow_tf32"): "torch.backends flag that torch reads",
     ("measure/backends/cpu.py", "CpuBackend"): "looked up by device name in backends/__init__.py",

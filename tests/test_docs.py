@@ -281,6 +281,33 @@ def test_runnable_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch, t
             assert not stale, f"{page}: `{command}` no longer prints: {stale}"
 
 
+PYTHON_MARK = "<!-- docs-test: python -->"
+
+
+def _python_blocks() -> list[tuple[str, str]]:
+    """(page, text) of every ``pycon`` block right after the python mark: doctest sessions."""
+    return [(page, m.group(1)) for page, text in _doc_pages().items()
+            for m in re.finditer(re.escape(PYTHON_MARK) + r"\s*\n```pycon\n(.*?)\n```", text, re.S)]
+
+
+def test_python_blocks_print_what_they_show(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The marked ``pycon`` blocks (docs/api.md) run as doctests, in the checkout's root, each page's blocks in
+    order in one namespace: every ``>>>`` line's output must be what the page shows."""
+    import doctest
+
+    blocks = _python_blocks()
+    assert len(blocks) >= 6 and {page for page, _ in blocks} >= {"api.md"}, "the python blocks were not found"
+    monkeypatch.chdir(ROOT)
+    parser, runner = doctest.DocTestParser(), doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    namespaces: dict[str, dict] = {}
+    for i, (page, text) in enumerate(blocks):
+        test = parser.get_doctest(text, namespaces.setdefault(page, {}), f"{page} block {i}", page, 0)
+        out: list[str] = []
+        result = runner.run(test, out=out.append, clear_globs=False)
+        assert result.failed == 0, "".join(out)[-3000:]
+        namespaces[page] = test.globs  # a DocTest runs in a copy: the next block of the page goes on from here
+
+
 def _command_lines(text: str) -> list[list[str]]:
     """Every ``mfu-sweep`` command of a page's fenced blocks (``$ `` prompts and bare lines), split, without
     its comment."""
@@ -338,3 +365,5 @@ def test_shell_completion_as_documented() -> None:
     env = {"_MFU_SWEEP_COMPLETE": "bash_complete", "COMP_WORDS": "mfu-sweep sweep --dtype ", "COMP_CWORD": "3"}
     offered = runner.invoke(main, [], prog_name="mfu-sweep", env=env).output.split()
     assert "plain,bf16" in offered and "plain,fp8" in offered, offered
+    listed = re.search(r"`sweep --dtype <TAB>` offers\s+`([^`]*)`", install)
+    assert listed and listed.group(1).split() == [o.removeprefix("plain,") for o in offered]  # every dtype, in order

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import glob
+import html
 import io
 import json
 import os
@@ -290,6 +291,33 @@ def test_markdown_text_renders_as_itself(text: str) -> None:
     assert inner and "<" not in inner.group(1).replace("&lt;", "")  # one paragraph, no tag inside
     shown = inner.group(1).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
     assert shown == " ".join(text.splitlines())
+
+
+LIST_STRIKE_INDENT = ["1) item", "12) item", "~~struck~~", "~single~", "~~~ fence", "    code", "\tcode", "  1) x"]
+
+
+def _shown(page: str) -> str | None:
+    """The text of a page that is one paragraph with no tag inside, as a reader sees it; None otherwise."""
+    inner = re.fullmatch(r"<p>(.*)</p>\n?", page, re.S)
+    if inner is None or "<" in inner.group(1).replace("&lt;", ""):
+        return None
+    return html.unescape(inner.group(1))
+
+
+@pytest.mark.parametrize("text", LIST_STRIKE_INDENT)
+def test_markdown_text_escapes_paren_lists_strikethrough_and_indents(text: str) -> None:
+    """`1) x` is an ordered list in CommonMark (GitHub), `~~x~~` and `~x~` strike through on GitHub, `~~~` opens a
+    fence and four leading spaces a code block: each renders as its own text, in CommonMark with GitHub's
+    strikethrough (markdown-it-py) and in Python-Markdown (MkDocs), also as a bullet's text."""
+    markdown = pytest.importorskip("markdown")
+    markdown_it = pytest.importorskip("markdown_it")
+    want = " ".join(text.splitlines()).lstrip()
+    gfm = markdown_it.MarkdownIt("commonmark").enable(["strikethrough", "table"])
+    for render in (gfm.render, markdown.markdown):
+        assert _shown(render(md_text(text))) == want, (render, md_text(text))
+    item = gfm.render(f"- {md_text(text)}")
+    assert re.fullmatch(r"<ul>\n<li>(.*)</li>\n</ul>\n", item, re.S), item
+    assert html.unescape(re.sub(r"</?(ul|li)>|\n", "", item)) == want, item
 
 
 @pytest.mark.parametrize("value", [FORMULA, "+cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "@SUM(A1:A9)",

@@ -3,7 +3,8 @@
 Stages, bottom to top: the ground (top-level modules and ``specs/``) -> ``measure/`` and
 ``importers/`` (both make results) -> ``analysis/`` -> ``present/`` -> ``cli/``; ``workflow/``
 (loops that alternate measuring and analysing, e.g. the refinement loop) sits above ``measure/``
-and ``analysis/``, beside ``present/``, and only ``cli/`` imports it. Every import
+and ``analysis/``, beside ``present/``, and only ``cli/`` imports it; ``api.py`` (the Python API) sits beside
+``cli/``: it imports ``analysis/`` and ``present/`` but no device code, figures or Click. Every import
 statement counts, also the ones inside functions (a lazy import is still a dependency).
 """
 
@@ -31,6 +32,8 @@ FORBIDDEN = {
     # the loops take the measuring as a callable: no device code, no figures, no Click
     "workflow": ("mfu_sweep.present", "mfu_sweep.cli", "torch", "matplotlib", "seaborn", "click"),
     "cli": ("torch",),
+    # the Python API (mfu_sweep/api.py): the analysis and its tables as DataFrames, no device, no Click, no figures
+    "api": ("mfu_sweep.measure", "mfu_sweep.cli", "mfu_sweep.workflow", "torch", "matplotlib", "seaborn", "click"),
 }
 # Ground modules that drive a device need torch; everything else in the ground stays torch-free.
 GROUND_TORCH_OK: frozenset[str] = frozenset()
@@ -47,6 +50,8 @@ def stage_of(module: str) -> str:
     parts = module.split(".")
     if module in ("mfu_sweep.cli", "mfu_sweep.__main__"):  # the group and `python -m mfu_sweep`
         return "cli"
+    if module == "mfu_sweep.api":  # on top of analysis/ and present/, beside cli/
+        return "api"
     return parts[1] if len(parts) > 2 and parts[1] in STAGES else "ground"
 
 
@@ -172,8 +177,8 @@ def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> No
 
 
 # Inside analysis/, parts in order of the question they answer; a part imports only parts of a lower rank
-# (docs/layout.md). predict sits beside verdicts, above fits; only steps (time to N steps) imports it.
-ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2, "predict": 2,
+# (docs/layout.md). steps (a step's GEMM sum and time to N steps) sits beside fleet, above fits.
+ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2,
                  "fleet": 3, "steps": 3, "refine": 4}
 
 
@@ -207,12 +212,12 @@ def test_analysis_is_split_by_question_in_a_fixed_order() -> None:
 def test_analysis_rules_catch_an_arrow_back_up() -> None:
     edges = {"mfu_sweep.analysis.fits.fit": {"mfu_sweep.analysis.verdicts.comparison", "mfu_sweep.analysis.series"},
              "mfu_sweep.analysis.series": {"mfu_sweep.analysis.fits.fit"},
-             "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.predict"},
+             "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.steps.gemm_sum"},
              "mfu_sweep.analysis.refine.plan": {"mfu_sweep.analysis.fleet.leaderboard"}}
     assert analysis_violations(edges) == [
         "mfu_sweep.analysis.fits.fit (fits) imports mfu_sweep.analysis.verdicts.comparison (verdicts)",
         "mfu_sweep.analysis.series (series) imports mfu_sweep.analysis.fits.fit (fits)",
-        "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.predict (predict)",
+        "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.steps.gemm_sum (steps)",
     ]
 
 

@@ -278,9 +278,10 @@ def test_report_section_figure_and_json(tmp_path) -> None:
     assert STEPS_FIGURE in figure_stems([sweep, dnf], kinds=["steps"])
     fig = make_figures([sweep, dnf], kinds=["steps"], fits={}, comparisons=[], fleets=[])[STEPS_FIGURE]
     [ax] = fig.axes
-    assert len([ln for ln in ax.get_lines() if ln.get_label().startswith(("synthetic", "stuck"))]) == 3
+    drawn = [ln.get_label() for ln in ax.get_lines() if ln.get_label().startswith(("synthetic", "stuck"))]
+    assert len([d for d in drawn if "▲" not in d]) == 3  # the series that did not finish: a marker at its limit
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert "stuck-chip compile (warm): did not finish" in legend
+    assert "stuck-chip compile (warm): did not finish (▲ at the limit)" in legend
 
 
 def check_against_raw_records(result, paths: list[Path], calls: dict[str, int]) -> int:

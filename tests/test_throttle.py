@@ -23,7 +23,7 @@ from mfu_sweep.results import Record, finish_record
 from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import Peak
 
-HOT = ThrottleState(True, ("sw_power_cap",))
+HOT = ThrottleState(True, ("hw_thermal_slowdown",))
 COOL = ThrottleState(False)
 
 
@@ -67,7 +67,7 @@ def test_discard_retimes_throttled_blocks_after_the_recovery_delay() -> None:
     # block 2 ran three times: twice throttled, thrown away after a 50 ms rest each, then kept
     assert blocks.blocks == [1, 8, 8, 8, 8, 8] and sleeps == [0.05, 0.05]
     assert log.to_json() == {"policy": "discard", "recovery_s": 0.05, "discarded_blocks": 2, "waits": 0,
-                             "waited_s": 0.0, "gave_up": False, "reasons": ["sw_power_cap"]}
+                             "waited_s": 0.0, "gave_up": False, "reasons": ["hw_thermal_slowdown"]}
 
 
 def test_discard_gives_up_on_a_device_that_never_recovers() -> None:
@@ -185,7 +185,9 @@ def test_field_values_are_read_from_the_member_their_type_names() -> None:
 
 def test_throttle_state_follows_nvbenchs_rule() -> None:
     assert throttle_state(["gpu_idle"], 1980, 1980) == COOL
-    assert throttle_state(["sw_power_cap", "gpu_idle"], 1980, 1980) == HOT
+    assert throttle_state(["sw_power_cap"], 1700, 1980) == COOL  # the power cap alone is the GPU's sustained speed
+    assert throttle_state(["hw_thermal_slowdown"], 1980, 1980) == ThrottleState(True, ("hw_thermal_slowdown",))
+    assert throttle_state(["gpu_idle"], 345, 1980) == COOL  # an idle GPU clocks down: no throttling
     low = throttle_state([], 1400, 1980)
     assert low.throttled and low.why == ("sm_clock 1400 < 75% of max 1980 MHz",)
 

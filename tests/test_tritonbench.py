@@ -116,7 +116,7 @@ def test_csv_printed_after_log_lines_tflops_only_and_a_compiled_backend(tmp_path
     (lambda t: t, ("do not name the dtype", "pass --dtype")),
     (lambda t: t.replace("(M, N, K);", "(group_size, M, N, K);"), ("'(group_size, M, N, K)'", "not a GEMM")),
     (lambda t: t.replace("-latency", "-walltime").replace("-tflops", "-gbps"), ("no backend has a latency or tflops",)),
-    (lambda t: "M;N;K\n1;2;3\n", ("no tritonbench CSV header",)),
+    (lambda t: "M;N;K\n1;2;3\n", ("no tritonbench table", "CSV header", "--csv or --output FILE")),
     (lambda t: t.replace("(512, 512, 512)", "(512, 512)"), ("x-value '(512, 512)'", "not (M, N, K)")),
     (lambda t: t.replace("(512, 512, 512)", "(512, 0, 512)"), ("(512, 0, 512)",)),
 ])

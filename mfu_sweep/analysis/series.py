@@ -28,8 +28,10 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
+from mfu_sweep.analysis.sources.medians import ShapeTable
 from mfu_sweep.fingerprint import describe as describe_fingerprint
 from mfu_sweep.fingerprint import fingerprint_of
 from mfu_sweep.results import Record, ResultError, Sweep
@@ -94,6 +96,10 @@ class Series:
     notes:
         What a reader of its MFU should know about its peak (two measured-clock peaks of its sweeps that
         differ by more than ``MEASURED_PEAK_RTOL``: the first is used); empty otherwise.
+    table:
+        Per-shape medians (:class:`~mfu_sweep.analysis.sources.medians.ShapeTable`) when the series was
+        read from file digests for the fleet gate (``compare`` on many files): then ``records`` is empty,
+        and only the leaderboards and the fleet view, which need nothing else, read it.
     """
 
     key: SeriesKey
@@ -105,6 +111,7 @@ class Series:
     timing: Mapping[str, Any] = field(default_factory=dict)
     published: bool = False
     notes: tuple[str, ...] = ()
+    table: ShapeTable | None = None
 
     @property
     def label(self) -> str:
@@ -126,6 +133,8 @@ class Series:
     @property
     def n_shapes(self) -> int:
         """Number of distinct shapes measured."""
+        if self.table is not None and not self.records:
+            return len(self.table)
         return len({r.shape for r in self.records})
 
 
@@ -325,21 +334,23 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
 def _group(sweeps: Sequence[Sweep]) -> dict[SeriesKey, Series]:
     ordered = sorted(sweeps, key=sweep_order)
     check_labels(ordered)
-    parts: dict[SeriesKey, list[tuple[Sweep, Record]]] = {}
+    found: dict[tuple[str, str, str], list[tuple[Sweep, Record]]] = {}  # plain tuples: 200,000 records, few keys
     for sw in ordered:
+        label = sw.label
         for rec in sw.records:
             if usable(rec):
-                parts.setdefault(SeriesKey(sw.label, rec.dtype, rec.series_mode), []).append((sw, rec))
+                found.setdefault((label, rec.dtype, rec.series_mode), []).append((sw, rec))
+    parts = {SeriesKey(*k): v for k, v in found.items()}
     out: dict[SeriesKey, Series] = {}
     for key in sorted(parts):
         pairs = parts[key]
         head = pairs[0][0]
         notes: dict[str, None] = {}
-        for sw, _ in pairs:
+        for sw in {id(sw): sw for sw, _ in pairs}.values():  # each sweep once (not once per record)
             note = _check_peak(key, head, sw)
             if note:
                 notes[note] = None
-        records = sorted((r for _, r in pairs), key=lambda r: (r.flops, r.shape))
+        records = sorted((r for _, r in pairs), key=attrgetter("flops", "shape"))
         sources = tuple(dict.fromkeys(sw.source for sw, _ in pairs))
         hosts = tuple(sorted({host_of(sw) for sw, _ in pairs}))
         out[key] = Series(key=key, records=tuple(records), peak=head.peak, device=head.device, sources=sources,

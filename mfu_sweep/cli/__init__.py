@@ -14,10 +14,12 @@ from mfu_sweep import __version__
 from mfu_sweep.cli.analysis import compare, fit, merge
 from mfu_sweep.cli.common import ArgvGroup
 from mfu_sweep.cli.device import ceilings, selftest
+from mfu_sweep.cli.docs import docs
 from mfu_sweep.cli.export import export
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
 from mfu_sweep.cli.refine import refine
+from mfu_sweep.cli.repair import repair
 from mfu_sweep.cli.report import plot, report
 from mfu_sweep.cli.sweep import sweep
 from mfu_sweep.cli.workloads import predict, shapes
@@ -35,10 +37,11 @@ def main() -> None:
         mfu-sweep report out/my-cpu.json -o out/report/
         mfu-sweep validate sweeps/*.json
 
-    Every command has --help with examples; the documentation is in docs/ (make docs builds it).
+    Every command has --help with examples; `mfu-sweep docs` lists the documentation pages installed with
+    the package and prints any of them (`mfu-sweep docs api`: the Python API).
     """
 
 
-for _command in (sweep, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
-                 plot, report, import_, refine):
+for _command in (sweep, specs, validate, repair, shapes, predict, ceilings, selftest, merge, fit, compare, export,
+                 plot, report, import_, refine, docs):
     main.add_command(_command)

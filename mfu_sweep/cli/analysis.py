@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,18 @@ import click
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.common import (
     domain_errors,
+    dtype_aliases,
     echo_incomplete,
     gate_option,
     invalid_note,
     json_output,
     margin_option,
+    no_cache_option,
     result_files,
     seed_option,
 )
 from mfu_sweep.cli.progress import load_files, step
-from mfu_sweep.outputs import check_output_file
+from mfu_sweep.outputs import check_output_file, is_stdout
 from mfu_sweep.text import counted
 
 FILES = result_files
@@ -40,12 +43,14 @@ FILES = result_files
 @click.command()
 @FILES
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), callback=json_output,
-              help="Merged file to write (JSON).")
+              help="Merged file to write (JSON); - writes it to standard output.")
 @click.option("--relabel", "relabels", multiple=True, metavar="[FILE:]OLD=NEW",
               help="Rename device label OLD to NEW (only in sweeps from FILE when given); repeatable.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print what was merged as JSON (output, sweeps, labels, files, notes) instead of the line.")
 @domain_errors
-def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force: bool) -> None:
+def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force: bool, as_json: bool) -> None:
     """Merge sweep and merged files into one merged file, provenance intact.
 
     Inputs are validated; mixed schema versions are refused; a run given twice
@@ -60,6 +65,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
     Example:
         mfu-sweep merge sweeps/h100.json sweeps/trn2.json -o sweeps/all.json
         mfu-sweep merge a.json b.json --relabel b.json:cpu=cpu-laptop -o ab.json
+        mfu-sweep merge sweeps/*.json -o sweeps/all.json --json
     """
     from mfu_sweep.analysis.sources.merge import Relabel, merge_files
     from mfu_sweep.filelock import output_lock
@@ -67,17 +73,24 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
 
     rules = [Relabel.parse(r) for r in relabels]
     check_output_file(output, force)
-    with output_lock(output) as lock:
-        if lock.note:
+    to_stdout = is_stdout(output)
+    with nullcontext() if to_stdout else output_lock(output) as lock:
+        if lock is not None and lock.note:
             click.echo(f"note: {lock.note}", err=True)
-        if Path(output).exists() and not force:
+        if not to_stdout and Path(output).exists() and not force:
             raise click.ClickException(f"{output} exists; use --force to overwrite")
         result = merge_files(files, rules, on_invalid=invalid_note())
-        write_json_atomic(output, result.to_json())
+        write_json_atomic(output, result.to_json())  # -o -: standard output
+    if as_json:
+        click.echo(json.dumps({"output": output, "sweeps": len(result.sweeps), "files": list(files),
+                               "labels": list(result.labels), "notes": list(result.notes)}, indent=1),
+                   err=to_stdout)
+        return
     for note in result.notes:
         click.echo(f"note: {note}", err=True)
     click.echo(f"merged {counted(len(result.sweeps), 'sweep')} from {counted(len(files), 'file')} "
-               f"(labels: {', '.join(result.labels)}) into {output}")
+               f"(labels: {', '.join(result.labels)}) into {'standard output' if to_stdout else output}",
+               err=to_stdout)
 
 
 # -- fit ---------------------------------------------------------------------------
@@ -206,12 +219,11 @@ ABOVE_PEAK_MARK = ("*: MFU above 100%: the peak is lower than this run reached (
 def _band_line(c: Any, band: Any) -> str:
     """One band of a comparison: its points (matched, model-based, left out), wins, ratio by the metric with its
     interval (or "too few shapes"), p(Holm), its own verdict and how much of it comes from matched shapes."""
-    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
+    from mfu_sweep.analysis.verdicts.comparison import format_flops, interval_words, metric_name
 
     j = band.to_json(c.a, c.b)
     model = band.n - j["matched"]
-    ci = ("too few shapes for an interval" if band.too_few  # 4 digits: a margin of 2% is read at the third
-          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({_level(j['interval_level'])} Holm-adjusted)")
+    ci = "too few shapes for an interval" if band.too_few else interval_words(j)
     via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
            if band.via else "")
     left = (f"; left out: {j['left_out_a']} of {c.a}, {j['left_out_b']} of {c.b}"
@@ -225,15 +237,9 @@ def _band_line(c: Any, band: Any) -> str:
             f"{band.call(c.a, c.b)}{via}{split}")
 
 
-def _level(confidence: float) -> str:
-    """``0.99583 -> "99.6%"``: the level of a Holm-adjusted interval, never rounded up to 100%."""
-    text = f"{confidence * 100:.3g}%"
-    return text if text != "100%" else f"{confidence * 100:.4g}%" if confidence < 1 else text
-
-
 def _print_comparison(c: Any) -> None:
     from mfu_sweep.analysis.verdicts.bands import lead_words
-    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
+    from mfu_sweep.analysis.verdicts.comparison import format_flops, interval_words, metric_name
 
     name = metric_name(c.metric)
     wv = max(len(c.a), len(c.b)) + len(name) + 1
@@ -249,8 +255,7 @@ def _print_comparison(c: Any) -> None:
         alone = "none called alone" if j["leader"] else "not all the same alone"
         split = f"; {j['split_words']}" if j["split_words"] else ""
         click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
-                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} "
-                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({_level(j['interval_level'])} Holm-adjusted), "
+                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} {interval_words(j)}, "
                    f"p(Holm) {run.p_adjusted:.2g}: {what} taken together ({run.split.text()}{split})")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
@@ -298,15 +303,21 @@ def _print_comparison(c: Any) -> None:
               help="One vs rest: every other device against LABEL, per FLOP band (add --pairwise for the details).")
 @click.option("--pairwise", is_flag=True,
               help="Compare every pair even with many devices (default above 4 devices: a leaderboard per FLOP band).")
+@click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE", callback=dtype_aliases,
+              help="Only this dtype (fp32, bf16 ... or torch's name, bfloat16); repeat for several. Default: all.")
+@click.option("--mode", "modes", multiple=True, metavar="MODE",
+              help="Only this mode (eager, compile, or a layout's series such as eager-nt); repeat for several. "
+                   "Default: all.")
 @seed_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @gate_option
 @contended.exclude_option
+@no_cache_option
 @domain_errors
 def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: str | None, alpha: float,
             margin: float, min_run: int, calibrate: tuple[str, str] | None, no_fit: bool,
-            fit_n_boot: int, baseline: str | None, pairwise: bool, seed: int, as_json: bool, fail_on: str | None,
-            exclude_contended: bool) -> None:
+            fit_n_boot: int, baseline: str | None, pairwise: bool, dtypes: tuple[str, ...], modes: tuple[str, ...],
+            seed: int, as_json: bool, fail_on: str | None, exclude_contended: bool, no_cache: bool) -> None:
     """Compare series with the same dtype and mode along FLOPs: who leads where, and the crossovers.
 
     Every pair of series is compared (or those with --a/--b). Leads are
@@ -337,7 +348,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     --fail-on slower makes compare a gate (a Slurm epilog, a CI step): exit 1
     when a device is slower than the rest, or than its --baseline, by more
     than the margin, else 0, with one "gate:" line; --fail-on ambiguous also
-    fails a device that some band cannot show within the margin.
+    fails a device that some band cannot show within the margin. Ranking many
+    files, compare reads them on every core and caches what the ranking needs
+    of each file (per-shape medians, keyed by the file's content) in
+    $XDG_CACHE_HOME/mfu-sweep, so a gate over unchanged files rereads none of
+    them (--no-cache: read every file).
 
     With --metric mfu (the default), a pair or leaderboard entry whose series
     has no peak for its dtype (a chip with no spec entry) is skipped with one
@@ -352,42 +367,49 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare sweeps/node*.json --metric tflops --fail-on slower
         mfu-sweep compare sweeps/h100.json sweeps/trn2.json --a h100-cuda --b trn2-neuron --metric tflops
         mfu-sweep compare sweeps/all.json --json > compare.json
+        mfu-sweep compare sweeps/all.json --dtype bf16 --mode compile
         mfu-sweep compare sweeps/amd-epyc-cpu*.json --a amd-epyc-cpu/fp32/eager --b amd-epyc-cpu/fp32/compile
         mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
-    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all, layouts_left_out
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.contention import contention_reason
-    from mfu_sweep.present.headline import pair_sentences
+    from mfu_sweep.summaries import filter_sweeps
 
-    loaded = load_files(files)
-    sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
-                                         files)
-    check_pooling(sweeps)
-    echo_incomplete(sweeps)
-    hints = label_collisions(sweeps)
-    series = group_series(sweeps)
+    whole = label_a is None and label_b is None
+    fast = ranked.fleet_inputs(files, exclude_contended, baseline, not no_cache) \
+        if whole and not pairwise and not calibrate and not dtypes and not modes else None
+    if fast is not None:  # a fleet gate: digests of the files, series of per-shape medians
+        sweeps, series, hints = fast
+    else:
+        loaded = load_files(files)
+        if dtypes or modes:
+            loaded = filter_sweeps(loaded, dtypes, modes)
+        sweeps, label_a, label_b = pick_runs(contended.apply(loaded, exclude_contended), label_a, label_b,
+                                             files)
+        check_pooling(sweeps)
+        echo_incomplete(sweeps)
+        hints = label_collisions(sweeps)
+        series = group_series(sweeps)
     refs = tuple(group_series(load_files([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
-    whole = label_a is None and label_b is None
     skipped: list[str] = []
     fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, skipped, alpha=alpha,
                                                       min_run=min_run, margin=margin) if whole else ([], [], []))
     verdict = ranked.gate_of(fleets, boards, fail_on)
-    try:
-        comps = [] if ranking and not pairwise else compare_all(
-            sweeps, metric, baseline or label_a, label_b, seed=seed, alpha=alpha, min_run=min_run,
-            margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
-            **({"calibration": refs} if refs else {}))
-    except CompareError as exc:
-        raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
+    comps = [] if ranking and not pairwise else _pairs(
+        sweeps, metric, baseline or label_a, label_b, hints, seed=seed, alpha=alpha, min_run=min_run,
+        margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
+        **({"calibration": refs} if refs else {}))
     if skipped and not (comps or fleets or boards):
         raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
-    layouts = layouts_left_out(series, baseline or label_a, label_b) if not ranking or pairwise else []
+    layouts: list[str] = []
+    if not ranking or pairwise:  # the series no pair reaches: the other device measured other layouts
+        from mfu_sweep.analysis.verdicts.compare import layouts_left_out
+        layouts = layouts_left_out(series, baseline or label_a, label_b)
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps, series) if whole and not ranking else []
@@ -398,8 +420,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["contention"] = reasons
         if skipped:
             out["skipped"] = skipped
-        if layouts:
-            out["left_out_layouts"] = layouts
+        out.update({"left_out_layouts": layouts} if layouts else {})
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         if verdict:
@@ -409,7 +430,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         return
     speed = _speed(sweeps, comps, metric, seed=seed, alpha=alpha, min_run=min_run,
                    **({"calibration": refs} if refs else {}))
-    for line in pair_sentences(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
+    for line in _pair_lines(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
     for line in skipped + layouts:
         click.echo(f"note: {line}")
@@ -425,13 +446,34 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     ranked.finish_gate(verdict)
 
 
+def _pair_lines(comps: Sequence[Any], speed: Sequence[Any]) -> list[str]:
+    """``pair_sentences`` of the pairs; none without pairs (the fleet gate: the report's modules not imported)."""
+    if not comps:
+        return []
+    from mfu_sweep.present.headline import pair_sentences
+
+    return pair_sentences(comps, speed)
+
+
+def _pairs(sweeps: Sequence[Any], metric: str, a: str | None, b: str | None, hints: Sequence[str],
+           **kw: Any) -> list[Any]:
+    """``compare_all`` of the pairs, a comparison that cannot be made as one line (imported here: the fleet
+    gate never pairs, and the pairwise verdicts bring the fits and scipy.optimize with them)."""
+    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
+
+    try:
+        return compare_all(sweeps, metric, a, b, **kw)
+    except CompareError as exc:
+        raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
+
+
 def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:
     """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
+    if metric != "mfu" or not comps:
+        return []
     from mfu_sweep.analysis.series import SeriesKey, group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
 
-    if metric != "mfu" or not comps:
-        return []
     series = group_series(sweeps)
     out = []
     for c in comps:

@@ -6,6 +6,11 @@ and mode and no ``--a``/``--b``/``--pairwise``, ``compare`` prints leaderboards
 (:mod:`mfu_sweep.analysis.fleet.leaderboard`) instead of every pair; replicate runs
 (labels ``<label>.r<rank>``) get their fleet view (:mod:`mfu_sweep.analysis.fleet.view`)
 first in every mode.
+
+A fleet gate over many files (``compare FILES`` ranking devices, no ``--a``/``--b``/``--pairwise``/
+``--calibrate``/``--allow-invalid``) reads them through :func:`fleet_inputs`: file digests read in parallel
+and cached (:mod:`mfu_sweep.analysis.sources.reading`), series of per-shape medians; whatever that path
+cannot answer the same way falls back to loading the files whole.
 """
 
 from __future__ import annotations
@@ -15,14 +20,51 @@ from typing import Any
 
 import click
 
+from mfu_sweep.analysis.fleet.gate import fleets_and_boards
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.fleet.view import fleets_json
-from mfu_sweep.analysis.series import with_peak
 from mfu_sweep.analysis.verdicts.margin import lead_words
 
-__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleets_and_boards", "gate_of",
-           "use_board"]
+__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleet_inputs", "fleets_and_boards",
+           "gate_of", "use_board"]
 
+def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_cache: bool = True
+                 ) -> tuple[list[Any], dict[Any, Any], list[str]] | None:
+    """(sweeps without records, series of per-shape medians, label hints) for a fleet gate, having printed the
+    notes ``compare`` prints before its boards; None when the files are better loaded whole: no more than
+    :data:`HANDFUL` files, too few devices to rank, or a case the digests cannot answer as the records would
+    (see the module docstring). No note is printed then, so the whole path prints each once."""
+    from mfu_sweep.allocator import keep_freed_memory, paused_gc
+    from mfu_sweep.analysis.series import SeriesError
+    from mfu_sweep.analysis.sources import digest_series as ds
+    from mfu_sweep.analysis.sources.cache import DigestCache
+    from mfu_sweep.analysis.sources.reading import read_digests, workers_for
+    from mfu_sweep.analysis.sources.runs import check_pooling
+    from mfu_sweep.cli.common import invalid_note
+    from mfu_sweep.cli.progress import keep_for_the_command, step
+
+    if len(files) <= HANDFUL or invalid_note() is not None:  # a few files: read whole, never twice
+        return None
+    keep_freed_memory()
+    with step("reading", "file") as bar, paused_gc():
+        digests, _ = read_digests(files, DigestCache.default() if use_cache else None,
+                                  workers=workers_for(len(files)), progress=bar)
+        try:
+            if not ds.anything_left(digests, exclude):
+                return None
+            check_pooling([d.sweep for d in digests])
+            series = ds.group_digests(digests, exclude)
+        except SeriesError:
+            return None
+    keep_for_the_command()  # the digests stay to the end: the collections until then need not walk them
+    if series is None or not use_board(series, baseline, False, None, None):
+        return None
+    note = ds.contention_note_of(digests, exclude)
+    if note:
+        click.echo(f"note: {note}", err=True)
+    for reason in ds.incomplete_notes(digests, exclude):
+        click.echo(f"note: {reason}", err=True)
+    return [d.sweep for d in digests], series, ds.collisions(digests, exclude)
 
 
 def use_board(series: Mapping[Any, Any], baseline: str | None, pairwise: bool, label_a: str | None,
@@ -50,30 +92,6 @@ def device_lines(board: Leaderboard) -> list[str]:
         ratio = board.overall.get(label)
         rows.append(f"{label:<28} {'x' + format(ratio, '.3f') if ratio else '-':>10}  {ahead} / {behind}")
     return rows
-
-
-def _with_peak(series: Mapping[Any, Any], metric: str, baseline: str | None,
-               skipped: list[str] | None) -> Mapping[Any, Any]:
-    """For MFU, the series that have a peak (and the baseline, whose lack is an error); a note per one left out."""
-    if skipped is None:
-        return series
-    kept, notes = with_peak(series, metric, keep=baseline)
-    skipped += notes
-    return kept
-
-
-def fleets_and_boards(series: Mapping[Any, Any], metric: str, baseline: str | None, boards_too: bool,
-                      skipped: list[str] | None = None, **kw: Any) -> tuple[list[Any], list[Leaderboard], list[str]]:
-    """Fleet views of the replicate runs, and (when ``boards_too``) the leaderboards with their notes.
-
-    With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each.
-    """
-    from mfu_sweep.analysis.fleet.leaderboard import leaderboards
-    from mfu_sweep.analysis.fleet.view import replicate_fleets
-
-    boards, notes = (leaderboards(_with_peak(series, metric, baseline, skipped), metric, reference=baseline or REST,
-                                  **kw) if boards_too else ([], []))
-    return replicate_fleets(series, boards=boards, **kw), boards, notes
 
 
 def echo_boards(fleets: Sequence[Any], boards: Sequence[Leaderboard], notes: Sequence[str]) -> None:

@@ -49,8 +49,9 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-MEASURE_INSTALL = ("pip install 'mfu-sweep[measure]', or install the torch build for your machine (CUDA, ROCm, "
-                   "CPU; pytorch.org) into this environment first")
+MEASURE_INSTALL = ("python -m pip install '.[measure]' in the mfu-sweep checkout (as the README installs it), or "
+                   "install the torch build for your machine (CUDA, ROCm, CPU; pytorch.org) into this environment "
+                   "first")
 
 
 def require_torch(what: str) -> None:
@@ -257,3 +258,44 @@ gate_option = click.option(
     help="Exit 1 (after the output, with one 'gate:' line) when a device is slower than the rest or its "
          "--baseline by more than --margin; 'ambiguous' also fails a device some band cannot show within the "
          "margin. For Slurm epilogs and CI steps; needs a replicate run, --baseline or more than 4 devices.")
+
+
+class DtypeChoice(click.Choice):
+    """The tool's dtypes as a choice that also takes torch's names (``bfloat16``, ``torch.float32``, ``half``),
+    each given back as the tool's own (:func:`mfu_sweep.dtypes.canonical_dtype`)."""
+
+    def __init__(self) -> None:
+        from mfu_sweep.dtypes import DTYPES
+
+        super().__init__(list(DTYPES))
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from mfu_sweep.dtypes import canonical_dtype
+
+        try:
+            return canonical_dtype(str(value))
+        except ValueError:
+            return super().convert(value, param, ctx)  # Click's own message, listing the choices
+
+
+def dtype_aliases(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """Option callback: torch's names of dtypes (``bfloat16``) as the tool's (``bf16``); other text stays as given,
+    for the option's own check (e.g. "matches no records", naming the dtypes present)."""
+    from mfu_sweep.dtypes import canonical_dtype
+
+    def one(text: str | None) -> str | None:
+        if text is None:
+            return None
+        try:
+            return canonical_dtype(text)
+        except ValueError:
+            return text
+
+    return tuple(one(v) for v in value) if isinstance(value, tuple) else one(value)
+
+
+# --no-cache of compare (mfu_sweep.cli.board.fleet_inputs): here so that building the command imports no analysis
+no_cache_option = click.option(
+    "--no-cache", is_flag=True,
+    help="With many files (the fleet gate), neither read nor write the cache of per-file digests in "
+         "$XDG_CACHE_HOME/mfu-sweep (default ~/.cache/mfu-sweep); every file is read and validated again.")

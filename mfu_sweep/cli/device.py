@@ -13,31 +13,37 @@ from collections.abc import Iterator
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, json_output, require_torch, spec_file_option
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.cli.common import DtypeChoice, domain_errors, json_output, require_torch, spec_file_option
 
 
 @contextlib.contextmanager
 def device_options_env(timer: str, soak_s: float, threads: int | None = None,
-                       on_throttle: str = "keep") -> Iterator[None]:
-    """Hand ``--timer``, ``--soak``, ``--threads`` and ``--on-throttle`` to the sweep's workers through their
-    environment.
+                       on_throttle: str = "keep", fast_accum: str = "on") -> Iterator[None]:
+    """Hand ``--timer``, ``--soak``, ``--threads``, ``--on-throttle`` and ``--fp8-fast-accum`` to the sweep's
+    workers through their environment; with ``--timer cputime`` also ``OMP_WAIT_POLICY=PASSIVE`` (unless set
+    already), so a GEMM thread that waits for another sleeps instead of spinning, which would count as CPU time
+    (docs/fidelity.md).
 
     Workers inherit this process's environment; the variables are restored
     afterwards so in-process callers (tests) see no leftovers. Torch-free:
     the sweep's parent process never imports torch.
     """
-    from mfu_sweep.measure.task import ON_THROTTLE_ENV, SOAK_ENV, THREADS_ENV, TIMER_ENV
+    from mfu_sweep.measure.task import FAST_ACCUM_ENV, ON_THROTTLE_ENV, SOAK_ENV, THREADS_ENV, TIMER_ENV
 
-    wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None,
+    wanted = {TIMER_ENV: timer, SOAK_ENV: repr(soak_s) if soak_s else None, FAST_ACCUM_ENV: fast_accum,
               THREADS_ENV: str(threads) if threads else None,
               ON_THROTTLE_ENV: on_throttle if on_throttle != "keep" else None}
+    if timer == "cputime" and OMP_WAIT_ENV not in os.environ:  # a user's own choice stays
+        wanted[OMP_WAIT_ENV] = "PASSIVE"  # threads waiting at a barrier sleep: no spin in the CPU time
     saved = {k: os.environ.get(k) for k in wanted}
     try:
         _set_env(wanted)
         yield
     finally:
         _set_env(saved)
+
+
+OMP_WAIT_ENV = "OMP_WAIT_POLICY"  # OpenMP's: how a thread waits at a barrier (spin, or sleep when PASSIVE)
 
 
 def _set_env(values: dict[str, str | None]) -> None:
@@ -54,14 +60,14 @@ DEVICE_HELP = "cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto."
 
 @click.command()
 @click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="GEMM dtype; repeatable. Default: fp32 on CPU, bf16 and fp32 elsewhere.")
 @click.option("--size", "sizes", multiple=True, type=click.IntRange(16, 65536),
               help="Square GEMM size to try; repeatable. Default: 256/512/1024 on CPU, 4096/8192/16384 elsewhere.")
 @click.option("--budget-s", type=click.FloatRange(0.05, 60), default=0.5, show_default=True,
               help="Measurement budget per shape and for the copy.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, callback=json_output,
-              help="Write the block to this JSON file.")
+              help="Write the block to this JSON file (- : standard output, the summary then on stderr).")
 @click.option("--into", "into", type=click.Path(dir_okay=False, exists=True), default=None,
               help="Store the block under the key 'ceilings' of this sweep result file (atomically).")
 @click.option("--force", is_flag=True,
@@ -89,11 +95,14 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.outputs import check_output_file
+    from mfu_sweep.outputs import check_output_file, is_stdout
     from mfu_sweep.results import write_json_atomic
 
+    if as_json and is_stdout(output):
+        raise click.ClickException("--json and -o - both print the block on standard output: pass one of them")
     if output:  # fail before measuring when the file cannot be written
         check_output_file(output, force)
+    quiet = as_json or is_stdout(output)  # the summary lines go to stderr when stdout carries JSON
     if into:  # fail before measuring when another writer (a sweep) holds the file
         check_output_file(into, force=True, flag="--into")
         from mfu_sweep.filelock import output_lock
@@ -105,15 +114,16 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     timing = TimingConfig(**{**vars(CEILING_TIMING), "budget_s": budget_s})
     block = measure_ceilings(backend, dtypes or None, sizes or None, timing, spec_file, chip)
     dev = block["device"]
-    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}", err=as_json)
+    click.echo(f"device: {dev['backend']} {dev['name']!r}; peak: {block['peak']['source'][:100]}", err=quiet)
     for line in summary_lines(block):
-        click.echo(line, err=as_json)
+        click.echo(line, err=quiet)
     if output:
-        write_json_atomic(output, block)
-        click.echo(f"wrote {output}", err=as_json)
+        write_json_atomic(output, block)  # -o -: standard output
+        if not is_stdout(output):
+            click.echo(f"wrote {output}", err=quiet)
     if into:
         add_to_result(into, block, force=force)
-        click.echo(f"stored as 'ceilings' in {into}", err=as_json)
+        click.echo(f"stored as 'ceilings' in {into}", err=quiet)
     if as_json:
         click.echo(json.dumps(block, indent=1))
 
@@ -122,7 +132,7 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
 @click.option("--device", default="auto", show_default=True, help=DEVICE_HELP)
 @click.option("--rel-tol", type=click.FloatRange(0, 10, min_open=True), default=0.2, show_default=True,
               help="Accepted relative difference between timers.")
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="Dtypes for the numerical checks; repeatable. Default: all the device runs.")
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @domain_errors

@@ -9,7 +9,7 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, margin_option, result_files, seed_option
 from mfu_sweep.cli.progress import load_files
-from mfu_sweep.outputs import check_output_file, table_format
+from mfu_sweep.outputs import OutputError, check_output_file, is_stdout, table_format
 
 
 def _write_or_echo(text: str, output: str | None, force: bool) -> None:
@@ -18,8 +18,9 @@ def _write_or_echo(text: str, output: str | None, force: bool) -> None:
         return
     from mfu_sweep.results import write_text_atomic
 
-    write_text_atomic(check_output_file(output, force), text)
-    click.echo(f"wrote {output}", err=True)
+    write_text_atomic(check_output_file(output, force), text)  # -o -: standard output
+    if not is_stdout(output):
+        click.echo(f"wrote {output}", err=True)
 
 
 @click.command()
@@ -40,7 +41,8 @@ def _write_or_echo(text: str, output: str | None, force: bool) -> None:
 @click.option("--fit-n-boot", type=click.IntRange(2, 100_000), default=200, show_default=True,
               help="Bootstrap resamples of each roofline fit (--what fits or crossovers).")
 @seed_option
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File to write [stdout].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="File to write [stdout; - is stdout too].")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
 @domain_errors
 def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, margin: float, fit_n_boot: int, seed: int,
@@ -69,6 +71,10 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
 
     if fmt == "nvbench":
         from mfu_sweep.present.export_nvbench import export_nvbench
+
+        if is_stdout(output):
+            raise OutputError("-o - means standard output, but --format nvbench writes a JSON file and a folder of "
+                              "sample times beside it: give -o FILE.json")
 
         click.echo(export_nvbench(files, what, output, force, invoked_argv()), err=True)
         return

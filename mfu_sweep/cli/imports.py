@@ -8,6 +8,9 @@ atomically and prints.
 
 from __future__ import annotations
 
+import glob
+import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -15,15 +18,18 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import domain_errors, invoked_argv, spec_file_option
+from mfu_sweep.cli.common import domain_errors, dtype_aliases, invoked_argv, spec_file_option
 from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
+from mfu_sweep.importers.pieces import split_for_limit
+from mfu_sweep.inputs import MAX_MB_ENV, STDIN, max_input_bytes
 from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import check_output_dir
 from mfu_sweep.results import ResultError, read_json, save_sweep
 from mfu_sweep.specs import load_chips
 from mfu_sweep.summaries import summary_line
+from mfu_sweep.text import counted
 
 
 def _source_of(path: Path) -> tuple[str | None, str]:
@@ -51,6 +57,31 @@ def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps
             f"replace it: import beside it with --label {name}=NEW_NAME{only}")
 
 
+def _piece_path(target: Path, index: int) -> Path:
+    """Piece ``index`` (from 1) of an import split for the input limit: the target itself, then
+    ``<target>.part<index>.json``."""
+    return target if index == 1 else target.with_name(f"{target.stem}.part{index}.json")
+
+
+def _piece_files(target: Path) -> list[Path]:
+    """Pieces 2 and up of an earlier split import to ``target``."""
+    return sorted(target.parent.glob(f"{glob.escape(target.stem)}.part[0-9]*.json"))
+
+
+def _save_pieces(target: Path, pieces: Sequence[Any]) -> None:
+    """Write an import whole, or as pieces (removing the pieces of an earlier, larger split); say so."""
+    for i, piece in enumerate(pieces, start=1):
+        save_sweep(_piece_path(target, i), piece)
+    for stale in _piece_files(target)[len(pieces) - 1:]:
+        stale.unlink()
+    if len(pieces) > 1:
+        total = pieces[0].extra["import"]["piece"]["records"]
+        more = counted(len(pieces) - 1, "more piece")
+        click.echo(f"note: {target.name} and {more} ({target.stem}.part2.json ...): one import of {total} records,"
+                   f" split to stay within the input limit of {max_input_bytes() / 2**20:.4g} MiB "
+                   f"({MAX_MB_ENV}); read them together, e.g. {target.parent}/{target.stem}*.json", err=True)
+
+
 @click.command("import")
 @click.argument("fmt", metavar="FORMAT", type=click.Choice(FORMATS))
 @click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
@@ -63,17 +94,20 @@ def _exists_message(existing: Sequence[str], targets: Mapping[str, Path], sweeps
               help="Output label for a source device (default: the source's own name); FILE:SRC=NAME names the "
                    "device of one file (FILE as given or its file name), which resolves two files naming one device.")
 @click.option("--only", multiple=True, metavar="[FILE:]SRC", help="Import only this source device (repeatable).")
-@click.option("--dtype", default=None,
+@click.option("--dtype", default=None, callback=dtype_aliases,
               help="nvbench and mamf-finder: the dtype when the source names none (no dtype axis; a pasted summary); "
                    "tritonbench: required (its files never name the --precision they ran).")
 @click.option("--axis", "axes", multiple=True, metavar="DIM=NAME",
               help="nvbench only: the source axis that is M, N, K, B (batch) or T (dtype), e.g. --axis 'K=Num Cols'.")
 @spec_file_option
 @click.option("--force", is_flag=True, help="Overwrite existing output files.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: per file written its label, source device, chip, record count by status, and the "
+                   "warnings.")
 @domain_errors
 def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[str, ...], labels: tuple[str, ...],
             only: tuple[str, ...], dtype: str | None, axes: tuple[str, ...], spec_file: str | None,
-            force: bool) -> None:
+            force: bool, as_json: bool) -> None:
     """Import published GEMM results (another team's measurements) as v1 sweeps.
 
     FORMAT is xla-perf-table (OpenXLA default_matmul_perf_table.txtpb), deepbench
@@ -96,7 +130,12 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
         mfu-sweep import deepbench data/published/deepbench/DeepBench_NV_P100.xlsx -o out/
         mfu-sweep import mamf-finder tests/data/import/mamf_finder_shisa_gpu0_bf16_excerpt.txt -o out/
         mfu-sweep import tritonbench gemm.csv --dtype bf16 --chip tritonbench=h100-sxm -o out/
+        mfu-sweep import nvbench results.json -o out/ --json
     """
+    if STDIN in sources:
+        raise SourceError("import reads each SOURCE by name (its file name and SHA-256 are the imported file's "
+                          "provenance, and a provenance.toml beside it is read): save standard input to a file "
+                          "and give its name, not -")
     result = import_sources(
         fmt, sources, chip_overrides=parse_pairs(chips, "--chip"), labels=parse_pairs(labels, "--label"),
         dtype=dtype, chips=load_chips(spec_file), argv=invoked_argv(), only=only, axes=parse_pairs(axes, "--axis"),
@@ -104,17 +143,30 @@ def import_(fmt: str, sources: tuple[str, ...], output_dir: str, chips: tuple[st
     out = check_output_dir(output_dir, force=True)  # after the sources parsed: a bad one leaves no directory
     check_distinct_names(result.sweeps, "output file", "give each its own name with --label")
     targets = {label: out / f"{safe_name(label)}.json" for label in result.sweeps}  # inside -o, whatever the label
+    pieces = {label: split_for_limit(sweep, max_input_bytes()) for label, sweep in result.sweeps.items()}
     with ExitStack() as held:  # every output's one-writer lock, before any is checked or written
         for target in targets.values():
             note = held.enter_context(output_lock(target)).note
             if note:
                 click.echo(f"note: {note}", err=True)
-        existing = [label for label, p in targets.items() if p.exists()]
+        existing = [label for label, p in targets.items() if p.exists() or _piece_files(p)]
         if existing and not force:
             raise SourceError(_exists_message(existing, targets, result.sweeps))
-        for w in result.warnings:
+        for w in () if as_json else result.warnings:
             click.echo(f"warning: {w}", err=True)
         for label, sweep in result.sweeps.items():
-            save_sweep(targets[label], sweep)
-            click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
-                       f"{summary_line(sweep.records)}")
+            _save_pieces(targets[label], pieces[label])
+            if not as_json:
+                click.echo(f"{targets[label]}: {sweep.device['name']} -> {sweep.peak.chip or 'no spec entry'}; "
+                           f"{summary_line(sweep.records)}")
+    if as_json:
+        written = [_written(targets[lbl], sw) for lbl, sw in result.sweeps.items()]
+        click.echo(json.dumps({"format": fmt, "files": written, "warnings": list(result.warnings)}, indent=1))
+
+
+def _written(path: Path, sweep: Any) -> dict[str, Any]:
+    """What ``import --json`` says of one file written."""
+    status = Counter(r.status for r in sweep.records)
+    return {"file": str(path), "label": sweep.label, "device": sweep.device.get("name"), "chip": sweep.peak.chip,
+            "records": len(sweep.records), "status": dict(sorted(status.items())),
+            "summary": summary_line(sweep.records)}

@@ -69,7 +69,10 @@ def _block_scaled_sources(chips: Any) -> None:
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-def validate(files: tuple[str, ...]) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print JSON: per file whether it is valid, every problem, its sweeps and records, and why a "
+                   "sweep is incomplete (the exit status is the same).")
+def validate(files: tuple[str, ...], as_json: bool) -> None:
     """Check result files: the shipped JSON Schema and what the numbers mean, and say which sweeps are incomplete.
 
     Beyond the schema: every number finite; flops, bytes and intensity those
@@ -85,20 +88,27 @@ def validate(files: tuple[str, ...]) -> None:
     \b
     Example:
         mfu-sweep validate sweeps/*.json
+        mfu-sweep validate sweeps/*.json --json
     """
     from mfu_sweep.results import check_file
     from mfu_sweep.summaries import incomplete_reason
 
     bad = 0
+    found = []
     for f in files:
         problems, sweeps = check_file(f)
+        unfinished = [r.removeprefix(f + ": ") for r in map(incomplete_reason, sweeps) if r]
+        found.append({"file": f, "valid": not problems, "problems": problems, "sweeps": len(sweeps),
+                      "records": sum(len(s.records) for s in sweeps), "incomplete": unfinished})
         if problems:
             bad += 1
             more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
-            click.echo(f"{f}: INVALID: {problems[0]}{more}")
-            continue
-        unfinished = [r for r in map(incomplete_reason, sweeps) if r]
-        click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))
+            if not as_json:
+                click.echo(f"{f}: INVALID: {problems[0]}{more}")
+        elif not as_json:
+            click.echo(f"{f}: ok" + (f", but {unfinished[0]}" if unfinished else ""))
+    if as_json:
+        click.echo(json.dumps({"files": found, "invalid": bad}, indent=1))
     if bad:
         raise click.ClickException(f"{bad} of {len(files)} files invalid")
 

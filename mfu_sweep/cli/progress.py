@@ -7,10 +7,14 @@ The library reports through such callbacks (:func:`mfu_sweep.analysis.fits.fit.f
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import click
+
+from mfu_sweep.allocator import paused_gc
 from mfu_sweep.progress import Progress
 
 
@@ -45,6 +49,17 @@ def step(desc: str, unit: str, **kw: Any) -> Iterator[StepProgress]:
         bar.close()
 
 
+def keep_for_the_command() -> None:
+    """Exempt what this process holds now from the collections until the command ends (it holds it to the end
+    anyway); the command's context lifts it on closing, so an in-process caller gets it back."""
+    gc.freeze()
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.call_on_close(gc.unfreeze)
+    else:
+        gc.unfreeze()
+
+
 def load_files(files: Sequence[str]) -> list[Any]:
     """``load_sweeps(files)`` with a ``reading`` progress step (a fleet is thousands of files), refusing a file
     that fails validation unless the command was given ``--allow-invalid``.
@@ -59,11 +74,29 @@ def load_files(files: Sequence[str]) -> list[Any]:
 
     keep_freed_memory()
     on_invalid = invalid_note()  # --allow-invalid: drop what fails validation, with a note
-    if len(files) < 2:
-        return load_sweeps(files, on_invalid=on_invalid)
-    with step("reading", "file") as bar:
-        out: list[Any] = []
-        for i, path in enumerate(files):
-            out += load_sweeps([path], on_invalid=on_invalid)
-            bar(i + 1, len(files))
+    with paused_gc():
+        if len(files) < 2:
+            out = load_sweeps(files, on_invalid=on_invalid)
+        else:
+            with step("reading", "file") as bar:
+                out = []
+                for i, path in enumerate(files):
+                    out += load_sweeps([path], on_invalid=on_invalid)
+                    bar(i + 1, len(files))
+    keep_for_the_command()
     return out
+
+
+def load_inputs(files: Sequence[str]) -> tuple[list[Any], list[Any]]:
+    """:func:`load_files` for commands that also take step files (``predict``, ``plot``, ``report``): the sweeps
+    and the step files among ``files`` (:func:`mfu_sweep.analysis.steps.step_files.read_inputs`)."""
+    from mfu_sweep.allocator import keep_freed_memory
+    from mfu_sweep.analysis.steps.step_files import read_inputs
+    from mfu_sweep.cli.common import invalid_note
+
+    keep_freed_memory()
+    on_invalid = invalid_note()
+    if len(files) < 2:
+        return read_inputs(files, on_invalid=on_invalid)
+    with step("reading", "file") as bar:
+        return read_inputs(files, on_invalid=on_invalid, each=lambda i: bar(i, len(files)))

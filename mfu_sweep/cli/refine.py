@@ -20,7 +20,8 @@ EXIT_NOTHING_PROPOSED = 3  # settled or looks spent: scripts loop `while mfu-swe
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False),
-              help="Shape file to write (CSV: batch,m,n,k,family,passes) for every device to sweep.")
+              help="Shape file to write (CSV: batch,m,n,k,family,passes) for every device to sweep; - writes it "
+                   "to standard output (the other lines then go to stderr).")
 @click.option("--target", type=click.FloatRange(min=1.0, min_open=True), default=1.5, show_default=True,
               help="Crossover interval to reach, as high/low FLOPs.")
 @click.option("--looks", type=click.IntRange(1, 100), default=None,
@@ -60,22 +61,23 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         mfu-sweep refine sweeps/cpu.json --a cpu/fp32 --b cpu/bf16 -o next.csv
     """
     from mfu_sweep.analysis.refine.plan import plan_refinement, write_shape_file
-    from mfu_sweep.outputs import check_output_file
+    from mfu_sweep.outputs import check_output_file, is_stdout
     from mfu_sweep.results import load_sweeps
 
     sweeps = load_sweeps(files)
     check_output_file(output, force)  # before the comparisons, which take a while
+    err = is_stdout(output)  # -o -: the shape file goes to standard output, every other line to stderr
     plan = plan_refinement(sweeps, target=target, looks=looks, alpha=alpha, metric=metric,
                            a=a, b=b, bends_only=bends, max_shapes=max_shapes)
     for note in plan.skipped:
         click.echo(f"note: {note}", err=True)
     for comp in plan.comparisons:
-        click.echo(comp.sentence())
+        click.echo(comp.sentence(), err=err)
     for region in plan.regions:
-        click.echo(f"open: {region.describe()}")
-    click.echo(plan.sentence())
+        click.echo(f"open: {region.describe()}", err=err)
+    click.echo(plan.sentence(), err=err)
     if plan.status != "open":
-        kept = "left as it was" if Path(output).exists() else "not written"
+        kept = "left as it was" if not err and Path(output).exists() else "not written"
         click.echo(f"{output} {kept}: no shape to propose (status {plan.status}; exit {EXIT_NOTHING_PROPOSED})",
                    err=True)
         sys.exit(EXIT_NOTHING_PROPOSED)
@@ -83,11 +85,12 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
     note = imported_note(fixed, output, compared_options(plan.comparisons))
     header = [f"run on every device: {cmd}" for cmd in commands] + [note] * bool(fixed)
     write_shape_file(output, plan, header)
-    click.echo(f"wrote {output} ({counted(len(plan.proposals), 'row')})" + ("; on every device:" if commands else ""))
+    click.echo(f"wrote {'standard output' if err else output} ({counted(len(plan.proposals), 'row')})"
+               + ("; on every device:" if commands else ""), err=err)
     for cmd in commands:
-        click.echo(f"  {cmd}")
+        click.echo(f"  {cmd}", err=err)
     if fixed:
-        click.echo(f"note: {note}")
+        click.echo(f"note: {note}", err=err)
 
 
 def imported_labels(sweeps: Sequence[Any]) -> list[str]:

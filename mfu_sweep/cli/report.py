@@ -13,9 +13,10 @@ from typing import Any
 
 import click
 
-from mfu_sweep.cli.common import allow_invalid_option, domain_errors, echo_incomplete
+from mfu_sweep.cli.common import allow_invalid_option, domain_errors, dtype_aliases, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
-from mfu_sweep.cli.progress import load_files, step
+from mfu_sweep.cli.progress import load_inputs, step
+from mfu_sweep.manifest import left_note
 from mfu_sweep.present import FIGURE_KINDS
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
@@ -28,7 +29,9 @@ def _use_agg() -> None:
 
 
 REPORT_FILES = ("index.md", "index.html", "analysis.json", "figures")
-FORCE = click.option("--force", is_flag=True, help="Overwrite files an earlier run left in the output directory.")
+FORCE = click.option("--force", is_flag=True,
+                     help="Overwrite files an earlier run left in the output directory. A report replaces only "
+                          "files a report wrote there (listed in its .mfu-sweep-manifest) and names the others.")
 
 
 def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -> Path:
@@ -47,8 +50,9 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Bootstrap resamples of each roofline fit.")(fn)
     fn = click.option("--mode", "modes", multiple=True, metavar="MODE",
                       help="Only this mode (eager, compile); repeat for several. Default: all.")(fn)
-    fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
-                      help="Only this dtype (fp32, bf16 ...); repeat for several. Default: all.")(fn)
+    fn = click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE", callback=dtype_aliases,
+                      help="Only this dtype (fp32, bf16 ... or torch's name, bfloat16); repeat for several. "
+                           "Default: all.")(fn)
     fn = click.option("--y-scale", type=click.Choice(["auto", "log", "linear"]), default="auto", show_default=True,
                       help="MFU / TFLOP/s axis of the vs-FLOPs figure; auto: log when the values span more "
                            "than a decade.")(fn)
@@ -59,36 +63,40 @@ def selection_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...],
-          exclude_contended: bool = False, then: Callable[[], Any] | None = None) -> list[Any]:
-    """The selected sweeps, their labels checked (one device per label) before anything is created.
+          exclude_contended: bool = False, then: Callable[[], Any] | None = None) -> tuple[list[Any], list[Any]]:
+    """The selected sweeps, their labels checked (one device per label) before anything is created, and the
+    step files (``mfu-sweep steps``) among the files, with the runs of the dtypes and modes selected.
 
     ``then`` (the output check) runs once the files are read and selected, before the imports that take
     seconds (matplotlib, scipy) and the work.
     """
     from mfu_sweep.analysis.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
+    from mfu_sweep.analysis.steps.step_files import select_runs
     from mfu_sweep.cli.contended import apply
     from mfu_sweep.summaries import filter_sweeps
 
-    loaded = load_files(files)
-    sweeps = apply(filter_sweeps(loaded, dtypes, modes), exclude_contended)
+    loaded, step_files = load_inputs(files)
+    step_files = select_runs(step_files, dtypes, modes)
+    sweeps = apply(filter_sweeps(loaded, dtypes, modes), exclude_contended) if loaded else []
     check_labels(sweeps)
     if then is not None:
         then()
     echo_incomplete(sweeps)
     for note in [*pooling_problems(sweeps), *label_collisions(sweeps)]:
         click.echo(f"note: {note}", err=True)
-    return sweeps
+    return sweeps, step_files
 
 
-def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...]) -> None:
+def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...], step_files: list) -> None:
     """Refuse, before any fitting, a plot whose --figure kinds these sweeps give no figure of."""
     from mfu_sweep.present.figures import figure_stems
 
     asked = " ".join(f"--figure {k}" for k in kinds) or "any figure"
-    others = figure_stems(sweeps, metric=metric, kinds=None)
+    others = figure_stems(sweeps, metric=metric, kinds=None, step_files=step_files)
     hint = f"; they give: {', '.join(others)}" if others else ""
-    raise click.ClickException(f"nothing to draw: these sweeps give no figure for {asked}{hint}")
+    what = "files" if step_files else "sweeps"
+    raise click.ClickException(f"nothing to draw: these {what} give no figure for {asked}{hint}")
 
 
 def _wrote(paths: list[Path]) -> None:
@@ -112,7 +120,9 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
          metric: str, y_scale: str, dtypes: tuple[str, ...], modes: tuple[str, ...], n_boot: int, seed: int,
          exclude_contended: bool) -> None:
     """Draw the figures of result files: MFU vs FLOPs, roofline, first call,
-    compile speedup, MFU heatmaps of m x n grids and a status overview.
+    compile speedup, MFU heatmaps of m x n grids, a status overview, and
+    time to N steps (of the measured step in step files of `mfu-sweep
+    steps`, or of a swept model family's GEMMs).
 
     Each device keeps one colour in every figure. Figures are written as
     <output>/<name>.<format>; the same sweeps give byte-identical files.
@@ -123,25 +133,27 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
         mfu-sweep plot a.json b.json --format png --format pdf --dtype bf16
         mfu-sweep plot sweeps/h100.json --metric tflops --mode compile
         mfu-sweep plot sweeps/published/*.json --figure vs-flops --figure roofline -o out/published-plots
+        mfu-sweep plot steps.json --figure steps -o out/steps-plots
     """
     _use_agg()
-    sweeps = _load(files, dtypes, modes, exclude_contended)
+    sweeps, step_files = _load(files, dtypes, modes, exclude_contended)
     from mfu_sweep.present.figures import figure_stems
 
     suffixes = formats or ("png",)
-    stems = figure_stems(sweeps, metric=metric, kinds=kinds or None)
+    stems = figure_stems(sweeps, metric=metric, kinds=kinds or None, step_files=step_files)
     if not stems:
-        _nothing_to_draw(sweeps, metric, kinds)
+        _nothing_to_draw(sweeps, metric, kinds, step_files)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
     from mfu_sweep.present.figures import blank_notes, make_figures, save_figure
     from mfu_sweep.present.report import analyse
 
-    click.echo("fitting and comparing series ...", err=True)
+    if sweeps:
+        click.echo("fitting and comparing series ...", err=True)
     analysis = analyse(sweeps, metric, seed=seed, fit_n_boot=n_boot, switch=False)
     for note in [*analysis.skipped, *blank_notes(sweeps, metric, kinds=kinds or None)]:
         click.echo(f"note: {note}", err=True)
     figures = make_figures(sweeps, metric=metric, fits=analysis.fits, comparisons=analysis.comparisons,
-                           kinds=kinds or None, y_scale=y_scale)
+                           kinds=kinds or None, y_scale=y_scale, step_files=step_files, exclude=exclude_contended)
     output_dir(output, force, tuple(f"{name}.{fmt}" for name in figures for fmt in suffixes))  # leaderboards
     try:
         for name, fig in figures.items():
@@ -175,16 +187,20 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     FLOP range, log scale, where each side leads, and the longest lead), then
     the lead segments. With many devices or many m x n grids the page
     draws a choice (flagged and slowest devices, a few heatmaps) and says
-    what it left out; --detail draws the rest beside it.
+    what it left out; --detail draws the rest beside it. Step files of
+    `mfu-sweep steps` add time to N steps of the measured step (alone:
+    the report is that section and its figure).
 
     \b
     Example:
         mfu-sweep report sweeps/*.json -o report/
         mfu-sweep report node/*.json --detail -o report-node/
         mfu-sweep report a.json b.json --dtype bf16 --metric tflops -o report-bf16/
+        mfu-sweep report steps.json cpu-sweep.json -o report-steps/
     """
     _use_agg()
-    sweeps = _load(files, dtypes, modes, exclude_contended, then=lambda: output_dir(output, force, REPORT_FILES))
+    sweeps, step_files = _load(files, dtypes, modes, exclude_contended,
+                               then=lambda: output_dir(output, force, REPORT_FILES))
     out = Path(output)
     from mfu_sweep.present.report import analyse, write_report
 
@@ -195,7 +211,11 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
         click.echo(f"note: {note}", err=True)
     try:
         with step("drawing", "figure") as bar:
-            paths = write_report(sweeps, out, analysis=analysis, y_scale=y_scale, detail=detail, progress=bar)
+            paths = write_report(sweeps, out, analysis=analysis, y_scale=y_scale, detail=detail, progress=bar,
+                                 step_files=step_files, exclude_contended=exclude_contended)
         _wrote(paths)
+        left = left_note(out, REPORT_FILES)  # --force removed only what a report wrote: name the rest
+        if left:
+            click.echo(f"note: {left}", err=True)
     except OSError as exc:
         raise click.ClickException(f"cannot write the report to {output!r} ({exc.strerror or exc})") from None

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import (
+    DtypeChoice,
     domain_errors,
     invoked_argv,
     json_output,
@@ -21,7 +22,6 @@ from mfu_sweep.cli.common import (
     spec_file_option,
 )
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
-from mfu_sweep.dtypes import DTYPES
 from mfu_sweep.errors import BackendError, with_hint
 from mfu_sweep.measure.sweep import (
     ACCEL_RANGE,
@@ -32,6 +32,7 @@ from mfu_sweep.measure.sweep import (
     CPU_REPEATS,
     POINTS_PER_DECADE,
 )
+from mfu_sweep.shapes import MAX_PASSES
 from mfu_sweep.text import counted
 
 
@@ -45,7 +46,7 @@ def _range_default(end: int) -> str:
 @click.option("--device", default="auto", show_default=True,
               help="cpu, cuda[:i], neuron[:i], xla[:i], accelerator[:i], or auto (the first of CUDA, Neuron, XLA, "
                    "another accelerator, CPU).")
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", "dtypes", multiple=True, type=DtypeChoice(),
               help="Data type; repeat for several. Default: fp32 on CPU, bf16 elsewhere.")
 @click.option("--mode", "modes", multiple=True, type=click.Choice(["eager", "compile"]),
               help="eager and/or compile (torch.compile); repeat for both. Default: eager.")
@@ -62,8 +63,8 @@ def _range_default(end: int) -> str:
                    "shape's own (a shape file's layout column, a family's natural layout, else nn). The scaled "
                    "dtypes take nt only.")
 @click.option("--shapes", "families", multiple=True, metavar="FAMILY[:ARGS]",
-              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096; "
-                   "repeatable (see `mfu-sweep shapes`).")
+              help="Workload family, e.g. llm:qwen3-32b:tokens=8192, deepbench:train, grid:256,512:1024:4096, or "
+                   "square (the default square sizes, beside the others); repeatable (see `mfu-sweep shapes`).")
 @click.option("--min-flop", type=float, default=None, callback=positive_float,
               help=f"Square family: smallest GEMM in FLOP [{_range_default(0)}].")
 @click.option("--max-flop", type=float, default=None, callback=positive_float,
@@ -80,7 +81,7 @@ def _range_default(end: int) -> str:
 @click.option("--budget-s", type=float, default=None, callback=positive_float,
               help=f"Measurement time budget per shape and pass after the first call "
                    f"[{BUDGET_ONE_PASS_S:g} with one pass, {BUDGET_PER_PASS_S:g} with several].")
-@click.option("--repeats", type=click.IntRange(1, 1000), default=None, metavar="R",
+@click.option("--repeats", type=click.IntRange(1, MAX_PASSES), default=None, metavar="R",
               help=f"Passes over the shapes, each in its own seeded shuffled order and a fresh worker; every "
                    f"record keeps its pass [CPU {CPU_REPEATS}, else {ACCEL_REPEATS}].")
 @click.option("--target-ci", type=float, default=0.01, show_default=True, callback=positive_float,
@@ -123,16 +124,24 @@ def _range_default(end: int) -> str:
               help="Run every N-th shape starting at I (0-based), e.g. a Slurm array task; merge the pieces.")
 @click.option("--distribute", type=click.Choice(["replicate", "shard"]), default=None,
               help="Under torchrun: every rank runs every shape (replicate, the default) or ranks split them.")
-@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler"]), default="auto", show_default=True,
+@click.option("--timer", type=click.Choice(["auto", "events", "graph", "profiler", "cputime"]), default="auto",
+              show_default=True,
               help="CUDA timer: device events, CUDA-graph replays, or auto (graphs for GEMMs under ~50 us); "
                    "profiler (CUDA and CPU): the GEMM's own time summed from torch.profiler events, CUDA kernels "
-                   "or the CPU's matmul ops, without launch and host overheads.")
+                   "or the CPU's matmul ops, without launch and host overheads; cputime (CPU): the CPU time of "
+                   "the thread that calls the GEMM, which time others take from the cores does not inflate "
+                   "(for a busy machine; the record keeps the wall time beside it).")
 @click.option("--on-throttle", type=click.Choice(["keep", "discard", "wait"]), default="keep", show_default=True,
               help="When the GPU throttles (NVML reason or SM clock below 75% of max) while a shape is timed: keep "
                    "the block and flag the shape; discard the block, idle 50 ms and time it again (nvbench); or "
                    "wait before each block until it stops. Needs NVML (--device cuda, nvidia-ml-py).")
 @click.option("--soak", type=click.FloatRange(0, 240), default=0.0, show_default=True, metavar="S",
-              help="Run a large GEMM for S seconds after opening the device, before the first shape.")
+              help="Run a large GEMM for S seconds after opening the device, before the first shape (once per "
+                   "run, not per pass).")
+@click.option("--fp8-fast-accum", "fast_accum", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="fp8 and fp8-rowwise: torch's use_fast_accum (on: Hopper's faster, lower-precision accumulation, "
+                   "what NVIDIA's published fp8 numbers use; off: full-precision accumulation). Each record says "
+                   "which (fast_accum).")
 @click.option("--cache", type=click.Choice(["rotate", "flush", "none"]), default="rotate", show_default=True,
               help="Keep operands out of cache by rotating operand sets larger than the cache, calls back to "
                    "back (rotate), or by overwriting a cache-sized buffer before each call and timing every call "
@@ -151,8 +160,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
           repeats: int | None, target_ci: float,
           min_samples: int, max_samples: int, timeout_s: float, isolate: str, cold_compile: bool, no_check: bool,
           chip: str | None, spec_file: str | None, peak_tflops: float | None, seed: int, resume: bool,
-          force: bool, dry_run: bool, quiet: bool, timer: str, on_throttle: str, soak: float, shard: str | None,
-          distribute: str | None,
+          force: bool, dry_run: bool, quiet: bool, timer: str, on_throttle: str, soak: float, fast_accum: str,
+          shard: str | None, distribute: str | None,
           cache: str, threads: int | None, start_timeout_s: float, refine_against: tuple[str, ...] = (),
           until: str | None = None, refine_budget: str | None = None, refine_pair: str | None = None) -> None:
     """Measure GEMM throughput over a set of shapes and write a v1 result file.
@@ -172,8 +181,15 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     require_torch("sweep")
+    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.cli.device import device_options_env
-    from mfu_sweep.cli.sweep_plan import dry_run_peaks, print_dry_run, records_done, resumed_params
+    from mfu_sweep.cli.sweep_plan import (
+        check_resume_device,
+        dry_run_peaks,
+        print_dry_run,
+        records_done,
+        resumed_params,
+    )
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
@@ -190,10 +206,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         sweep_repeats,
     )
     from mfu_sweep.measure.timing import TimingConfig
+    from mfu_sweep.shapes import forget_shape_files
     from mfu_sweep.specs import load_chips
 
     if resume and force:
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
+    if output is not None:
+        _refuse_early(output)
     if resume:
         ctx = click.get_current_context()
         params = resumed_params(ctx, output, Path(output) if output else _default_output(device, label, cache))
@@ -203,9 +222,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     place = placement(distribute, shard)
     device = place.device(device)
     req = parse_device(device)
-    if timer != "auto" and req.backend not in ("cuda", "auto") and not (timer == "profiler" and req.backend == "cpu"):
-        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
-        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
+    _check_timer(timer, req.backend)
     if timer != "auto" and cache == "flush":
         raise click.BadParameter(f"{timer!r} cannot be combined with --cache flush, which times every call "
                                  "alone with events", param_hint="--timer")
@@ -222,9 +239,11 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         _check_threads(threads, on_cpu)
     if max_samples < min_samples:
         raise click.BadParameter(f"{max_samples} is below --min-samples {min_samples}", param_hint="--max-samples")
-    shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align, on_cpu),
-                        _layouts(layouts))
-    row_passes = shape_file_passes(shape_file)
+    with paused_gc():  # a million-row shape file: a million shapes and tasks, none in a cycle
+        shapes = in_layouts(select_shapes(shape_specs, shape_file, families, min_flop, max_flop, points, align,
+                                          on_cpu), _layouts(layouts))
+        row_passes = shape_file_passes(shape_file)
+        forget_shape_files()  # both readers have the file's rows
     repeats = sweep_repeats(repeats, on_cpu, row_passes, len(row_passes) == len(shapes))
     given, budget_s = budget_s, budget_s or default_budget(repeats)
     if budget_s >= timeout_s:  # a bound, not a plan: a shape may stop at its CI target or --max-samples first
@@ -234,8 +253,9 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     timing = TimingConfig(target_rel_ci=target_ci, budget_s=budget_s, min_samples=min_samples, max_samples=max_samples)
     dtypes = dtypes or (("fp32",) if on_cpu else ("bf16",))
     modes = modes or ("eager",)
-    tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
-                                             compile_mode=compile_mode, check=not no_check, cache=cache))
+    with paused_gc():
+        tasks, notes = runnable_tasks(make_tasks(shapes, dtypes, modes, seed=seed, timing=timing,
+                                                 compile_mode=compile_mode, check=not no_check, cache=cache))
     for note in notes:
         click.echo(f"note: {note}", err=True)
     if not tasks:
@@ -249,6 +269,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         settings={"seed": seed, "timing": vars(timing), "compile_mode": compile_mode, "dtypes": list(dtypes),
                   "modes": list(modes), "timer": timer, "soak_s": soak, "cache": cache, "threads": threads,
                   **({"on_throttle": on_throttle} if on_throttle != "keep" else {}),
+                  **({"fp8_fast_accum": fast_accum} if {"fp8", "fp8-rowwise"} & set(dtypes) else {}),
                   **place.settings()},
         label_suffix=suffix + place.label_suffix, repeats=repeats, start_timeout_s=start_timeout_s,
     )
@@ -257,10 +278,13 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     final_output = plan.output
     plan = replace(plan, output=place.output(plan.output))
     if dry_run:
-        print_dry_run(tasks, repeats, timing, isolate, plan.output,
-                      dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
-                      records_done(plan.output) if resume else [],
-                      f"{device} (label {label if label is not None else _default_output(device, label, cache).stem})")
+        if resume:
+            check_resume_device(plan.output, auto_backend() if req.backend == "auto" else req.backend)
+        named = label if label is not None else _default_output(device, label, cache).stem
+        with paused_gc():
+            print_dry_run(tasks, repeats, timing, isolate, plan.output,
+                          dry_run_peaks(on_cpu, threads, chip, spec_file, peak_tflops, dtypes),
+                          records_done(plan.output) if resume else [], f"{device} (label {named})")
         if plan.output.exists() and not (resume or force):
             click.echo(f"note: {plan.output} exists; the run needs --resume (continue it) or --force (overwrite)")
         return
@@ -269,7 +293,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     started = time.monotonic()
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads, on_throttle):
+        with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
                                notify=lambda note: click.echo(f"note: {note}", err=True))
     except SweepError as exc:
@@ -308,19 +332,39 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     busy = contention_note([result])
     if busy:
         click.echo(busy, err=True)
+        if timer == "auto" and result.device.get("backend") == "cpu":
+            click.echo(f"hint: {CPUTIME_HINT}", err=True)
     tax = compile_summary(result.records)
     if tax:
         click.echo(f"time to first result: {tax}")
     click.echo(f"wrote {plan.output}")
     click.echo(sweep_headline([result], plan.output))
     if loop:
-        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads, on_throttle),
+        run_loop(loop, plan, lambda p: _measure(p, quiet, timer, soak, threads, on_throttle, fast_accum),
                  time.monotonic() - started)
     if place.launcher and place.world > 1:
         docs = gather_to_rank0(result, place)
         if docs is not None:
             _write_gathered(docs, final_output)
             click.echo(f"rank 0 gathered {place.world} ranks into {final_output}")
+
+
+CPUTIME_HINT = ("--timer cputime times the CPU time of the thread that calls the GEMM, which others' use of the cores "
+                "does not inflate (docs/fidelity.md)")
+
+
+def _check_timer(timer: str, backend: str) -> None:
+    """Refuse a ``--timer`` the device does not have: events and graph are CUDA's, profiler CUDA's and the CPU's,
+    cputime the CPU's (``--device auto`` must resolve to the CPU)."""
+    from mfu_sweep.measure.backends import auto_backend
+
+    if timer == "cputime":
+        if backend == "cpu" or (backend == "auto" and auto_backend() == "cpu"):
+            return
+        raise click.BadParameter("'cputime' applies to --device cpu only", param_hint="--timer")
+    if timer != "auto" and backend not in ("cuda", "auto") and not (timer == "profiler" and backend == "cpu"):
+        where = "--device cuda or cpu" if timer == "profiler" else "--device cuda"
+        raise click.BadParameter(f"{timer!r} applies to {where} only", param_hint="--timer")
 
 
 def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:
@@ -344,14 +388,15 @@ def _check_loop(loop: Any, plan: Any, budget_s: float, place: Any) -> None:
     check_budget(loop.budget_s, len(plan.tasks), budget_s)
 
 
-def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None, on_throttle: str = "keep") -> Any:
+def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | None, on_throttle: str = "keep",
+             fast_accum: str = "on") -> Any:
     """One resumed sweep of the refinement loop, with the same device options and progress bar."""
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.sweep import SweepError, run_sweep
 
     bar = _Progress(quiet)
     try:
-        with device_options_env(timer, soak, threads, on_throttle):
+        with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
     except SweepError as exc:
         raise click.ClickException(str(exc)) from None
@@ -405,6 +450,18 @@ def _plan_with_default_output(plan: Any, label: str | None, default_label: Calla
 def cache_suffix(cache: str) -> str:
     """The default label's suffix for a cache policy: none for rotate, ``-flush``, ``-hot`` for none."""
     return {"flush": "-flush", "none": "-hot"}.get(cache, "")
+
+
+def _refuse_early(output: str) -> None:
+    """``-o -``, a name too long, and a device node, FIFO or socket at ``-o`` are refused before anything else
+    (before ``--resume`` reads the file)."""
+    from mfu_sweep.measure.sweep import NO_STDOUT
+    from mfu_sweep.outputs import OutputError, check_name, check_replaceable, is_stdout
+
+    if is_stdout(output):
+        raise OutputError(f"-o - means standard output, but {NO_STDOUT}")
+    check_name(output)
+    check_replaceable(output)
 
 
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:

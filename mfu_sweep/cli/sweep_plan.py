@@ -35,10 +35,14 @@ RESUMED = "mfu_sweep.resumed"
 def _stored_command(path: Path) -> tuple[list[str], dict[str, Any]]:
     """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``, without the program and command)
     and the file's settings."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.journal import resume_problem
+    from mfu_sweep.results import load_sweeps, read_json
 
     if not path.exists():
         raise click.ClickException(f"cannot resume {str(path)!r}: no such file; drop --resume to start it")
+    problem = resume_problem(path, read_json(path, fold=False))
+    if problem:
+        raise click.ClickException(f"cannot resume {str(path)!r}: {problem}")
     sweeps = load_sweeps([path])
     if len(sweeps) != 1:
         raise click.ClickException(f"cannot resume {str(path)!r}: it is a merged file; resume one sweep file")
@@ -130,8 +134,8 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
 
     done = {(r.run_pass, r.key) for r in records}
     est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done, measured_costs(records))
-    shapes = list(dict.fromkeys(str(t.shape) for t in tasks))
-    shown = ", ".join(shapes[:12]) + (f", ... and {len(shapes) - 12} more" if len(shapes) > 12 else "")
+    shapes = _first_shapes(tasks, 12)
+    shown = ", ".join(shapes) + (f", ... and {est.shapes - 12} more" if est.shapes > 12 else "")
     click.echo("dry run: nothing is measured or written")
     click.echo(f"device: {device}")
     flops = f"{est.min_flops:.3g}" if est.min_flops == est.max_flops else f"{est.min_flops:.3g} to {est.max_flops:.3g}"
@@ -150,6 +154,16 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
                    f"warm-up, timing loops); around it {counted(est.workers, 'worker start')}, and per shape "
                    f"{each.setup_s * 1e3:.0f} ms of inputs and check and {each.overhead_s * 1e3:.0f} ms of the "
                    f"sweep's own overhead ({each.basis})")
+
+
+def _first_shapes(tasks: Sequence[Any], most: int) -> list[str]:
+    """The first ``most`` distinct shapes of ``tasks`` (a million-shape plan names twelve, and lists none)."""
+    seen: dict[str, None] = {}
+    for t in tasks:
+        seen.setdefault(str(t.shape))
+        if len(seen) == most:
+            break
+    return list(seen)
 
 
 def _time_range(low: float, high: float) -> str:
@@ -173,6 +187,20 @@ def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file
 
         return dict(estimate_cpu_peak(threads).tflops)
     return {}
+
+
+def check_resume_device(path: Path, backend: str) -> None:
+    """``--resume --dry-run``: refuse a device of another backend than the file's (``backend``: the one asked
+    for, ``auto`` resolved), as the real resume does once its device opens."""
+    from mfu_sweep.results import load_sweeps
+
+    if not path.exists():
+        return
+    own = load_sweeps([path])[0].device.get("backend")
+    if own != backend:
+        raise click.ClickException(f"cannot resume {str(path)!r}: its device.backend={own!r} differs from the "
+                                   f"device asked for ({backend}); resume it on a {own} device, or start a new "
+                                   "file with -o")
 
 
 def records_done(path: Path) -> list[Any]:

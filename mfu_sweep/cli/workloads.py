@@ -9,14 +9,17 @@ import csv
 import io
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import click
 
-from mfu_sweep.analysis.predict import LEFT_OUT, Part, StepPrediction, predict_step
-from mfu_sweep.cli.common import allow_invalid_option
+from mfu_sweep.analysis.steps.gemm_sum import LEFT_OUT, STEP_KINDS, Part, StepPrediction, predict_step, step_gemms
+from mfu_sweep.cli.common import DtypeChoice, allow_invalid_option
 from mfu_sweep.cli.common import domain_errors as one_line_errors
-from mfu_sweep.dtypes import DTYPES, get_dtype
+from mfu_sweep.cli.contended import exclude_option
+from mfu_sweep.contention import contention_note
+from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.models import load_models
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import ShapeError, format_groups
@@ -104,7 +107,7 @@ def _print_models() -> None:
 
 @click.command()
 @click.argument("families", nargs=-1, metavar="FAMILY[:ARGS]...")
-@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
+@click.option("--dtype", default="bf16", show_default=True, type=DtypeChoice(),
               help="Element size for the bytes and intensity columns.")
 @click.option("--csv", "as_csv", is_flag=True, help="CSV on stdout (usable as `sweep --shape-file`).")
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
@@ -196,76 +199,115 @@ def _print_breakdown(title: str, keys: Sequence[str], preds: Sequence[StepPredic
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path())
-@click.option("--model", required=True, metavar="MODEL[:OPTS]",
-              help="Model id (see `shapes --models`) with optional :key=value options, or a whole family string.")
+@click.option("--model", default=None, metavar="MODEL[:OPTS]",
+              help="Model id (see `shapes --models`) with optional :key=value options, or a whole family string. "
+                   "Needed with sweep files alone; a step file names its model.")
+@click.option("--kind", default=None, type=click.Choice(STEP_KINDS),
+              help="train: every GEMM of the step (forward, data and weight gradients); infer: the forward pass's "
+                   "GEMMs only [train; with step files: theirs].")
 @click.option("--tokens", type=click.IntRange(1), default=None, help="Tokens per step and rank [4096].")
 @click.option("--seq", type=click.IntRange(1), default=None, help="Sequence length [min(tokens, 4096)].")
 @click.option("--tp", type=click.IntRange(1), default=None, help="Tensor-parallel degree [1].")
-@click.option("--dtype", default="bf16", show_default=True, type=click.Choice(list(DTYPES)),
-              help="Dtype of the records to match.")
-@click.option("--mode", default=None, type=click.Choice(["eager", "compile"]),
-              help="Mode of the records to match (eager or torch.compile) [eager; with --steps: both].")
+@click.option("--dtype", default=None, type=DtypeChoice(),
+              help="Dtype of the records to match [bf16; with step files: theirs].")
+@click.option("--mode", default=None, type=click.Choice(["eager", "compile", "lazy"]),
+              help="Mode of the records or runs to match (eager, torch.compile, or lazy: an XLA graph) [eager; with "
+                   "--steps or step files: all].")
 @click.option("--no-fit", is_flag=True, help="Never fill unmeasured shapes from a roofline fit.")
 @click.option("--allow-partial", is_flag=True, help="Show series that miss shapes, labelled partial.")
 @click.option("--steps", "steps", multiple=True, metavar="N[,N...]|LO-HI",
               help="Time to N steps, first-call costs included, for these step counts (a list, or a range LO-HI "
                    "in 1-2-5 steps); with break-even N of compile and crossovers in N. Repeatable.")
 @click.option("--n-boot", type=click.IntRange(100, 1_000_000), default=2000, show_default=True,
-              help="Bootstrap draws over the passes for the --steps intervals.")
+              help="Bootstrap draws for the --steps intervals (over the passes of sweeps, the runs of step files).")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Seed of the --steps bootstrap.")
+@exclude_option
 @click.option("--json", "as_json", is_flag=True, help="JSON on stdout.")
 @allow_invalid_option
 @one_line_errors
-def predict(files: tuple[str, ...], model: str, tokens: int | None, seq: int | None, tp: int | None, dtype: str,
-            mode: str | None, no_fit: bool, allow_partial: bool, steps: tuple[str, ...], n_boot: int, seed: int,
-            as_json: bool) -> None:
-    """Predict the GEMM time and GEMM-only MFU of one training step from sweep files.
+def predict(files: tuple[str, ...], model: str | None, kind: str | None, tokens: int | None, seq: int | None,
+            tp: int | None, dtype: str | None, mode: str | None, no_fit: bool, allow_partial: bool,
+            steps: tuple[str, ...], n_boot: int, seed: int, exclude_contended: bool, as_json: bool) -> None:
+    """Predict the time of one model step from step files or sweep files.
 
-    Each GEMM of the step is matched to a record by shape, dtype and mode;
-    the step time is the sum of count x median time, side by side for every
-    series (device label). Sweep the shapes first with `sweep --shapes llm:...`.
-    Unmeasured shapes come from the series' roofline fit when one is available,
-    else the series is incomplete. Only GEMMs are counted: see the list printed
-    at the end for what is left out.
+    From step files (`mfu-sweep steps`: a real model's step measured in
+    fresh processes): time to N steps per device, mode and compile cache,
+    the first step (compile included, with its breakdown), the steady step
+    and N steps, each with a 95% interval over the runs; from which N
+    compile finishes first and the N where the leader changes. Runs that did
+    not finish are counted ("did not compile within 600 s: 1 of 3 runs"); a
+    series with none finished is "not finished". Sweeps of the model's GEMM
+    family given beside are its breakdown, "of which GEMMs": the GEMM sum's
+    share of the measured steady step, beside the profiler's.
 
-    With --steps: time to N steps per device, mode and compile cache (cold
-    and warm apart): the first step (every distinct GEMM's first call, so
-    compile, once), the steady step and N steps, each with a 95% interval
-    from the passes; from which N compile finishes first, the N where the
-    leader changes between series, and per shape the calls until compile
-    pays. A shape that timed out or failed makes its series "did not finish".
+    From sweep files alone (--model): the GEMM time and GEMM-only MFU of one
+    step. Each GEMM of the step (--kind infer: of its forward pass) is
+    matched to a record by shape, dtype and mode; the step time is the sum of
+    count x median time, per series (device label). Sweep the shapes first
+    with `sweep --shapes llm:...`. Unmeasured shapes come from the series'
+    roofline fit when one is available, else the series is incomplete. Only
+    GEMMs are counted: see the list printed at the end for what is left out.
+    With --steps: time to N steps from the GEMMs' first calls (compile, once)
+    and steady times, 95% intervals from the passes, break-even N, crossovers
+    in N, and per shape the calls until compile pays. A shape that timed out
+    or failed makes its series "did not finish".
+
+    Records and runs flagged contended are kept and counted in a note;
+    --exclude-contended leaves them out.
 
     \b
     Example:
+        mfu-sweep steps --device cpu --model MODEL --mode eager --mode compile --repeats 3 -o steps.json
+        mfu-sweep predict steps.json --steps 1-100000
+        mfu-sweep predict steps.json cpu-sweep.json --json
         mfu-sweep sweep --device cuda --shapes llm:qwen3-32b:tokens=8192 -o h100.json
         mfu-sweep predict h100.json trn2.json --model qwen3-32b --tokens 8192
-        mfu-sweep predict sweeps/*.json --model llama-3-70b:lm_head=0 --tp 8 --json
+        mfu-sweep predict sweeps/*.json --model llama-3-70b:lm_head=0 --tp 8 --kind infer --json
         mfu-sweep predict h100.json --model qwen3-32b --tokens 8192 --steps 1,100,10000
     """
-    from mfu_sweep.cli.progress import load_files
+    from mfu_sweep.cli.contended import apply
+    from mfu_sweep.cli.progress import load_inputs
 
-    gemms = resolve_family(family_for(model, tokens, seq, tp))
-    if steps:
-        _predict_steps(load_files(files), gemms, dtype, mode, steps, n_boot, seed, as_json,
-                       ignored={"--no-fit": no_fit, "--allow-partial": allow_partial})
+    sweeps, step_files = load_inputs(files)
+    if step_files:
+        from mfu_sweep.cli.steps import predict_from_step_files
+
+        given = {"--model": model, "--tokens": tokens, "--seq": seq, "--tp": tp, "--no-fit": no_fit,
+                 "--allow-partial": allow_partial}
+        predict_from_step_files(step_files, sweeps, kind=kind, dtype=dtype, mode=mode, steps=steps, n_boot=n_boot,
+                                seed=seed, exclude=exclude_contended, as_json=as_json,
+                                ignored=[name for name, value in given.items() if value])
         return
-    preds = predict_step(load_files(files), gemms, dtype=dtype, mode=mode or "eager", use_fit=not no_fit)
+    if model is None:
+        raise click.UsageError("give --model with sweep files (a step file of `mfu-sweep steps` names its model)")
+    note = contention_note(sweeps, excluded=exclude_contended)
+    sweeps = apply(sweeps, exclude_contended, echo=not steps)  # with --steps the note is the result's
+    gemms = step_gemms(resolve_family(family_for(model, tokens, seq, tp)), kind or "train")
+    if steps:
+        _predict_steps(sweeps, gemms, dtype or "bf16", mode, steps, n_boot, seed, as_json,
+                       ignored={"--no-fit": no_fit, "--allow-partial": allow_partial}, kind=kind or "train",
+                       notes=(note,) if note else ())
+        return
+    preds = predict_step(sweeps, gemms, dtype=dtype or "bf16", mode=mode or "eager", use_fit=not no_fit)
     if as_json:
-        click.echo(json.dumps({"family": gemms[0].family, "predictions": [p.to_json() for p in preds]}, indent=1))
+        click.echo(json.dumps({"family": gemms[0].family, "step_kind": kind or "train",
+                               "predictions": [p.to_json() for p in preds]}, indent=1))
     else:
-        _print_report(gemms, preds, allow_partial)
+        _print_report(gemms, preds, allow_partial, kind or "train")
     if not any(p.complete for p in preds) and not allow_partial:
         raise click.ClickException(
             f"no series measured every shape of {gemms[0].family}; sweep them with "
             f"`mfu-sweep sweep --shapes {gemms[0].family}`, or pass --allow-partial")
 
 
-def _print_report(gemms: Sequence[WorkloadGemm], preds: Sequence[StepPrediction], allow_partial: bool) -> None:
+def _print_report(gemms: Sequence[WorkloadGemm], preds: Sequence[StepPrediction], allow_partial: bool,
+                  kind: str = "train") -> None:
     first = preds[0]
     calls = sum(g.count for g in gemms)
     distinct = len({g.shape for g in gemms})
-    click.echo(f"{first.family}  {first.dtype} {first.mode}: GEMMs of one step "
+    what = "one step" if kind == "train" else "one inference step (forward pass only)"
+    click.echo(f"{first.family}  {first.dtype} {first.mode}: GEMMs of {what} "
                f"({distinct} distinct shapes, {calls} calls, {_si(step_flops(gemms), 'FLOP')})")
     _print_series(preds, allow_partial)
     shown = [p for p in preds if p.complete or allow_partial]
@@ -284,7 +326,8 @@ def _print_report(gemms: Sequence[WorkloadGemm], preds: Sequence[StepPrediction]
 
 
 def _predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype: str, mode: str | None,
-                   steps: tuple[str, ...], n_boot: int, seed: int, as_json: bool, ignored: dict[str, bool]) -> None:
+                   steps: tuple[str, ...], n_boot: int, seed: int, as_json: bool, ignored: dict[str, bool],
+                   kind: str = "train", notes: tuple[str, ...] = ()) -> None:
     from mfu_sweep.analysis.steps.counts import parse_steps
     from mfu_sweep.analysis.steps.time_to_n import predict_steps
     from mfu_sweep.cli.steps import echo_steps
@@ -294,5 +337,5 @@ def _predict_steps(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype
         raise click.UsageError(f"{' and '.join(given)} do not apply to --steps: a first call cannot be fitted, and "
                                "a series that misses a shape has no first step")
     result = predict_steps(sweeps, gemms, dtype=dtype, modes=None if mode is None else (mode,),
-                           steps=parse_steps(steps), n_boot=n_boot, seed=seed)
-    echo_steps(result, gemms, as_json)
+                           steps=parse_steps(steps), n_boot=n_boot, seed=seed, step_kind=kind)
+    echo_steps(replace(result, notes=(*result.notes, *notes)), gemms, as_json)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.dtypes import DTYPES, canonical_dtype
 from mfu_sweep.foreign import NOT_IMPORTED, describe
 from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, values, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip
@@ -113,8 +113,12 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     if dtype is not None and fmt not in DTYPE_FORMATS:
         named = f"{', '.join(DTYPE_FORMATS[:-1])} and {DTYPE_FORMATS[-1]}"
         raise SourceError(f"--dtype applies to {named} only; {fmt} sources name their dtypes")
-    if dtype is not None and dtype not in DTYPES:
-        raise SourceError(f"--dtype {dtype!r} unknown (known: {', '.join(DTYPES)})")
+    if dtype is not None:
+        try:
+            dtype = canonical_dtype(dtype)
+        except ValueError:
+            raise SourceError(f"--dtype {dtype!r} unknown (known: {', '.join(DTYPES)}; or torch's names such as "
+                              "bfloat16)") from None
     if axes and fmt != nvbench.FORMAT:
         raise SourceError(f"--axis applies to nvbench only; {fmt} sources name M, N and K themselves")
     kwargs: dict[str, object] = {"dtype": dtype} if fmt in DTYPE_FORMATS else {}
@@ -128,12 +132,12 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     chip_of = options.resolve(chip_overrides or {}, devices, "--chip")
     keep = options.resolve(dict.fromkeys(only, "keep"), devices, "--only")
     kept = [(i, dev) for i, dev in enumerate(devices) if not only or i in keep]
-    warnings: list[str] = [f"{dev.key}: {w}" for _, dev in kept for w in dev.warnings]
+    warnings: list[str] = [w for _, dev in kept for w in dev.warnings]
     short = grouping.short_uuids(d.identity.uuid for _, d in kept if d.identity.uuid)
     labelled = [(dev, safe_name(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
     groups = _group(labelled, devices)
-    chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else {}, warnings)
-               for i, dev in kept}
+    chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else
+                                 {dev.key: dev.chip} if dev.chip in chips else {}, warnings) for i, dev in kept}
     for parts in groups.values():
         chosen = dict.fromkeys(c.id if (c := chip_at[id(p)]) else "none" for p in parts)
         if len(chosen) > 1:

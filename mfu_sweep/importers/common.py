@@ -32,6 +32,7 @@ from mfu_sweep.dtypes import DType, fp8_format, get_dtype
 from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
 from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
+from mfu_sweep.inputs import InputError, decode, read_limited
 from mfu_sweep.names import without_control
 from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.shapes import Shape
@@ -64,7 +65,16 @@ TIMERS: dict[str, str] = {
     "host-mean": "host clock around many back-to-back calls, mean per call (launch overhead included)",
     "imported-best": "only the best value of a whole search (a summary), not a per-shape measurement",
 }
-CACHES = ("flush", "none", "unknown")
+CACHES = ("flush", "none", "unknown", "rotate")  # rotate: an mfu-sweep sweep's own operand sets, read back
+# The timers mfu-sweep itself records (an ``export --format nvbench`` file read back keeps its own):
+# host, host-sync, xla, cuda-events, accelerator-events, cuda-graph[N], <device>-profiler-<kind>, each +flush.
+MEASURED_TIMER = re.compile(r"^(host|host-sync|xla|cuda-events|accelerator-events|cuda-graph\[\d+\]|"
+                            r"[a-z]+-profiler-[a-z]+)(\+flush)?$")
+
+
+def known_timer(timer: str) -> bool:
+    """Whether ``timer`` is one an importer may write: a source's (:data:`TIMERS`) or mfu-sweep's own."""
+    return timer in TIMERS or MEASURED_TIMER.match(timer) is not None
 
 
 class SourceError(ValueError):
@@ -113,8 +123,10 @@ class SourceDevice:
     """What in this source can put a value above the chip's peak (for ``above_peak_reason``); empty: unknown."""
     identity: Identity = Identity()
     """Which GPU the source measured, as far as it says (uuid, architecture, PCI bus id ...)."""
+    chip: str | None = None
+    """The spec entry the source itself names (an mfu-sweep export read back); ``--chip`` overrides it."""
     warnings: tuple[str, ...] = ()
-    """What the import shows on the terminal besides the file's notes: rows of the source it left out, each named."""
+    """What the reader left out of this source and the user must hear (a line skipped, named), printed by import."""
 
 
 def sha256_of(path: Path) -> str:
@@ -133,8 +145,8 @@ def read_provenance(path: Path) -> dict[str, Any]:
     if not side.is_file():
         return out
     try:
-        data = tomllib.loads(side.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        data = tomllib.loads(decode(read_limited(side)))
+    except (OSError, InputError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise SourceError(f"{str(side)!r}: cannot read provenance ({exc})") from None
     entry = data.get(path.name)
     if not isinstance(entry, Mapping):
@@ -239,7 +251,7 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
         peak = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None,
                     source=f"no spec entry for {first.name!r} (imported; MFU left empty)")
     for p in parts:
-        if p.timer not in TIMERS or p.cache not in CACHES:
+        if not known_timer(p.timer) or p.cache not in CACHES:
             raise AssertionError(f"importer bug: timer {p.timer!r} / cache {p.cache!r} not in the vocabulary")
     records = tuple(_record(r, p, peak) for p in parts for r in p.rows)
     prov = merged_provenance(parts)

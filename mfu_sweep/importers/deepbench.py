@@ -296,6 +296,6 @@ def _read(path: Path) -> list[SourceDevice]:
             "dtype_keys": {d: next(r.source_dtype for r in kept if r.dtype == d) for d in sheets.values()},
             "notes": notes, "unknown": list(UNKNOWN),
         },
-        warnings=tuple(left_out),
+        warnings=tuple(f"{name!r}: {w}" for w in left_out),
     )]
 

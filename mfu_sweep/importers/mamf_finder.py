@@ -55,6 +55,10 @@ TORCH_DTYPES = {
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _SHAPE_LIKE = re.compile(r"^\s*\d+\s*\|")
+# where the next per-shape record starts inside one physical line: "N |" then a statistic or "X TFLOPS @"
+_NEXT_RECORD = re.compile(r"(?<=\S)\s+(?=\d+\s*\|\s*(?:[a-z]+\s+)?(?:[^\s|()]*\((?:mean|median|max)\)"
+                          r"|[^\s|]+\s*TFLOPS\s*@))")
+_AT = re.compile(r"@\s*([\dx]+)")
 _LINE = re.compile(r"^\s*(\d+)\s*\|\s*(?:([a-z]+)\s+)?(?P<vals>\S.*?)\s*@\s*(\d+)x(\d+)x(\d+)\s*\|"
                    r"(?P<tail>.*)$")
 # a value is whatever stands before "(median)": parsed whole, so "-5.0" or "nan" is refused, never read as 5.0
@@ -220,19 +224,44 @@ def _row(hit: re.Match, stats: dict[str, float], middle_is_k: bool, dtype: str, 
                      family="mamf-finder", extra=extra, where=where)
 
 
-def _shape_rows(lines: list[str], name: str, dtype: str, key: str) -> tuple[list[SourceRow], Counter, str]:
-    """Per-shape rows (first reading of each shape), the lines skipped by reason, and the layout seen."""
+def _records(lines: list[str], name: str) -> list[tuple[str, str]]:
+    """(where, text) of every per-shape record: a physical line holds several where the ``\r`` between them
+    became spaces (a terminal's copy), each then named ``line N, record J``."""
+    out = []
+    for i, ln in enumerate(lines):
+        if not _SHAPE_LIKE.match(ln):
+            continue
+        parts = _NEXT_RECORD.split(ln)
+        for j, part in enumerate(parts, 1):
+            out.append((f"{name!r}: line {i + 1}" + (f", record {j}" if len(parts) > 1 else ""), part))
+    return out
+
+
+def _unparsable(text: str) -> str:
+    """Why a per-shape line is not read, in words."""
+    shape = _AT.search(text)
+    if shape and shape.group(1).count("x") != 2:
+        return f"its shape {shape.group(1)!r} is not MxNxK"
+    return "not the layout of a per-shape line ('N | values @ MxNxK | ...')"
+
+
+def _shape_rows(lines: list[str], name: str, dtype: str, key: str
+                ) -> tuple[list[SourceRow], Counter, str, list[str]]:
+    """Per-shape rows (first reading of each shape), the lines skipped by reason, the layout seen, and one
+    warning per record skipped before the last (the last may be cut by the end of the file)."""
     rows: dict[Shape, SourceRow] = {}
     skipped: Counter = Counter()
+    dropped: list[str] = []
     layout = ""
-    like = [i for i, ln in enumerate(lines) if _SHAPE_LIKE.match(ln)]
-    for i in like:
-        hit = _LINE.match(lines[i])
-        where = f"{name!r}: line {i + 1}"
+    records = _records(lines, name)
+    for n, (where, text) in enumerate(records, 1):
+        hit = _LINE.match(text)
         parsed = _values(hit.group("vals"), where) if hit else None
         if hit is None or parsed is None:
-            last = i == like[-1]
+            last = n == len(records)
             skipped["cut mid-line at the end of the file" if last else "unparsable per-shape line"] += 1
+            if not last:
+                dropped.append(f"{where}: skipped, {_unparsable(text)}: {text.strip()[:80]!r}")
             continue
         stats, middle_is_k = parsed
         layout = layout or ("mkn" if middle_is_k else "mnk")
@@ -244,7 +273,7 @@ def _shape_rows(lines: list[str], name: str, dtype: str, key: str) -> tuple[list
             skipped["a shape measured again (first reading kept)"] += 1
             continue
         rows[row.shape] = row
-    return list(rows.values()), skipped, layout
+    return list(rows.values()), skipped, layout, dropped
 
 
 def _summary_row(summary: Summary, name: str, dtype: str, key: str) -> SourceRow:
@@ -321,7 +350,7 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
     if not sections.get("Dtype") and not has_shape_lines and summary is None:
         raise SourceError(f"{name!r}: {NOT_MAMF}")
     dtype, key = _dtype(name, sections, command, dtype)
-    rows, skipped, layout = _shape_rows(lines, name, dtype, key)
+    rows, skipped, layout, dropped = _shape_rows(lines, name, dtype, key)
     summary_only = not rows
     if summary_only and summary is None:
         why = f" ({sum(skipped.values())} unparsable per-shape lines)" if skipped else ""
@@ -355,6 +384,7 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
     env = _software(sections.get("Critical environment variables", []))
     return [SourceDevice(
         key=device, name=device, rows=tuple(rows), mode="eager", timer=timer, cache=cache, identity=identity,
+        warnings=tuple(dropped),
         details={"software": {"versions": software, "command": command, "environment": env}},
         provenance={
             "source_file": path.name, "source_sha256": sha256_of(path), **read_provenance(path),
@@ -392,8 +422,8 @@ def _notes(rows: list[SourceRow], skipped: Counter, summary: Summary | None, lay
         notes.append("written before 2025-01-04, when the middle printed number was the contraction dimension; "
                      "shapes reordered to M, N, K (record 'source_shape' keeps the printed one)")
     if truncated:
-        notes.append(f"no final summary: the run was interrupted or the file cut; {len(rows)} shapes imported, "
-                     "each flagged truncated")
+        notes.append(f"no final summary: the run was interrupted or the file cut; {counted(len(rows), 'shape')} "
+                     "imported, each flagged truncated")
     for why, n in sorted(skipped.items()):
         notes.append(f"{counted(n, 'line')} skipped: {why}")
     if summary and summary.tried is not None and not summary_only and summary.tried != len(rows) + sum(

@@ -35,8 +35,17 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.dtypes import ALIASES, DTYPES
 from mfu_sweep.importers import nvbench_text
-from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
+from mfu_sweep.importers.common import (
+    CACHES,
+    SourceDevice,
+    SourceError,
+    SourceRow,
+    known_timer,
+    read_provenance,
+    sha256_of,
+)
 from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.importers.values import count, number, read_text
@@ -51,6 +60,9 @@ TYPE_NAMES = {
     "bf16": "bf16", "bfloat16": "bf16", "__nv_bfloat16": "bf16", "nv_bfloat16": "bf16",
     "f16": "fp16", "half": "fp16", "__half": "fp16", "float16": "fp16", "fp16": "fp16",
     "fp8": "fp8", "e4m3": "fp8", "__nv_fp8_e4m3": "fp8", "float8_e4m3fn": "fp8", "f8e4m3fn": "fp8",
+    # every dtype of the tool under its own name (export --format nvbench writes them: fp8-rowwise, mxfp8 ...)
+    # and torch's names of them
+    **{name: name for name in DTYPES}, **ALIASES,
 }
 MODES = ("eager", "compile")
 TARGETS = {"m": ("m",), "n": ("n",), "k": ("k",), "b": ("b", "batch"), "t": ("t", "dtype", "type")}
@@ -117,6 +129,8 @@ def _json_states(root: dict, name: str, base: Path) -> list[State]:
                 sample_size=count(str(_summary(st, "nv/cold/sample_size") or 0), where, "sample size"),
                 details={k: dev.get(k) for k in ("sm_version", "sm_default_clock_rate", "number_of_sms")}
                 | {"id": st.get("device")},
+                timing={k: str(v) for k in ("timer", "cache")
+                        if (v := _summary(st, "mfu-sweep/timing", k)) not in (None, "", "unknown")},
             ))
     return out
 
@@ -186,7 +200,7 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
                      samples_s=() if batch else state.samples_s, family="nvbench", where=state.where, mode=mode,
                      error=None if seconds is not None else f"no {unit} value",
                      extra={"source_value": seconds, "source_unit": f"s ({unit})",
-                            "source_samples": state.sample_size})
+                            "source_samples": state.sample_size, **state.timing})
 
 
 def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
@@ -205,7 +219,7 @@ def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
             raise SourceError(f"{name!r}: not an nvbench JSON file (needs 'devices' and 'benchmarks')")
         version = (root.get("meta") or {}).get("version") or {}
         info = {"nvbench": (version.get("nvbench") or {}).get("string"),
-                "json": (version.get("json") or {}).get("string", "unversioned")}
+                "json": (version.get("json") or {}).get("string", "unversioned"), "exported": _exported(root)}
         return _json_states(root, name, path.parent), info, Counter(), "json"
     if nvbench_text.is_csv(head):
         states, skipped = nvbench_text.csv_states(text, name)
@@ -215,6 +229,14 @@ def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
         return states, info, skipped, "md"
     raise SourceError(f"{name!r}: not nvbench --json, --csv or --md output (no JSON object, 'Benchmark,Device,' "
                       "header or '# Benchmark Results' section)")
+
+
+def _exported(root: Mapping[str, Any]) -> dict[Any, dict[str, Any]]:
+    """Device id -> what ``export --format nvbench`` wrote of it (``meta.mfu_sweep.devices``: label, chip ...);
+    empty for nvbench's own files."""
+    meta = root.get("meta") if isinstance(root.get("meta"), Mapping) else {}
+    block = meta.get("mfu_sweep") if isinstance(meta.get("mfu_sweep"), Mapping) else {}
+    return {d.get("id"): dict(d) for d in block.get("devices") or [] if isinstance(d, Mapping)}
 
 
 def read(path: Path, dtype: str | None = None, axes: Mapping[str, str] | None = None) -> list[SourceDevice]:
@@ -230,8 +252,33 @@ def read(path: Path, dtype: str | None = None, axes: Mapping[str, str] | None = 
     for st in states:
         by_device.setdefault((st.device, st.details.get("id")), []).append(st)
     ids = Counter(dname for dname, _ in by_device)
-    return [_device(name, path, dname if ids[dname] == 1 else f"{dname} [{dev_id}]", sts, info, skipped, kind,
-                    dtype, mapping) for (dname, dev_id), sts in by_device.items()]
+    exported = info.get("exported") or {}
+    devices = [_device(name, path, dname if ids[dname] == 1 else f"{dname} [{dev_id}]", sts, info, skipped, kind,
+                       dtype, mapping) for (dname, dev_id), sts in by_device.items()]
+    return [_as_exported(d, exported.get(dev_id)) for d, (_, dev_id) in zip(devices, by_device, strict=True)]
+
+
+def _as_exported(dev: SourceDevice, origin: Mapping[str, Any] | None) -> SourceDevice:
+    """A device of an ``export --format nvbench`` file as the sweep it was: its label (the default output label),
+    chip and the timer and cache its samples were measured with (the states' ``mfu-sweep/timing``), so that
+    ``compare`` against the original sees the same timing."""
+    if not origin or not origin.get("label"):
+        return dev
+    timings = Counter((r.extra.get("timer"), r.extra.get("cache")) for r in dev.rows if r.extra.get("timer"))
+    timer, cache = timings.most_common(1)[0][0] if timings else (dev.timer, dev.cache)
+    if not known_timer(timer) or cache not in CACHES:  # not a timer mfu-sweep records: nvbench's reading stays
+        timer, cache = dev.timer, dev.cache
+    notes = [f"{counted(sum(timings.values()) - timings[(timer, cache)], 'state')} timed otherwise "
+              f"({', '.join(f'{t}/{c}' for t, c in timings if (t, c) != (timer, cache))}): read as {timer}/{cache}"
+              ] if len(timings) > 1 else []
+    rows = tuple(replace(r, extra={k: v for k, v in r.extra.items() if k not in ("timer", "cache")}) for r in dev.rows)
+    prov = {**dev.provenance, "timing_method": f"mfu-sweep's own samples ({timer} timer, cache {cache}), exported with "
+            "export --format nvbench and read back", "notes": [*dev.provenance.get("notes", []), *notes],
+            "exported_by_mfu_sweep": {"label": origin["label"], "chip": origin.get("chip"), "timer": timer,
+                                      "cache": cache, "run_id": origin.get("run_id")},
+            "unknown": [u for u in dev.provenance.get("unknown", []) if "GEMM library" not in u]}
+    return replace(dev, key=str(origin["label"]), rows=rows, timer=timer, cache=cache or "unknown",
+                   chip=origin.get("chip") or None, provenance=prov)
 
 
 def identity_of(details: Mapping[str, Any]) -> Identity:

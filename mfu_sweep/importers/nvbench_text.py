@@ -53,6 +53,8 @@ class State:
     sample_size: int = 0
     rounded: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    timing: Mapping[str, str] = field(default_factory=dict)
+    """How an mfu-sweep export measured the samples (its ``mfu-sweep/timing`` summary: timer, cache); empty else."""
 
 
 def is_csv(head: str) -> bool:

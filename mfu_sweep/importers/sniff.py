@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 from mfu_sweep.foreign import json_kind
-from mfu_sweep.inputs import InputError, decode, parse_json
+from mfu_sweep.inputs import InputError, decode, parse_json, read_limited
 
 _HEAD = 65536
 _JSON_MAX = 64 * 2**20  # parse whole JSON files up to this size; past it the key test of the head decides
@@ -22,7 +22,7 @@ def _json(path: Path, head: str) -> str | None:
     """The kind of a JSON file: parsed whole when it is not huge, else by the keys in its head."""
     if path.stat().st_size <= _JSON_MAX:
         try:
-            return json_kind(parse_json(path.read_bytes(), str(path)))
+            return json_kind(parse_json(read_limited(path), str(path)))
         except (InputError, ValueError, OSError):
             pass  # cut or not JSON after all: the head's keys decide
     if '"schema_version"' in head:

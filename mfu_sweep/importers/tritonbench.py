@@ -35,7 +35,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.importers import tritonbench_text
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
+from mfu_sweep.importers.values import read_text
+from mfu_sweep.inputs import InputError, parse_json
 from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.text import counted
 
@@ -55,19 +58,13 @@ UNKNOWN = ("whether the run used --cudagraph (CUDA-graph replay of many calls, n
 Table = dict[str, dict[str, dict[str, Any]]]  # backend -> x-value -> metric -> cell (as the file has it)
 
 
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SourceError(f"{str(path)!r}: cannot read as text ({exc})") from None
-
-
 def _csv_table(text: str, name: str) -> Table:
     """The cells of a CSV table, from its ``(M, N, K);`` header on (log lines before it are skipped)."""
     lines = text.splitlines()
     start = next((i for i, ln in enumerate(lines) if ln.startswith("(") and ";" in ln), None)
     if start is None:
-        raise SourceError(f"{name!r}: no tritonbench CSV header ('{X_LABEL};<backend>-<metric>;...')")
+        raise SourceError(f"{name!r}: no tritonbench table: neither a CSV header ('{X_LABEL};<backend>-<metric>;...') "
+                          f"nor a console table (a header with dashes under it); {tritonbench_text.FILE_HINT}")
     rows = list(csv.reader(io.StringIO("\n".join(lines[start:])), delimiter=";"))
     header = rows[0]
     if header[0] != X_LABEL:
@@ -141,17 +138,23 @@ def _row(x: str, cells: Mapping[str, Any], metric: str, dtype: str) -> SourceRow
 
 
 def _load(path: Path) -> tuple[Table, dict[str, Any], str, int]:
+    """The cells, the run's ``env``, the form read and the keys of other operators left out. The file is read within
+    the input limit, as UTF-8 with or without a byte-order mark or UTF-16/32 with one (:func:`read_text`)."""
     name = str(path)
-    text = _text(path)
+    text = read_text(path, "tritonbench output (its --csv/--output table, --output-json, or the console table)")
     if text.lstrip().startswith("{"):
         try:
-            doc = json.loads(text)
+            doc = parse_json(text.encode(), name)
+        except InputError as exc:
+            raise SourceError(str(exc)) from None
         except json.JSONDecodeError as exc:
             raise SourceError(f"{name!r}: not readable JSON ({exc})") from None
         if not isinstance(doc, Mapping):
             raise SourceError(f"{name!r}: not a tritonbench --output-json file (top level is not an object)")
         table, env, other = _json_table(doc, name)
         return table, env, "--output-json", other
+    if tritonbench_text.looks_like_console(text):
+        return tritonbench_text.console_table(text, name), {}, "console table", 0
     return _csv_table(text, name), {}, "CSV", 0
 
 
@@ -166,7 +169,8 @@ def read(path: Path, dtype: str | None = None) -> list[SourceDevice]:
               for b, cells in table.items() if any(m in c for c in cells.values() for m in TIME_METRICS)}
     if not usable:
         raise SourceError(f"{name!r}: no backend has a latency or tflops column (backends: "
-                          f"{', '.join(table) or 'none'}); run tritonbench with --metrics latency,tflops")
+                          f"{', '.join(table) or 'none'}); run tritonbench with --metrics latency,tflops and --csv or "
+                          "--output FILE (the console table shows only the metrics asked for)")
     notes = [f"backends without a latency or tflops column, not imported: {', '.join(sorted(set(table) - set(usable)))}"
              ] if set(table) - set(usable) else []
     if other:

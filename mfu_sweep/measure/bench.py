@@ -11,20 +11,27 @@ from __future__ import annotations
 import math
 import os
 import signal
+import statistics
 import time
 from dataclasses import replace
 from typing import Any
 
 import torch
 
+try:  # imported with the module, not by a worker's first shape (which then imports nothing it could have)
+    import resource
+except ImportError:  # not a Unix
+    resource = None  # type: ignore[assignment]
+
 from mfu_sweep.allocator import reused_allocations
 from mfu_sweep.dtypes import DType, fp8_format, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.energy import metered_block_timer
+from mfu_sweep.measure.memory import gib, record_test_oom_kill, working_set
 from mfu_sweep.measure.task import Task, blank_record
 from mfu_sweep.measure.throttle import guard_block_timer, policy_from_env
-from mfu_sweep.measure.timing import BlockTimer, Measurement, measure
+from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer, Measurement, measure
 from mfu_sweep.results import Record
 from mfu_sweep.shapes import Shape, check_memory
 
@@ -33,7 +40,7 @@ MAX_INPUT_SETS = 64
 # around one call), so a block need not be long to hide timer overhead; a
 # short block keeps the untimed flushes from eating the whole budget.
 FLUSH_MIN_BLOCK_S = 2e-4
-# Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE".
+# Test-only fault injection, read by workers: "crash:SHAPE,hang:SHAPE,oom:SHAPE,oom-kill:SHAPE".
 FAULT_ENV = "MFU_SWEEP_TEST_FAULT"
 
 
@@ -55,6 +62,9 @@ def _maybe_inject_fault(task: Task) -> None:
             time.sleep(3600)
         elif kind == "oom":
             raise torch.OutOfMemoryError("injected out of memory (test fault)")
+        elif kind == "oom-kill":  # as the kernel's OOM killer does it: its count rises, then SIGKILL
+            record_test_oom_kill()
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _compile_seconds(before: int) -> float | None:
@@ -92,12 +102,16 @@ def _compilation_count() -> int:
 
 
 def run_task(backend: TorchBackend, task: Task) -> Record:
-    """Measure ``task`` on ``backend``; failures other than bugs become statuses."""
+    """Measure ``task`` on ``backend``; failures other than bugs become statuses.
+
+    Before anything is allocated, the shape's working set is checked against the memory free to it
+    (:mod:`mfu_sweep.measure.memory`): a shape that cannot fit is an ``oom`` record naming both, never run.
+    """
     dt = get_dtype(task.dtype)
     check_memory(task.shape, dt)
     try:
         backend.check_supported(dt, task.mode)
-        return _measure_task(backend, task, dt)
+        return _short_of_memory(backend, task, dt) or _measure_task(backend, task, dt)
     except Unsupported as exc:
         return blank_record(task, "unsupported", str(exc))
     except (RuntimeError, MemoryError) as exc:
@@ -154,10 +168,45 @@ def _guard_fields(logs: dict[str, Any], flops: float) -> dict[str, Any]:
     return out
 
 
+FAULTS_FIELD = "page_faults_per_call"
+WALL_FIELD = "wall_median_s"  # --timer cputime: the host clock's median over the same sample blocks
+
+
+def minor_faults() -> int:
+    """The worker's minor page faults so far (every thread's), or 0 where the platform does not count them.
+
+    A timed call that faults pages in (fresh memory for a buffer it allocates) pays the kernel on every call:
+    the 256^3 bf16 gap of docs/fidelity.md was 34 faults per call."""
+    if resource is None:
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def allocates_output(mode: str, dt: DType) -> bool:
     """Whether the timed op allocates its result on every call: compile mode (inductor allocates its outputs;
     see :func:`~mfu_sweep.measure.backends.operands.gemm_call`) and the block-scaled formats (no ``out=``)."""
     return mode == "compile" or bool(dt.block)
+
+
+def _sets(backend: TorchBackend, task: Task, dt: DType) -> int:
+    """Operand sets the task cycles through (one with ``--cache flush`` or ``none``)."""
+    return 1 if task.cache in ("flush", "none") else input_sets(task.shape, dt, backend.rotation_bytes())
+
+
+def _short_of_memory(backend: TorchBackend, task: Task, dt: DType) -> Record | None:
+    """The ``oom`` record of a task whose working set exceeds the memory free to it; None when it fits (or the
+    backend cannot say what is free)."""
+    free = backend.free_memory()
+    if free is None:
+        return None
+    sets = _sets(backend, task, dt)
+    need = working_set(task.shape, dt, sets, task.mode, backend.flush_bytes() if task.cache == "flush" else 0)
+    if need <= free.bytes:
+        return None
+    return blank_record(task, "oom", f"not run: its working set needs {gib(need)} ({sets} operand "
+                        f"{'set' if sets == 1 else 'sets'} with staging and check), and {gib(free.bytes)} is free "
+                        f"({free.source})", memory={"need_bytes": need, "free_bytes": free.bytes,
+                                                    "free_source": free.source})
 
 
 def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
@@ -167,7 +216,7 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         torch._dynamo.reset()
     _maybe_inject_fault(task)
     flushing = task.cache == "flush"
-    sets = 1 if flushing or task.cache == "none" else input_sets(task.shape, dt, backend.rotation_bytes())
+    sets = _sets(backend, task, dt)
     inputs = backend.make_inputs(task.shape, dt, sets, task.seed)
     fn = backend.gemm_fn(task.shape, dt, task.mode, inputs, task.compile_mode)
     counter = [0]
@@ -187,20 +236,27 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
     else:
         block_timer, timer_name = backend.block_timer(call, task.shape, dt, task.mode)
     if dt.scaling != "none":
-        fields["scales"] = {**dt.scaling_json(), **({"swizzled": backend.swizzle_scales()} if dt.block else {})}
+        fields["scales"] = backend.scales_json(dt)
+    if dt.scaling in ("tensor", "row"):
+        fields["fast_accum"] = backend.fp8_fast_accum
     if fp8_format(dt.torch_name) and (element := fp8_format(str(backend.torch_dtype(dt)))):
         fields["fp8_format"] = element  # the element type this device ran: e4m3fnuz on MI300 (gfx942)
+    clocked = block_timer  # before the guards wrap it: a CPU-time timer keeps the wall time of its blocks
     block_timer, guards = _guarded(backend, block_timer)
     allocates = allocates_output(task.mode, dt)
     if allocates:
         fields["allocates_output"] = True
     backend.telemetry_start()
     try:
-        with reused_allocations(allocates):
-            m: Measurement = measure(block_timer, config)
+        with reused_allocations():  # the operands are placed; what the op allocates per call is reused
+            m: Measurement = measure(block_timer, config, counter=minor_faults)
     finally:
         seen = backend.telemetry_stop()
     fields.update(_guard_fields(guards, task.shape.flops))
+    if m.counted is not None:
+        fields[FAULTS_FIELD] = round(m.counted / (len(m.samples_s) * m.block_size), 3)
+    if isinstance(clocked, CpuTimeBlockTimer):
+        fields[WALL_FIELD] = statistics.median(clocked.wall_per_call(len(m.samples_s)))
     compile_s = _compile_seconds(compiles_before) if task.mode == "compile" else None
     if task.mode == "compile":
         fields.update(_cache_counts(compiles_before))

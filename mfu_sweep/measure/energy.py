@@ -6,6 +6,11 @@ counter's increase and the calls over every block after the first call (block si
 samples), so the energy of one GEMM is ``joules / calls``: the device's whole draw while it runs
 back-to-back GEMMs of one shape, idle power included. The counter's resolution (its update period)
 blurs a single block, not the sum over many.
+
+A block timer may run more calls than it was asked for and return the time scaled to the ``n`` asked (the
+CUDA graph timer replays whole graphs: ``ceil(n / L) * L`` calls). Such a timer says how many calls its last
+block really ran in its attribute ``last_calls`` (:data:`RAN_ATTR`); the meter counts those, and the seconds
+they took, so the energy of one GEMM is not inflated by the calls the time was scaled down from.
 """
 
 from __future__ import annotations
@@ -18,6 +23,15 @@ from mfu_sweep.measure.timing import BlockTimer
 
 EnergyReader = Callable[[], float]
 """Returns the device's cumulative energy counter in millijoules."""
+
+RAN_ATTR = "last_calls"
+"""The attribute of a block timer holding the calls its last block really ran (absent: the ``n`` asked)."""
+
+
+def calls_ran(time_block: BlockTimer, asked: int) -> int:
+    """The calls ``time_block``'s last block really ran: its :data:`RAN_ATTR` where it has one, else ``asked``."""
+    ran = getattr(time_block, RAN_ATTR, None)
+    return int(ran) if ran else asked
 
 
 @dataclass
@@ -51,8 +65,9 @@ def metered_block_timer(time_block: BlockTimer, read_mj: EnergyReader) -> tuple[
         before = read_mj()
         elapsed = time_block(n)
         log.millijoules += read_mj() - before
-        log.calls += n
-        log.seconds += elapsed
+        ran = calls_ran(time_block, n)
+        log.calls += ran
+        log.seconds += elapsed * ran / n  # the timer scaled its time to the n calls asked
         return elapsed
 
     return metered, log

@@ -129,21 +129,45 @@ def estimate_sweep(tasks: Sequence[Task], repeats: int, timing: TimingConfig, pe
     ``done``: the (pass, ``Record.key``) slots already in its file; ``peaks``
     maps dtype to peak TFLOP/s (empty when unknown before the device opens);
     ``per_shape``: the costs beside the device time [:func:`measured_costs` of no records].
+
+    Linear in the tasks, and nothing per (pass, task) slot is kept: a million shapes over five passes
+    are counted, not listed.
     """
     per_shape = per_shape or measured_costs(())
-    slots = [(p, t) for t in tasks for p in range(min(repeats, t.passes or repeats))]
-    todo = [(p, t) for p, t in slots if (p, _key(t)) not in done]
-    cost = {id(t): _task_s(t, timing, peaks) for t in tasks}
-    device_low = sum(cost[id(t)][0] for _, t in todo)
-    device_high = sum(cost[id(t)][1] for _, t in todo)
-    workers = {"shape": len(todo), "none": 1}.get(isolate, len({p for p, _ in todo})) if todo else 0
-    around = workers * WORKER_START_S + len(todo) * (per_shape.setup_s + per_shape.overhead_s)
-    flops = [t.shape.flops for t in tasks] or [0.0]
+    planned = todo = 0
+    device_low = device_high = 0.0
+    todo_passes: set[int] = set()
+    for t in tasks:
+        n = min(repeats, t.passes or repeats)
+        planned += n
+        left = [p for p in range(n) if (p, _key(t)) not in done] if done else range(n)
+        if not left:
+            continue
+        low, high = _task_s(t, timing, peaks)
+        for _ in left:  # added one slot at a time, in the order the slots run: the sums of the listed slots
+            device_low += low
+            device_high += high
+        todo += len(left)
+        todo_passes.update(left)
+    workers = {"shape": todo, "none": 1}.get(isolate, len(todo_passes)) if todo else 0
+    around = workers * WORKER_START_S + todo * (per_shape.setup_s + per_shape.overhead_s)
     return SweepEstimate(
         shapes=len({t.shape for t in tasks}), dtypes=tuple(dict.fromkeys(t.dtype for t in tasks)),
-        modes=tuple(dict.fromkeys(t.mode for t in tasks)), passes=repeats, planned=len(slots),
-        in_file=len(slots) - len(todo), kept=len(set(done) - {(p, _key(t)) for p, t in slots}),
-        measurements=len(todo), workers=workers, min_flops=min(flops), max_flops=max(flops),
+        modes=tuple(dict.fromkeys(t.mode for t in tasks)), passes=repeats, planned=planned,
+        in_file=planned - todo, kept=_kept(tasks, repeats, done), measurements=todo, workers=workers,
+        min_flops=min((t.shape.flops for t in tasks), default=0.0),
+        max_flops=max((t.shape.flops for t in tasks), default=0.0),
         device_low_s=device_low, device_high_s=device_high, low_s=device_low + around, high_s=device_high + around,
-        per_shape=per_shape, basis=_basis(tasks, len(todo), timing, peaks),
+        per_shape=per_shape, basis=_basis(tasks, todo, timing, peaks),
     )
+
+
+def _kept(tasks: Sequence[Task], repeats: int, done: Collection[tuple[int, Hashable]]) -> int:
+    """How many of the file's slots ``done`` the plan does not name (kept as they are)."""
+    if not done:
+        return 0
+    passes: dict[Hashable, int] = {}
+    for t in tasks:
+        key = _key(t)
+        passes[key] = max(passes.get(key, 0), min(repeats, t.passes or repeats))
+    return sum(1 for p, key in set(done) if not p < passes.get(key, 0))

@@ -42,6 +42,59 @@ def shape_problem(shape: Shape, dtype: DType) -> str | None:
     return None
 
 
+def _one_per_dtype(tasks: Sequence[Task]) -> list[Task]:
+    return list({t.dtype: t for t in tasks}.values())
+
+
+def _unique(tasks: Sequence[Task]) -> bool:
+    """Whether no two tasks share shape, dtype and mode (checked per dtype and mode: sets of shapes, no tuples)."""
+    seen: dict[tuple[str, str], set[Shape]] = {}
+    for t in tasks:
+        shapes = seen.setdefault((t.dtype, t.mode), set())
+        if t.shape in shapes:
+            return False
+        shapes.add(t.shape)
+    return True
+
+
+# torch._grouped_mm's CUTLASS kernel (bf16 on NVIDIA sm90/sm100) moves each group's operands by TMA, which
+# needs 16-byte aligned addresses: a group boundary along a dimension an operand is contiguous in must fall on a
+# multiple of 16 bytes.
+TMA_ALIGN_BYTES = 16
+
+
+def grouped_problem(shape: Shape, element_bytes: float) -> str | None:
+    """Why torch._grouped_mm's CUTLASS kernel would stop ``shape`` with a device-side assert, or None.
+
+    The kernel checks each group on the device (``prepare_grouped_gemm_data`` in torch's
+    ``GroupMMCommon.cuh``), and a failed check poisons the CUDA context: every later shape in that
+    process fails too. So the same rules are checked here, before launch:
+
+    * groups along k: every group is non-empty, unless A is column-major and B row-major (layout ``tn``);
+    * a group boundary (every group but the last) along a dimension an operand is contiguous in falls on a
+      multiple of 16 bytes: along k when A is row-major or B column-major; along m when A is column-major.
+    """
+    if not shape.grouped:
+        return None
+    a_row_major, b_row_major = shape.layout[0] == "n", shape.layout[1] == "n"
+    sizes = list(shape.groups)
+    if shape.group_dim == "k":
+        if not (not a_row_major and b_row_major) and 0 in sizes:
+            return (f"torch._grouped_mm (CUTLASS) needs every group along k non-empty unless A is column-major and B "
+                    f"row-major (layout tn); group {sizes.index(0)} of {shape} is empty in layout {shape.layout}")
+        aligned = a_row_major or not b_row_major
+    else:
+        aligned = not a_row_major
+    align = TMA_ALIGN_BYTES / element_bytes
+    if aligned:
+        for g, size in enumerate(sizes[:-1]):
+            if size % align:
+                return (f"torch._grouped_mm (CUTLASS) needs each group along {shape.group_dim} but the last to be a "
+                        f"multiple of {TMA_ALIGN_BYTES} bytes ({align:g} elements) in layout {shape.layout}; group {g} "
+                        f"of {shape} has {size}")
+    return None
+
+
 def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
     """The tasks a dtype can run, moved to its layout where it takes only one, and a note per dtype for the rest.
 
@@ -51,6 +104,9 @@ def runnable_tasks(tasks: Sequence[Task]) -> tuple[list[Task], list[str]]:
     kept: dict[tuple[Shape, str, str], Task] = {}
     moved: dict[str, set[str]] = {}
     dropped: dict[str, list[str]] = {}
+    if all(get_dtype(t.dtype).scaling == "none" for t in _one_per_dtype(tasks)) and _unique(tasks) \
+            and all(get_dtype(t.dtype).runs_layout(t.shape.layout) for t in tasks):
+        return list(tasks), []  # nothing to move, drop or merge (a plain sweep: a million tasks, no dict)
     for task in tasks:
         dt = get_dtype(task.dtype)
         problem = shape_problem(task.shape, dt)

@@ -4,7 +4,8 @@ Checks, each PASS, FAIL or SKIP (with the reason):
 
 * **spec**: the device maps to a peak-spec entry (on a CPU: an estimate).
 * **numerics**: one small GEMM per dtype passes the float64 check through
-  the full sweep path (:func:`mfu_sweep.measure.bench.run_task`).
+  the full sweep path (:func:`mfu_sweep.measure.bench.run_task`), in a layout
+  the dtype runs (``nt`` for the fp8 formats).
 * **vs torch Timer**: the tool's median time per call agrees with
   ``torch.utils.benchmark.Timer.blocked_autorange`` on the same callable
   (same thread count on CPU) within ``rel_tol``. Only CPU and CUDA: torch's
@@ -33,7 +34,7 @@ from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, measure
-from mfu_sweep.shapes import Shape
+from mfu_sweep.shapes import Shape, with_layout
 from mfu_sweep.specs import load_chips
 from mfu_sweep.text import counted
 
@@ -82,12 +83,24 @@ def check_spec(backend: TorchBackend, spec_file: str | None = None) -> Check:
 
 
 def default_dtypes(backend: TorchBackend) -> tuple[str, ...]:
+    """One GEMM of each of these goes through the numerical check: on CUDA every dtype a GPU sweep's defaults
+    reach; on the CPU its native ones and the fp8 formats torch runs there (``torch._scaled_mm``)."""
     if backend.name == "cuda":
-        return ("fp32", "tf32", "bf16", "fp16", "fp8")
+        return ("fp32", "tf32", "bf16", "fp16", "fp8", "fp8-rowwise")
+    if backend.device.type == "cpu":
+        return ("fp32", "bf16", "fp8", "fp8-rowwise")
     return ("fp32", "bf16")
 
 
+def numeric_shape(dtype: str, shape: Shape = NUMERIC_SHAPE) -> Shape:
+    """``shape`` in a layout ``dtype`` takes: the fp8 formats run A row-major, B column-major (``nt``) only, and
+    checked in ``nn`` they would only ever say SKIP."""
+    dt = get_dtype(dtype)
+    return shape if dt.runs_layout(shape.layout) else with_layout(shape, dt.layouts[0])
+
+
 def check_numerics(backend: TorchBackend, dtype: str, shape: Shape = NUMERIC_SHAPE) -> Check:
+    shape = numeric_shape(dtype, shape)
     rec = run_task(backend, Task(shape=shape, dtype=dtype, timing=QUICK))
     bound = f"rel_error <= {get_dtype(dtype).rel_tolerance:g}"
     if rec.status == "unsupported":

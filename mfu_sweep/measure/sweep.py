@@ -25,18 +25,20 @@ from typing import Any
 from mfu_sweep import __version__
 from mfu_sweep.dtypes import DTYPES, get_dtype
 from mfu_sweep.filelock import LockError, OutputLock
+from mfu_sweep.journal import resume_problem
 from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
 from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
-from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
+from mfu_sweep.outputs import OutputError, check_name, check_output_file, check_suffix
 from mfu_sweep.results import (
     Record,
     ResultError,
     Sweep,
     finish_record,
     load_sweeps,
+    read_json,
 )
 from mfu_sweep.shapes import (
     DEVICE_MEMORY_FRACTION,
@@ -91,27 +93,32 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
                   align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
     """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
 
-    The square family is added when nothing else is asked for, or when a FLOP
-    range is given; its default range depends on the device (see ``CPU_RANGE``)
-    and ``points`` defaults to ``POINTS_PER_DECADE`` per decade of it.
+    The square family is added when nothing else is asked for, when ``families`` names it
+    (``square``, the family name its records carry), or when a FLOP range is given; its default
+    range depends on the device (see ``CPU_RANGE``) and ``points`` defaults to
+    ``POINTS_PER_DECADE`` per decade of it.
     Duplicates keep their first family.
     """
-    from mfu_sweep.workloads import sweep_shapes
+    from mfu_sweep.workloads import is_square_family, sweep_shapes
 
-    shapes: list[tuple[Shape, str]] = [(parse_shape(s), "custom") for s in shape_specs]
+    first: dict[Shape, str] = {}  # each shape once, with its first family (a million-row file: no list beside it)
+    for spec in shape_specs:
+        first.setdefault(parse_shape(spec), "custom")
     if shape_file:
-        shapes += [(row.shape, row.family or "csv") for row in read_shape_rows(shape_file)]
-    for family in families:
-        shapes += sweep_shapes(family)
-    if not shapes or min_flop is not None or max_flop is not None:
+        for row in read_shape_rows(shape_file):
+            first.setdefault(row.shape, row.family or "csv")
+    square = False
+    for family in families:  # --shapes square: the family its records name, beside the others
+        square = is_square_family(family) or square
+        for s, f in [] if is_square_family(family) else sweep_shapes(family):
+            first.setdefault(s, f)
+    if not first or square or min_flop is not None or max_flop is not None:
         lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
         lo, hi = min_flop or lo, max_flop or hi
         if points is None:
             points = points_for_range(lo, hi, POINTS_PER_DECADE) if hi >= lo else 2
-        shapes += [(s, "square") for s in square_family(lo, hi, points, align)]
-    first: dict[Shape, str] = {}
-    for s, f in shapes:
-        first.setdefault(s, f)
+        for s in square_family(lo, hi, points, align):
+            first.setdefault(s, "square")
     return list(first.items())
 
 
@@ -150,6 +157,9 @@ def sweep_repeats(repeats: int | None, on_cpu: bool, passes: dict[Shape, int], e
 
 class SweepError(RuntimeError):
     """A sweep cannot start or continue; the message says why."""
+
+
+NO_STDOUT = "a sweep checkpoints every record into its file, which --resume continues: give -o FILE.json"
 
 
 @dataclass(frozen=True)
@@ -308,6 +318,9 @@ def _capped(plan: SweepPlan, device: dict[str, Any]) -> tuple[SweepPlan, dict[st
 
 def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
     try:
+        problem = resume_problem(plan.output, read_json(plan.output, fold=False))
+        if problem:
+            raise SweepError(f"cannot resume {str(plan.output)!r}: {problem}")
         (old,) = load_sweeps([plan.output])
     except ValueError as exc:
         if isinstance(exc, ResultError):
@@ -345,11 +358,12 @@ def _check_output(plan: SweepPlan) -> None:
     out = plan.output
     if plan.resume and plan.force:
         raise SweepError("--resume continues a file and --force overwrites it; pass one of them")
-    if plan.resume and not out.exists():
-        raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
     try:
+        check_name(out)
+        if plan.resume and not out.exists():
+            raise SweepError(f"cannot resume {str(out)!r}: no such file; drop --resume to start it")
         check_suffix(out, ".json", "a JSON sweep result")
-        check_output_file(out, force=plan.resume or plan.force,
+        check_output_file(out, force=plan.resume or plan.force, stdout=NO_STDOUT,
                           exists_hint="pass --resume to continue it or --force to overwrite it")
     except OutputError as exc:
         raise SweepError(str(exc)) from None

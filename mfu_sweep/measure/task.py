@@ -23,6 +23,18 @@ TIMER_ENV = "MFU_SWEEP_TIMER"  # --timer: the CUDA timer choice, or profiler (CU
 ON_THROTTLE_ENV = "MFU_SWEEP_ON_THROTTLE"  # --on-throttle: keep, discard or wait (measure.throttle)
 SOAK_ENV = "MFU_SWEEP_SOAK_S"  # --soak: seconds of large-GEMM warm-up after opening the device
 THREADS_ENV = "MFU_SWEEP_THREADS"  # --threads: torch intra-op threads on the CPU
+FAST_ACCUM_ENV = "MFU_SWEEP_FP8_FAST_ACCUM"  # --fp8-fast-accum: on or off (fp8 and fp8-rowwise's use_fast_accum)
+FAST_ACCUM_CHOICES = ("on", "off")
+DEFAULT_FAST_ACCUM = "on"  # what NVIDIA's published Hopper fp8 throughput uses
+
+
+def fast_accum_from_env(raw: str | None = None) -> bool:
+    """The ``--fp8-fast-accum`` a sweep handed its worker (:data:`DEFAULT_FAST_ACCUM` when unset) as a bool;
+    ValueError naming a bad value."""
+    value = (os.environ.get(FAST_ACCUM_ENV) if raw is None else raw) or DEFAULT_FAST_ACCUM
+    if value not in FAST_ACCUM_CHOICES:
+        raise ValueError(f"{FAST_ACCUM_ENV}={value!r} is not one of {', '.join(FAST_ACCUM_CHOICES)}")
+    return value == "on"
 
 
 def check_threads(threads: int) -> int:
@@ -35,7 +47,7 @@ def check_threads(threads: int) -> int:
     return threads
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a million-shape plan holds a task per shape, dtype and mode
 class Task:
     """One unit of work for a worker.
 

@@ -71,6 +71,7 @@ class Measurement:
     elapsed_s: float
     stop_reason: str
     ci_s: tuple[float, float]
+    counted: int | None = None  # what ``measure``'s ``counter`` advanced by over the sample blocks (None: no counter)
 
     @property
     def median_s(self) -> float:
@@ -95,6 +96,35 @@ def host_block_timer(call: Callable[[], object], clock_ns: Callable[[], int] = t
         return (clock_ns() - start) / 1e9
 
     return time_block
+
+
+class CpuTimeBlockTimer:
+    """A block timer reading the CPU time of the thread that makes the calls (``--timer cputime``, CPU only).
+
+    A thread's CPU clock does not advance while the thread waits for a core, so time others take from the
+    cores is not in it: the timer measures through contention that would inflate the host clock. The
+    calling thread is the GEMM's critical path: it runs its share of the parallel region (it is thread 0
+    of the OpenMP team torch's CPU GEMMs run on) and waits at the region's end for the others. The wall
+    time of every block is kept too (``walls_s``), so a record can say how far the two clocks drifted.
+    docs/fidelity.md argues this choice against process CPU time divided by the threads.
+    """
+
+    def __init__(self, call: Callable[[], object], cpu_ns: Callable[[], int] = time.thread_time_ns,
+                 wall_ns: Callable[[], int] = time.perf_counter_ns) -> None:
+        self.call, self.cpu_ns, self.wall_ns = call, cpu_ns, wall_ns
+        self.walls_s: list[tuple[float, int]] = []  # (wall seconds of the block, its calls), in order
+
+    def __call__(self, n: int) -> float:
+        wall, cpu = self.wall_ns(), self.cpu_ns()
+        for _ in range(n):
+            self.call()
+        cpu, wall = self.cpu_ns() - cpu, self.wall_ns() - wall
+        self.walls_s.append((wall / 1e9, n))
+        return cpu / 1e9
+
+    def wall_per_call(self, last: int) -> list[float]:
+        """Wall seconds per call of the last ``last`` blocks (a measurement's samples are its last blocks)."""
+        return [w / n for w, n in self.walls_s[len(self.walls_s) - last:]] if last > 0 else []
 
 
 def host_flush_timer(call: Callable[[], object], flush: Callable[[], object],
@@ -141,8 +171,12 @@ def _find_block_size(time_block: BlockTimer, cfg: TimingConfig, first_s: float) 
 
 
 def measure(time_block: BlockTimer, cfg: TimingConfig = TimingConfig(),
-            wall: Callable[[], float] = time.perf_counter) -> Measurement:
-    """Adaptively time ``time_block``; see the module docstring for the steps."""
+            wall: Callable[[], float] = time.perf_counter, counter: Callable[[], int] | None = None) -> Measurement:
+    """Adaptively time ``time_block``; see the module docstring for the steps.
+
+    ``counter`` (optional) is read before the first sample block and after the last one (never inside a
+    block); ``Measurement.counted`` is how far it advanced, e.g. the page faults of the sampled calls.
+    """
     start = wall()
     first = time_block(1)
     # the first call is never a sample: time a second single call to size the block
@@ -155,6 +189,7 @@ def measure(time_block: BlockTimer, cfg: TimingConfig = TimingConfig(),
     samples: list[float] = []
     ordered: list[float] = []  # kept sorted as samples arrive: a check costs no sort, also at 100,000 samples
     reason = "max_samples"
+    counted_from = counter() if counter is not None else 0
     while len(samples) < cfg.max_samples:
         samples.append(time_block(n) / n)
         insort(ordered, samples[-1])
@@ -165,7 +200,8 @@ def measure(time_block: BlockTimer, cfg: TimingConfig = TimingConfig(),
         if count >= MIN_SAMPLES_FLOOR and wall() - start >= cfg.budget_s + first:
             reason = "budget"
             break
+    counted = counter() - counted_from if counter is not None else None
     return Measurement(
         samples_s=tuple(samples), block_size=n, first_call_s=first, warmup_blocks=runs,
-        elapsed_s=wall() - start, stop_reason=reason, ci_s=median_ci(samples, cfg.confidence),
+        elapsed_s=wall() - start, stop_reason=reason, ci_s=median_ci(samples, cfg.confidence), counted=counted,
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.errors import BackendError
+from mfu_sweep.measure.memory import oom_kills
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
 from mfu_sweep.results import Record
 
@@ -211,9 +212,11 @@ class Worker:
         os.close(fd)
         self.proc = _Proc(popen, path)
         self.start_timeout_s = start_timeout_s
+        self.oom_kills = 0
 
     def request(self, message: dict[str, Any], timeout_s: float | None) -> dict[str, Any]:
         popen = self.proc.popen
+        self.oom_kills = oom_kills()  # a SIGKILL while this count rises is the kernel's OOM killer
         try:
             popen.stdin.write(json.dumps(message) + "\n")  # type: ignore[union-attr]
             popen.stdin.flush()  # type: ignore[union-attr]
@@ -253,7 +256,11 @@ class Worker:
             code = popen.returncode
         how = f"killed by signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit code {code}"
         tail = self.stderr_tail()
-        status = "oom" if code == -signal.SIGKILL and "out of memory" in tail.lower() else "error"
+        killed = code == -signal.SIGKILL
+        kills = oom_kills() - self.oom_kills if killed else 0
+        if kills > 0:
+            how += f" by the kernel's OOM killer (its oom_kill count rose by {kills} while the shape ran)"
+        status = "oom" if killed and (kills > 0 or "out of memory" in tail.lower()) else "error"
         return WorkerDied(status, f"worker {how}" + (f"; stderr tail:\n{tail}" if tail else ""))
 
     def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
@@ -290,7 +297,12 @@ class Worker:
 
 
 class SubprocessRunner:
-    """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task)."""
+    """``--isolate sweep`` (one worker, restarted after a failure) or ``shape`` (one per task).
+
+    ``--soak`` runs in the first worker only: the run's header records it (``environment.soak``), and every
+    later worker of the run (each pass's, a restart's) starts without it, so a three-pass sweep soaks once, not
+    three times.
+    """
 
     def __init__(self, device: str, spec_file: str | None, chip: str | None, per_task: bool = False,
                  env_for_task: Any = None, start_timeout_s: float = 300.0, modes: Sequence[str] = ("eager",)) -> None:
@@ -321,6 +333,7 @@ class SubprocessRunner:
             if error.startswith("BackendError: "):  # the device is absent or unusable: a user's error
                 raise BackendError(error.removeprefix("BackendError: "))
             raise RuntimeError(error)
+        self.args = {**self.args, "soak": False}  # --soak once per run: later workers (passes, restarts) skip it
         return answer
 
     def run(self, task: Task, timeout_s: float | None = None) -> Record:
@@ -343,12 +356,24 @@ class SubprocessRunner:
             self.worker = None
             return blank_record(task, exc.status, str(exc), **_start_fields(started_s))
         record = Record.from_json(answer["record"])
+        if record.status == "error" and poisons_context(record.error):
+            self.close()  # the device context is gone: the next shape gets a fresh worker, not the same error
         return replace(record, extra={**record.extra, **_start_fields(started_s), **_busy_fields(answer)})
 
     def close(self, abandon: bool = False) -> None:
         if self.worker is not None:
             self.worker.close(abandon)
             self.worker = None
+
+
+# Errors after which a CUDA context is unusable: every later kernel in that process fails the same way.
+POISONED = ("device-side assert", "illegal memory access", "unspecified launch failure", "misaligned address")
+
+
+def poisons_context(error: str | None) -> bool:
+    """Whether a shape's error leaves the worker's device context unusable (a device-side assert ...)."""
+    text = (error or "").lower()
+    return any(p in text for p in POISONED)
 
 
 def _start_fields(started_s: float | None) -> dict[str, Any]:
@@ -376,7 +401,8 @@ def _serve() -> None:
         t0 = time.perf_counter()
         try:
             if request["op"] == "hello":
-                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak_seconds(),
+                soak = soak_seconds() if request.get("soak", True) else 0.0
+                backend, info = hello(request["device"], request.get("spec_file"), request.get("chip"), soak,
                                       request.get("modes", ("eager",)), request.get("warm_compile", True))
                 answer: dict[str, Any] = {"hello": info}
             else:

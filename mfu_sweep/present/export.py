@@ -35,7 +35,9 @@ WHATS = ("records", "fits", "crossovers", "bands", "steps")
 UNCERTAINTY_NOTE = ("± is half the 95% interval; values are rounded to its first significant digit "
                     "(two digits when that digit is 1)")
 LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 # under LaTeX's default OT1 font encoding these print as ¡ ¿ — unless spelled as text symbols
+                 "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}"}
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def record_row(sweep: Sweep, rec: Record) -> dict[str, Any]:
         "label": sweep.label, "device": sweep.device.get("name"), "backend": sweep.device.get("backend"),
         "chip": sweep.device.get("chip"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
         "pass": rec.run_pass, "dtype": rec.dtype, "mode": rec.mode, "family": rec.family, "shape": str(rec.shape),
-        "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
+        "layout": rec.shape.layout, "batch": rec.shape.batch, "m": rec.shape.m, "n": rec.shape.n, "k": rec.shape.k,
         "flops": rec.flops, "bytes": rec.bytes, "intensity": rec.intensity, "status": rec.status,
         "n_samples": len(rec.samples_s), "median_s": rec.median_s, "iqr_s": rec.iqr_s,
         "ci_low_s": rec.ci_low_s, "ci_high_s": rec.ci_high_s, "tflops": rec.tflops, "mfu": rec.mfu,
@@ -142,6 +144,10 @@ def fit_rows(fits: Mapping[SeriesKey, RooflineFit]) -> list[dict[str, Any]]:
     return [_flat(fits[k].to_json()) for k in sorted(fits)]
 
 
+# The columns of a crossover row: the header of a CSV without crossovers (a table with no rows, not 0 bytes).
+CROSSOVER_COLUMNS = ("a", "b", "dtype", "mode", "metric", "flops", "low_flops", "high_flops", "from", "to", "method")
+
+
 def crossover_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
     """One row per crossover, with its pair."""
     return [{"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **_crossover_row(x)}
@@ -164,6 +170,8 @@ def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
         for band in c.bands:
             j = band.to_json(c.a, c.b)
             via = j.pop("via") or {}
+            split = j.pop("evidence_split", None) or {}  # one column per number, never a dict in a cell
+            j.update({f"evidence_split_{k}": v for k, v in split.items()})
             out.append({"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **j,
                         "via_low_flops": via.get("low_flops"), "via_high_flops": via.get("high_flops"),
                         "via_p_adjusted": via.get("p_adjusted")})
@@ -206,12 +214,14 @@ def csv_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(dict.fromkeys(k for r in rows for k in r))
 
 
-def to_csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    """Rows as CSV with a header: the union of the rows' keys (:func:`csv_columns`), empty cells for None, text
-    neutralised against formulas (:func:`csv_cell`)."""
+def to_csv(rows: Sequence[Mapping[str, Any]], empty: Sequence[str] = ()) -> str:
+    """Rows as CSV with a header: the union of the rows' keys (:func:`csv_columns`; ``empty`` when there are no
+    rows, so a table without rows still has its header), empty cells for None, text neutralised against
+    formulas (:func:`csv_cell`)."""
     buf = io.StringIO()
-    if rows:
-        writer = csv.DictWriter(buf, fieldnames=[csv_cell(k) for k in csv_columns(rows)], lineterminator="\n",
+    columns = csv_columns(rows) if rows else list(empty)
+    if columns:
+        writer = csv.DictWriter(buf, fieldnames=[csv_cell(k) for k in columns], lineterminator="\n",
                                 restval="")
         writer.writeheader()
         writer.writerows({csv_cell(k): csv_cell(v) for k, v in r.items()} for r in rows)
@@ -370,7 +380,7 @@ def latex_escape(text: str) -> str:
 def _latex_cell(value: str, unc: str | None) -> str:
     if unc is not None:
         return f"${value} \\pm {unc}$"
-    text = latex_escape(value).replace(" -> ", r" $\to$ ").replace("--", "{--}")
+    text = latex_escape(value).replace(r" -\textgreater{} ", r" $\to$ ").replace("--", "{--}")
     return text.replace("²", r"\textsuperscript{2}").replace("µ", r"\textmu{}")
 
 
@@ -454,5 +464,5 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
         comps, skipped = _compared(sweeps, metric, on_skip, **{"use_fit": False, **kw})
         rows, table = (band_rows(comps), None) if fmt == "csv" else ([], _with(bands_table(comps), skipped))
     if table is None:
-        return to_csv(rows)
+        return to_csv(rows, CROSSOVER_COLUMNS if what == "crossovers" else ())
     return to_latex(table) if fmt == "latex" else to_markdown(table)

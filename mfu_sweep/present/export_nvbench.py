@@ -126,7 +126,8 @@ def _mfu_sweep_summaries(records: Sequence[Record], peak: float | None) -> list[
     if peak:
         out.append(_summary("mfu-sweep/mfu", "MFU", "percentage", f"TFLOP/s over the peak ({peak:g} TFLOP/s)",
                             [_named("value", "float64", tflops / peak)]))
-    timing = [_named("timer", "string", head.timer), _named("cache", "string", str(head.extra.get("cache", "unknown"))),
+    cache = str(head.extra.get("cache") or "unknown")
+    timing = [_named("timer", "string", head.timer), _named("cache", "string", cache),
               _named("passes", "int64", len(records))]
     return [*out, _summary("mfu-sweep/timing", "Timing", "timing", "How mfu-sweep measured the samples", timing)]
 

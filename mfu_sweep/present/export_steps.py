@@ -20,8 +20,8 @@ from mfu_sweep.results import Sweep
 
 NO_FAMILY = ("export --what steps needs records of a model family's shapes (mfu-sweep sweep --shapes llm:...); "
              "these files hold none")
-STEPS_NOTE = ("95% intervals in brackets: a bootstrap over the passes; GEMMs only (docs/time-to-steps.md lists what "
-              "is left out)")
+STEPS_NOTE = ("95% intervals in brackets: a bootstrap over the passes; GEMMs only (`mfu-sweep docs "
+              "time-to-steps` lists what is left out)")
 
 
 def _results(sweeps: Sequence[Sweep], seed: int) -> list[StepsResult]:
@@ -57,8 +57,14 @@ def _series_cols(result: StepsResult, t: StepTimes) -> dict[str, Any]:
 
 def steps_rows(sweeps: Sequence[Sweep], seed: int = 0) -> list[dict[str, Any]]:
     """Tidy rows: one per step series and N (one without N for a series that has no time)."""
+    return result_rows(_results(sweeps, seed))
+
+
+def result_rows(results: Sequence[StepsResult]) -> list[dict[str, Any]]:
+    """Tidy rows of time-to-N results (:func:`~mfu_sweep.analysis.steps.time_to_n.predict_steps`): one per step
+    series and N, one without N for a series that has no time."""
     rows = []
-    for result in _results(sweeps, seed):
+    for result in results:
         for t in result.series:
             base = _series_cols(result, t)
             if not t.times:

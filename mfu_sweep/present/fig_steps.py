@@ -2,8 +2,11 @@
 
 Colour is the device, line style the mode (eager solid, compile dashed), markers the cache (filled: cold,
 hollow: warm). Each line's 95% interval is shaded; the N where the leader changes is a vertical line with
-its interval shaded (compile against eager per device, and the crossovers between devices). A series
-that did not finish has no line: the legend names it and why.
+its interval shaded (compile against eager per device, and the crossovers between devices). The lines are
+the measured step where step files are given (``mfu-sweep steps``), else the GEMM sum of a swept model
+family. A series that did not finish has no line: one that ran into a time limit is an upward triangle at
+N = 1 on the limit (its first step took longer), the legend names every one and why, and a panel where
+nothing finished says so in words, never blank.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.draws import Interval
-from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes, predict_steps
-from mfu_sweep.present.report_steps import dense_steps, family_workloads, series_name
+from mfu_sweep.analysis.steps.step_files import StepFile
+from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
+from mfu_sweep.present.report_steps import series_name, state_text, steps_results
 from mfu_sweep.present.theme import (
     ANNOTATION_GREY,
     add_legend,
@@ -55,7 +59,8 @@ def _line(ax: Axes, t: StepTimes, steps: Sequence[int], color: str) -> None:
     style = mode_style(t.key.mode)
     hollow = {"markerfacecolor": "white"} if t.key.cache == "warm" else {}
     decades = [i for i, n in enumerate(steps) if math.log10(n).is_integer()]
-    ax.plot(x, y, color=color, linestyle=style["linestyle"], marker=style["marker"], markevery=decades,
+    dash = ":" if t.key.compile_mode else style["linestyle"]  # a compile mode other than default: dotted
+    ax.plot(x, y, color=color, linestyle=dash, marker=style["marker"], markevery=decades,
             markersize=3.5, label=series_name(t.key), **hollow)
     lows = [iv.low for _, iv in t.times]
     highs = [iv.high for _, iv in t.times]
@@ -65,7 +70,7 @@ def _line(ax: Axes, t: StepTimes, steps: Sequence[int], color: str) -> None:
 
 
 def _marks(result: StepsResult) -> list[tuple[Interval, str]]:
-    out = [(b.n, f"{b.compile.label}: compile") for b in result.break_evens
+    out = [(b.n, f"{b.compile.label}: {b.compile.mode_name}") for b in result.break_evens
            if b.n is not None and math.isfinite(b.n.value) and b.n.value > 0]
     out += [(c.n, f"{c.after.label} {c.after.mode}") for c in result.crossings
             if (c.before.label, c.before.dtype, c.before.cache) != (c.after.label, c.after.dtype, c.after.cache)]
@@ -94,26 +99,44 @@ def plot_time_to_steps(result: StepsResult, *, colors: Mapping[str, str] | None 
     done = [t for t in result.series if t.finished]
     for t in done:
         _line(ax, t, result.steps, colors[t.key.label])
-    if not done:
-        return no_data_panel(ax, f"no series finished the step of {result.family}")
+    limited = [t for t in result.series if not t.finished and t.limit_s]
+    for t in limited:
+        _at_limit(ax, t, colors[t.key.label])
+    if not done and not limited:
+        return no_data_panel(ax, f"{result.family}: no series finished a step\n" + "\n".join(
+            f"{series_name(t.key)}: {t.why}" for t in result.series[:6]))
     top = max(result.steps)
     for n, text in _marks(result):
         _mark(ax, n, text, top)
+    ax.set_xlim(0.8, top * 1.25)
     log_axis(ax, "x")
     time_axis(ax)
     ax.set_xlabel("Steps N")
-    ax.set_ylabel("Time to N steps (GEMMs only)")
-    ax.set_title(f"{result.family} · {result.dtype}", fontsize=7)
+    ax.set_ylabel("Time to N steps" + ("" if result.measured else " (GEMMs only)"))
+    ax.set_title(f"{result.family} · {result.dtype} · {result.step_kind}" + (", measured" if result.measured else ""),
+                 fontsize=7)
     extra = [Line2D([], [], color=colors[t.key.label], linestyle="none", marker="x",
-                    label=f"{series_name(t.key)}: {t.state}") for t in result.series if not t.finished]
+                    label=f"{series_name(t.key)}: {state_text(t)}")
+             for t in result.series if not t.finished and not t.limit_s]
+    if not done:
+        ax.annotate("no series finished: ▲ marks the time limit its first step ran past", (0.02, 0.02),
+                    xycoords="axes fraction", fontsize=6, color=ANNOTATION_GREY)
     add_legend(ax, extra, fontsize=6)
     return ax
 
 
-def figure_results(sweeps: Sequence[Sweep], seed: int = 0) -> list[StepsResult]:
-    """One result per model family and dtype of the sweeps, at many N for the figure (empty without a family)."""
-    out = []
-    for _, dtype, gemms in family_workloads(sweeps):
-        coarse = predict_steps(sweeps, gemms, dtype=dtype, seed=seed)
-        out.append(predict_steps(sweeps, gemms, dtype=dtype, seed=seed, steps=dense_steps(coarse.steps)))
-    return out
+def _at_limit(ax: Axes, t: StepTimes, color: str) -> None:
+    """A series that did not finish within its limit: ▲ at N = 1 on the limit (the first step took longer)."""
+    hollow = {"markerfacecolor": "white"} if t.key.cache == "warm" else {}
+    short = state_text(t) if t.facts is None else t.why.split(": ", 1)[-1]
+    ax.plot([1], [t.limit_s], color=color, linestyle="none", marker="^", markersize=6,
+            label=f"{series_name(t.key)}: {short} (▲ at the limit)", alpha=0.9, zorder=3, **hollow)
+    ax.annotate(f"> {t.limit_s:g} s", (1, t.limit_s), textcoords="offset points", xytext=(5, 3), fontsize=6,
+                color=color)
+
+
+def figure_results(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
+                   exclude: bool = False) -> list[StepsResult]:
+    """One result per measured model (step files) and per model family of the sweeps no step file measured, at
+    many N for the figure (empty without either)."""
+    return steps_results(sweeps, seed, step_files, exclude, dense=True)

@@ -17,6 +17,7 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import replacing
 from mfu_sweep.present import FIGURE_KINDS
@@ -42,6 +43,7 @@ from mfu_sweep.present.theme import (
     SAVE_METADATA,
     SAVE_RC,
     check_metric,
+    series_colors,
     theme,
 )
 from mfu_sweep.present.words import metric_name
@@ -169,13 +171,15 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                  colors: Mapping[str, str] | None = None, fleets: Sequence[Any] | None = None,
                  boards: Sequence[Any] = (), kinds: Collection[str] | None = None,
                  y_scale: str = "auto", choice: FigureChoice | None = None,
-                 metrics: GroupMetrics | None = None) -> dict[str, Figure]:
+                 metrics: GroupMetrics | None = None, step_files: Sequence[StepFile] = (),
+                 exclude: bool = False) -> dict[str, Figure]:
     """Every figure the sweeps support, by file stem, drawn in the house theme.
 
     ``mfu-vs-flops`` (``tflops-vs-flops``) and ``roofline`` (a panel per dtype and mode),
     ``first-call`` (per dtype: time and ratio), ``speedup`` (where a device has
     both modes), ``heatmap-<label>-<dtype>-<mode>-k<k>`` (per measured m × n
-    grid), ``status`` (when any record is not ok), ``time-to-steps`` (when the records hold a model family's
+    grid), ``status`` (when any record is not ok), ``time-to-steps`` (when ``step_files`` are given, the
+    measured step, runs flagged contended left out with ``exclude``; or when the records hold a model family's
     shapes, ``sweep --shapes llm:...``), and a device x FLOP band heatmap
     per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
     in ``boards`` (``leaderboard-<dtype>-<mode>``; none for a leaderboard that is a fleet's own, whose
@@ -200,7 +204,9 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
                              "FILE:OLD=NEW)", "series")
     keys = panel_keys(sweeps)
     of = _metric_of(metric, metrics)
-    if fits is None or comparisons is None or fleets is None:
+    if not sweeps:  # step files alone: the time-to-steps figure
+        fits, comparisons, fleets = fits or {}, comparisons or [], fleets or []
+    elif fits is None or comparisons is None or fleets is None:
         from mfu_sweep.analysis.verdicts.compare import compare_pairs
 
         series = group_series(sweeps)
@@ -248,9 +254,11 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
             fig, (ax,) = _figure(1, 1, height=1.2 + 0.3 * rows, width=DOUBLE_IN)
             plot_status(sweeps, ax=ax)
             figs["status"] = fig
-        steps = figure_results(shown) if "steps" in want else []
+        steps = figure_results(shown, step_files=step_files, exclude=exclude) if "steps" in want else []
         if steps:
-            figs[STEPS_FIGURE] = _panels(shown, lambda ax, r: plot_time_to_steps(r, colors=colors, ax=ax), steps)
+            labels = {t.key.label for r in steps for t in r.series}  # step files may name devices no sweep has
+            tinted = colors if labels <= set(colors) else series_colors(labels | set(colors))
+            figs[STEPS_FIGURE] = _panels(shown, lambda ax, r: plot_time_to_steps(r, colors=tinted, ax=ax), steps)
     mark_incomplete(figs, sweeps)
     return figs
 
@@ -292,8 +300,8 @@ def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupM
     return notes
 
 
-def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collection[str] | None = None
-                 ) -> list[str]:
+def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collection[str] | None = None,
+                 step_files: Sequence[StepFile] = ()) -> list[str]:
     """The file stems :func:`make_figures` gives ``sweeps`` (without leaderboards), found without fitting or
     drawing: ``plot`` checks its output directory for them before any work."""
     check_metric(metric)
@@ -313,7 +321,7 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
                   if (label, dtype, mode) in have]
     if "status" in want and has_failures(sweeps):
         stems.append("status")
-    if "steps" in want and family_workloads(sweeps):
+    if "steps" in want and (step_files or family_workloads(sweeps)):
         stems.append(STEPS_FIGURE)
     return stems
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboa
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_fleets
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
+from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.outputs import staged
@@ -54,7 +55,7 @@ from mfu_sweep.present.report_numbers import (
     summaries_json,
 )
 from mfu_sweep.present.report_numbers import summaries as summarise_all
-from mfu_sweep.present.report_steps import steps_blocks, steps_json
+from mfu_sweep.present.report_steps import steps_blocks, steps_json, steps_only_blocks
 from mfu_sweep.present.report_text import caption, figure_metric, method_blocks
 from mfu_sweep.present.theme import peak_kind
 from mfu_sweep.results import Record, Sweep, write_json_atomic
@@ -100,6 +101,9 @@ class Analysis:
     skipped:
         With ``metric="mfu"``, a note per dtype and mode compared by TFLOP/s for want of a peak, then the peak
         notes of the series (``mfu_sweep.analysis.series.Series.notes``); also the first of ``compare_notes``.
+    step_files, exclude_contended:
+        Step files (``mfu-sweep steps``) whose measured steps the time-to-N section and figure show, and
+        whether their contended runs are left out (:func:`write_report` sets them).
     """
 
     series: Mapping[SeriesKey, Series]
@@ -115,6 +119,8 @@ class Analysis:
     leaderboard_notes: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     metrics: GroupMetrics = field(default_factory=lambda: GroupMetrics("mfu"))
+    step_files: tuple[StepFile, ...] = ()
+    exclude_contended: bool = False
 
     @cached_property
     def summaries(self) -> Mapping[SeriesKey, SeriesSummary]:
@@ -340,6 +346,8 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     which were not drawn for want of values (:func:`~mfu_sweep.present.figures.blank_notes`);
     ``series_labels`` limits the per-series sections to those devices (None: every one).
     """
+    if not sweeps:  # step files alone
+        return steps_only_blocks(analysis.step_files, figures, analysis.exclude_contended)
     labels = sorted({sw.label for sw in sweeps})
     blocks: list[Block] = [
         Heading(1, "mfu-sweep report"),
@@ -357,7 +365,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     blocks += board_blocks(analysis.leaderboards, (), figures, analysis.fleets)
     if analysis.comparisons or not analysis.leaderboards:
         blocks += comparison_blocks(analysis.comparisons, ())
-    blocks += steps_blocks(sweeps)
+    blocks += steps_blocks(sweeps, step_files=analysis.step_files, exclude=analysis.exclude_contended)
     blocks.append(Heading(2, "Figures"))
     if choice_note:
         blocks.append(Para(choice_note))
@@ -374,15 +382,15 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
         blocks.append(Para(f"Detail: {len(linked)} more figures, in figures/ beside this page:"))
         blocks += [ref(stem, embed=False) for stem in shown if stem in linked]
     blocks += _series_blocks(analysis, index, series_labels)
-    blocks += _source_blocks(sweeps)
+    blocks += _source_blocks(sweeps, analysis.step_files)
     blocks += method_blocks(analysis.settings)
     return blocks
 
 
-def _source_blocks(sweeps: Sequence[Sweep]) -> list[Block]:
-    """Where the sweeps come from: one line per file, with the devices it holds."""
+def _source_blocks(sweeps: Sequence[Sweep], step_files: Sequence[StepFile] = ()) -> list[Block]:
+    """Where the sweeps (and step files) come from: one line per file, with the devices it holds."""
     files: dict[str, list[str]] = {}
-    for sw in sweeps:
+    for sw in [*sweeps, *step_files]:
         files.setdefault(sw.source or "data given in code", []).append(sw.label)
     return [Heading(2, "Sources"),
             Bullets(tuple(f"{path}: {', '.join(dict.fromkeys(labels))}" for path, labels in sorted(files.items())))]
@@ -418,7 +426,8 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
 
 def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: Analysis | None = None,
                  metric: str = "mfu", y_scale: str = "auto", detail: bool = False,
-                 progress: Callable[[int, int], None] | None = None) -> list[Path]:
+                 progress: Callable[[int, int], None] | None = None, step_files: Sequence[StepFile] = (),
+                 exclude_contended: bool = False) -> list[Path]:
     """Analyse (unless ``analysis`` is given), draw and write ``index.md``, ``index.html``,
     ``analysis.json`` and ``figures/*.png`` under ``directory``; return the paths written.
 
@@ -426,8 +435,10 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     (every one for a few devices and grids); ``detail`` draws every figure, and the ones beyond
     the choice are linked from the page, not embedded. ``y_scale`` is passed to
     :func:`~mfu_sweep.present.figures.make_figures`; ``progress(done, total)`` counts figures saved.
+    ``step_files`` add their measured steps (without sweeps, the report is their time-to-N section alone).
     """
-    analysis = analysis or analyse(sweeps, metric)
+    analysis = replace(analysis or analyse(sweeps, metric), step_files=tuple(step_files),
+                       exclude_contended=exclude_contended)
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     with staged(out, REPORT_PRODUCTS) as stage:  # an interrupted report leaves the old one (or none), not half
@@ -446,7 +457,8 @@ def _write_products(sweeps: Sequence[Sweep], out: Path, analysis: Analysis, y_sc
     choice = choose_figures(sweeps, analysis.fleets)
     figures = make_figures(sweeps, metric=analysis.metric, fits=analysis.fits, comparisons=analysis.comparisons,
                            fleets=analysis.fleets, boards=analysis.leaderboards, y_scale=y_scale,
-                           choice=None if detail else choice, metrics=analysis.metrics)
+                           choice=None if detail else choice, metrics=analysis.metrics,
+                           step_files=analysis.step_files, exclude=analysis.exclude_contended)
     blank = blank_notes(sweeps, analysis.metric, metrics=analysis.metrics, heatmaps=None if detail else choice.heatmaps)
     linked = set() if not detail else set(figures) - set(make_figure_stems(choice, figures))
     _ = analysis.summaries  # once, here: the JSON's and the text's workers would each compute it again
@@ -467,7 +479,9 @@ def _write_products(sweeps: Sequence[Sweep], out: Path, analysis: Analysis, y_sc
 
 
 def _write_analysis(path: Path, analysis: Analysis, sweeps: Sequence[Sweep]) -> None:
-    write_json_atomic(path, {**analysis_json(analysis), "machine": machine_json(sweeps), "steps": steps_json(sweeps)})
+    write_json_atomic(path, {**analysis_json(analysis), "machine": machine_json(sweeps),
+                             "steps": steps_json(sweeps, step_files=analysis.step_files,
+                                                 exclude=analysis.exclude_contended)})
 
 
 def _figures_done(progress: Callable[[int, int], None] | None, before: int, n: int

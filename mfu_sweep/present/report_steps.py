@@ -1,25 +1,33 @@
 """Time to N steps in the report and on the terminal: tables, sentences and the report's section.
 
 :func:`result_blocks` turns one :class:`~mfu_sweep.analysis.steps.time_to_n.StepsResult` into blocks
-(``predict --steps`` prints the same tables as text). The report gets a section when the sweeps hold a
-model family's shapes (records whose ``family`` is ``llm:...``, as ``sweep --shapes llm:...`` writes
-them): first step, steady step, time to N, break-evens and crossovers; and when they hold both modes of
-other shapes, how many calls until compile pays per shape.
+(``predict --steps`` prints the same tables as text). The report gets a section when it is given step
+files (``mfu-sweep steps``: the measured step, per model, step kind and dtype, with the GEMM sum of the
+sweeps beside it "of which GEMMs") or when the sweeps hold a model family's shapes (records whose ``family``
+is ``llm:...``, as ``sweep --shapes llm:...`` writes them; a family a step file measured is its breakdown,
+never a step time of its own): first step, steady step, time to N, break-evens and crossovers; and when
+the sweeps hold both modes of other shapes, how many calls until compile pays per shape.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
-from mfu_sweep.analysis.steps.costs import StepKey
+from mfu_sweep import __version__
+from mfu_sweep.analysis.steps.costs import DID_NOT_FINISH, StepKey
 from mfu_sweep.analysis.steps.counts import one_two_five
 from mfu_sweep.analysis.steps.crossings import DevicePayoffs
 from mfu_sweep.analysis.steps.draws import Interval
-from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, predict_steps
-from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
+from mfu_sweep.analysis.steps.measured import model_groups, predict_measured
+from mfu_sweep.analysis.steps.runs import RunFacts
+from mfu_sweep.analysis.steps.step_files import StepFile
+from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, StepTimes, predict_steps
+from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.results import Sweep
 from mfu_sweep.shapes import ShapeError
+from mfu_sweep.text import counted
 from mfu_sweep.workloads import NO_PASS, WorkloadGemm, resolve_family
 
 STEPS_FIGURE = "time-to-steps"
@@ -52,32 +60,74 @@ def time_cell(iv: Interval | None) -> str:
     return f"{iv.value / scale:.3g} {name} [{iv.low / scale:.3g}, {iv.high / scale:.3g}]"
 
 
+def _g3(x: float) -> str:
+    """Three significant digits, trailing zeros kept (``1.00``), no bare point (``153``, not ``153.``)."""
+    return f"{x:#.3g}".rstrip(".")
+
+
 def ratio_cell(iv: Interval | None) -> str:
-    """``"55x [48, 61]"``."""
+    """``"55.0x [48.2, 61.0]"``."""
     if iv is None:
         return "-"
     if iv.low is None or iv.high is None:
-        return f"{iv.value:#.3g}x"
-    return f"{iv.value:#.3g}x [{iv.low:#.3g}, {iv.high:#.3g}]"
+        return f"{_g3(iv.value)}x"
+    return f"{_g3(iv.value)}x [{_g3(iv.low)}, {_g3(iv.high)}]"
 
 
 def series_name(key: StepKey) -> str:
-    """``"h100 compile (cold)"``: the label, mode and cache, without the dtype the section names."""
-    return f"{key.label} {key.mode}" + (f" ({key.cache})" if key.cache else "")
+    """``"h100 compile (cold)"``, ``"h100 compile max-autotune (warm)"``: the label, mode and cache, without the
+    dtype the section names."""
+    return f"{key.label} {key.mode_name}" + (f" ({key.cache})" if key.cache else "")
+
+
+def percent_cell(iv: Interval | None) -> str:
+    """``"62% [55, 70]"``."""
+    if iv is None:
+        return "-"
+    digits = 0 if iv.value >= 0.1 else 1
+    if iv.low is None or iv.high is None:
+        return f"{iv.value:.{digits}%}"
+    return f"{iv.value:.{digits}%} [{100 * iv.low:.{digits}f}, {100 * iv.high:.{digits}f}]"
+
+
+def breakdown_cell(facts: RunFacts | None) -> str:
+    """The first step as compile + the rest (means over the finished runs), where the runs record compile times."""
+    if facts is None or facts.compile_s is None:
+        return "-"
+    if facts.rest_s is None:  # the stack's parts overlap: show them, never a negative rest
+        return "compile parts overlap: " + ", ".join(f"{k.removesuffix('_s')} {duration(v)}"
+                                                     for k, v in facts.compile_parts)
+    return f"{duration(facts.compile_s)} compile + {duration(facts.rest_s)}"
 
 
 def series_table(result: StepsResult) -> Table:
-    """One row per step series: passes, first step, steady step, first/steady; or why it has none."""
+    """One row per step series: passes (runs of a measured step), first step, steady step, first/steady, and a
+    measured first step's compile share; or why it has none."""
+    level = f"{1 - result.alpha:.0%}"
+    header = ("series", "runs" if result.measured else "passes", f"first step [{level}]", f"steady step [{level}]",
+              "first / steady")
     rows = []
     for t in result.series:
+        count = f"{t.facts.finished} of {t.facts.runs}" if t.facts is not None else str(t.passes or "-")
+        extra = (breakdown_cell(t.facts),) if result.measured else ()
         if t.finished:
-            rows.append((series_name(t.key), str(t.passes), time_cell(t.first), time_cell(t.steady),
-                         ratio_cell(t.ratio)))
+            rows.append((series_name(t.key), count, time_cell(t.first), time_cell(t.steady), ratio_cell(t.ratio),
+                         *extra))
         else:
-            rows.append((series_name(t.key), str(t.passes or "-"), t.why, "", ""))
+            rows.append((series_name(t.key), count, t.why, "", "", *("",) * len(extra)))
+    return Table(header + (("first step: compile + rest",) if result.measured else ()), tuple(rows))
+
+
+def of_which_table(result: StepsResult) -> Table:
+    """A measured step beside the GEMM sum of its device: the GEMMs' share of the steady step, and the profiler's."""
     level = f"{1 - result.alpha:.0%}"
-    return Table(("series", "passes", f"first step [{level}]", f"steady step [{level}]", "first / steady"),
-                 tuple(rows))
+    rows = []
+    for o in result.of_which:
+        rows.append((series_name(o.key), time_cell(o.measured_steady), time_cell(o.gemm_steady),
+                     percent_cell(o.share), "-" if o.profiler_share is None else f"{o.profiler_share:.0%}",
+                     time_cell(o.gemm_first), o.note))
+    return Table(("series", f"measured steady step [{level}]", f"GEMM sum [{level}]", f"of which GEMMs [{level}]",
+                  "GEMM share (profiler)", "GEMMs' first calls", "note"), tuple(rows))
 
 
 def times_table(result: StepsResult) -> Table:
@@ -85,9 +135,14 @@ def times_table(result: StepsResult) -> Table:
     cols = list(result.series)
     rows = []
     for i, n in enumerate(result.steps):
-        cells = [time_cell(t.times[i][1]) if t.finished else t.state for t in cols]
+        cells = [time_cell(t.times[i][1]) if t.finished else state_text(t) for t in cols]
         rows.append((f"{n:,}", *cells))
     return Table(("N steps", *(series_name(t.key) for t in cols)), tuple(rows))
+
+
+def state_text(t: StepTimes) -> str:
+    """A series without times in a cell: a measured one whose runs all failed is ``not finished``."""
+    return "not finished" if t.facts is not None and t.state == DID_NOT_FINISH else t.state
 
 
 def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
@@ -100,9 +155,15 @@ def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
                   "calls until compile pays [95%]"), tuple(rows))
 
 
+def result_title(result: StepsResult) -> str:
+    """``llm:... · fp32 · train step, measured`` (a GEMM sum says ``GEMMs only``)."""
+    return (f"{result.family} · {result.dtype} · {result.step_kind} step, "
+            f"{'measured' if result.measured else 'GEMMs only'}")
+
+
 def result_blocks(result: StepsResult, level: int = 3) -> list[Block]:
     """The tables and sentences of one result, under a heading of the given level."""
-    blocks: list[Block] = [Heading(level, f"{result.family} · {result.dtype}"), series_table(result)]
+    blocks: list[Block] = [Heading(level, result_title(result)), series_table(result)]
     if len(result.series) <= MAX_COLUMNS:
         blocks += [Para("Time to N steps (first step + (N − 1) steady steps):"), times_table(result)]
     else:
@@ -116,6 +177,9 @@ def result_blocks(result: StepsResult, level: int = 3) -> list[Block]:
     if result.crossings:
         blocks += [Para("Where the leader changes in N (every pair of series that finished):"),
                    Bullets(tuple(c.sentence() for c in result.crossings))]
+    if result.of_which and result.gemm_sum is not None:
+        blocks += [Para(f"Of which GEMMs: the GEMM sum of {result.gemm_sum.family} from the sweeps, beside the "
+                        "measured step (its breakdown, not the step time):"), of_which_table(result)]
     for p in result.payoffs:
         blocks += [Para(f"Per shape, {p.compile.label} {p.compile.dtype}"
                         f"{f' ({p.compile.cache} cache)' if p.compile.cache else ''}: calls until compile pays"),
@@ -127,6 +191,16 @@ METHOD_NOTE = (
     "First step = the first call of every distinct GEMM + the other calls at their steady time; steady step = "
     "Σ calls × time per call (means over passes); time to N = first step + (N − 1) steady steps. Intervals: a "
     "bootstrap over the passes (t-scaled normal weights per pass, shared by every shape of a pass). GEMMs only.")
+MEASURED_NOTE = (
+    "Measured: each run a fresh process timing the model's whole step; first step = step 1 (compile included), "
+    "steady step = the run's median after warm-up; the values are means over the runs that finished, time to N "
+    "= first step + (N − 1) steady steps. Intervals: Student's t over the runs (mean ± t·s/√R).")
+
+
+def method_note(result: StepsResult) -> str:
+    """How the numbers of ``result`` were made, with the interval level, draws and seed."""
+    how = MEASURED_NOTE if result.measured else METHOD_NOTE
+    return f"{how} {1 - result.alpha:.0%} intervals, {result.n_boot} draws, seed {result.seed}."
 
 
 # --------------------------------------------------------------------------- the report's section
@@ -164,31 +238,67 @@ def swept_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, list[str], list[
             for d, labels in both.items()]
 
 
-def steps_results(sweeps: Sequence[Sweep], seed: int = 0) -> list[StepsResult]:
-    """The time-to-N result of every model family and dtype in the sweeps."""
-    return [predict_steps(sweeps, gemms, dtype=dtype, seed=seed) for _, dtype, gemms in family_workloads(sweeps)]
+def _measured_families(step_files: Sequence[StepFile]) -> set[tuple[str, str]]:
+    """(GEMM family, dtype) of every step file's model, as the sweeps' records name it."""
+    out = set()
+    for f in step_files:
+        if f.model.gemm_family:
+            try:
+                out.add((resolve_family(f.model.gemm_family)[0].family, f.dtype))
+            except ShapeError:
+                out.add((f.model.gemm_family, f.dtype))
+    return out
 
 
-def steps_json(sweeps: Sequence[Sweep], seed: int = 0) -> list[dict[str, Any]]:
-    """What analysis.json carries under ``steps``: one versioned object per model family and dtype."""
-    return [r.to_json() for r in steps_results(sweeps, seed)]
+def steps_results(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
+                  exclude: bool = False, dense: bool = False) -> list[StepsResult]:
+    """The time-to-N result of every model, step kind and dtype of the step files (measured, with the sweeps'
+    GEMM sum beside), then of every model family and dtype of the sweeps that no step file measured.
 
-
-def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0) -> list[Block]:
-    """The report's "Time to N steps" section (none when the sweeps hold no family and no mode pair).
-
-    With a model family's shapes: :func:`result_blocks` per family and dtype (the figure is
-    ``time-to-steps`` among the report's figures); else, per device with both modes, the calls until
-    compile pays per swept shape.
+    ``exclude`` leaves out contended runs (the sweeps come selected); ``dense``: many N, for a figure.
     """
-    results = steps_results(sweeps, seed)
+    makers: list[Callable[[Iterable[int] | None], StepsResult]] = [
+        partial(lambda group, steps: predict_measured(group, sweeps, steps=steps, seed=seed, exclude=exclude), g)
+        for g in model_groups(step_files)]
+    measured = _measured_families(step_files)
+    makers += [partial(lambda gemms, dtype, steps: predict_steps(sweeps, gemms, dtype=dtype, seed=seed, steps=steps),
+                       gemms, dtype)
+               for _, dtype, gemms in family_workloads(sweeps) if (gemms[0].family, dtype) not in measured]
+    results = [make(None) for make in makers]
+    if dense:
+        results = [make(dense_steps(r.steps)) for make, r in zip(makers, results, strict=True)]
+    return results
+
+
+def steps_json(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
+               exclude: bool = False) -> list[dict[str, Any]]:
+    """What analysis.json carries under ``steps``: one versioned object per model (or family) and dtype."""
+    return [r.to_json() for r in steps_results(sweeps, seed, step_files, exclude)]
+
+
+def steps_section(results: Sequence[StepsResult]) -> list[Block]:
+    """The "Time to N steps" section of results: :func:`result_blocks` each, how they were made, what is left out."""
+    how = [MEASURED_NOTE if r.measured else METHOD_NOTE for r in results]
+    blocks: list[Block] = [Heading(2, "Time to N steps"),
+                           Para("The question: for an ablation of N steps, which device and mode finishes first? "
+                                + " ".join(dict.fromkeys(how)) + " Figure: time-to-steps, below.")]
+    for r in results:
+        blocks += result_blocks(r)
+    if any(not r.measured for r in results):
+        blocks += [Para("Not included in a GEMM sum:"), Bullets(STEPS_LEFT_OUT)]
+    return blocks
+
+
+def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
+                 exclude: bool = False) -> list[Block]:
+    """The report's "Time to N steps" section (none when there is no step file, no family and no mode pair).
+
+    With step files or a model family's shapes: :func:`steps_section` (the figure is ``time-to-steps`` among
+    the report's figures); else, per device with both modes, the calls until compile pays per swept shape.
+    """
+    results = steps_results(sweeps, seed, step_files, exclude)
     if results:
-        blocks: list[Block] = [Heading(2, "Time to N steps"),
-                               Para("The question: for an ablation of N steps, which device and mode finishes first? "
-                                    + METHOD_NOTE + " Figure: time-to-steps, below.")]
-        for r in results:
-            blocks += result_blocks(r)
-        return [*blocks, Para("Not included:"), Bullets(STEPS_LEFT_OUT)]
+        return steps_section(results)
     blocks = []
     for dtype, labels, gemms in swept_workloads(sweeps):
         shown = set(labels[:MAX_PAYOFF_DEVICES])
@@ -203,6 +313,22 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0) -> list[Block]:
     return [Heading(2, "Where compile pays, first call included"),
             Para("Per shape, the calls until its compiled form, first call included, has cost less than eager "
                  "(for time to N steps of a model, sweep its shapes: sweep --shapes llm:...)."), *blocks]
+
+
+def steps_only_blocks(step_files: Sequence[StepFile], figures: Sequence[str], exclude: bool = False) -> list[Block]:
+    """The report of step files alone: the time-to-N section, its figure and the files it read."""
+    from mfu_sweep.present.report_text import caption  # here: its theme imports matplotlib, which export avoids
+
+    labels = sorted({f.label for f in step_files})
+    blocks: list[Block] = [Heading(1, "mfu-sweep report"),
+                           Para(f"{counted(len(step_files), 'step file')} of {counted(len(labels), 'device')} "
+                                f"(under Sources, below). Written by mfu-sweep {__version__}.")]
+    if any(f.synthetic for f in step_files):
+        blocks.append(Para("SYNTHETIC DATA: some step files were generated, not measured.", css="warn"))
+    blocks += steps_section(steps_results((), step_files=step_files, exclude=exclude))
+    blocks += [Heading(2, "Figures"), *(FigureRef(stem, caption(stem, "mfu")) for stem in figures)]
+    return [*blocks, Heading(2, "Sources"),
+            Bullets(tuple(f"{f.source or 'data given in code'}: {f.label}" for f in step_files))]
 
 
 def dense_steps(steps: Sequence[int], points: int = 60) -> tuple[int, ...]:

@@ -34,10 +34,12 @@ FIGURE_CAPTIONS = {
         "Status of every record by GEMM size: failures (timeout, oom, mismatch, error) stand out against grey "
         "ok dots."),
     "time-to-steps": (
-        "Time to N steps against N (log-log), GEMMs only: one line per device, mode (eager solid, compile "
-        "dashed) and compile cache (markers filled: cold, hollow: warm), its 95% interval shaded; dotted "
-        "vertical lines: where the leader changes (compile against eager, and between devices), interval "
-        "shaded. A series that did not finish (a shape timed out or failed) has no line; the legend says so."),
+        "Time to N steps against N (log-log): the measured step where step files are given (95% interval over "
+        "the runs), else the GEMM sum of a swept model family (GEMMs only, interval over the passes); one line "
+        "per device, mode (eager solid, compile dashed) and compile cache (markers filled: cold, hollow: warm), "
+        "its interval shaded; dotted vertical lines: where the leader changes (compile against eager, and "
+        "between devices), interval shaded. A series that did not finish has no line: ▲ at N = 1 marks the time "
+        "limit its first step ran past, and the legend says why."),
     "heatmap": (
         "{metric} over the m × n grid at fixed k; grey cells failed (T/O timeout, OOM out of memory, ERR error, "
         "n/a unsupported)."),

@@ -224,10 +224,12 @@ def load_chips(extra: str | Path | None = None) -> dict[str, ChipSpec]:
     """The shipped table, with entries from ``extra`` (a TOML file) added or replacing by id."""
     chips = parse_chips(CHIPS_FILE.read_text(), origin=CHIPS_FILE.name)
     if extra is not None:
+        from mfu_sweep.inputs import InputError, read_limited
+
         path = Path(extra)
-        try:
-            text = path.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # within the input limit; a FIFO or a device is refused, never read
+            text = read_limited(path).decode("utf-8")
+        except (InputError, UnicodeDecodeError) as exc:
             raise SpecError(f"spec file {str(path)!r}: cannot read ({exc})") from None
         chips.update(parse_chips(text, origin=f"spec file {str(path)!r}"))
     return chips

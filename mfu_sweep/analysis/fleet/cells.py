@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp
+from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp, t_ppf, t_sf
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
 from mfu_sweep.analysis.verdicts.margin import lead_words, log_margin
 
@@ -119,7 +118,7 @@ class Run:
 def lead_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
     """Two-sided p of a difference beyond ``+-delta`` (log scale): ``2 P(T > (|est| - delta) / se)``, at most 1."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.minimum(1.0, 2 * student_t.sf((np.abs(est) - delta) / se, dof))
+        return np.minimum(1.0, 2 * t_sf((np.abs(est) - delta) / se, dof))
 
 
 def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np.ndarray:
@@ -127,7 +126,7 @@ def same_p(est: np.ndarray, se: np.ndarray, dof: np.ndarray, delta: float) -> np
     if delta <= 0:
         return np.ones(np.shape(est))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return student_t.sf((delta - np.abs(est)) / se, dof)
+        return t_sf((delta - np.abs(est)) / se, dof)
 
 
 def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float, inside: np.ndarray,
@@ -142,42 +141,78 @@ def calls(est: np.ndarray, p_lead: np.ndarray, p_same: np.ndarray, alpha: float,
     return verdict, words
 
 
-def _band_rows(ev: _Evidence, skip: int | None) -> list[tuple[str, int, float, float, float, int]]:
-    """(label, band, mean log ratio, its se, dof, measured shapes) for every device and band it measured in."""
-    rows = []
-    tested = ev.tested
-    for d, label in enumerate(ev.grid.labels):
-        if d == skip:
+def _band_means(tested: np.ndarray, band_of: np.ndarray, n_bands: int) -> tuple[np.ndarray, np.ndarray]:
+    """(mean, count) of every device's non-NaN values in every band: (devices, bands) each, NaN / 0 where none.
+
+    The shapes are sorted by FLOPs, so a band is a slice of columns; a device that measured the whole slice
+    is averaged with its neighbours in one ``mean`` along the row (the sum one row's own ``mean`` makes), one
+    with gaps on its own."""
+    n_dev = tested.shape[0]
+    mean, count = np.full((n_dev, n_bands), np.nan), np.zeros((n_dev, n_bands), dtype=int)
+    for b in range(n_bands):
+        cols = np.flatnonzero(band_of == b)
+        if not len(cols):
             continue
-        for b in range(len(ev.bands)):
-            x = tested[d, ev.band_of == b]
-            x = x[~np.isnan(x)]
-            if len(x):
-                rows.append((label, b, float(np.mean(x)), math.sqrt(ev.var[d] / len(x)), float(ev.dof[d]), len(x)))
-    return rows
+        block = tested[:, cols[0]:cols[-1] + 1] if cols[-1] - cols[0] + 1 == len(cols) else tested[:, cols]
+        ok = ~np.isnan(block)
+        count[:, b] = ok.sum(axis=1)
+        whole = np.flatnonzero(count[:, b] == len(cols))
+        if len(whole):
+            mean[whole, b] = np.mean(block[whole], axis=1)
+        for d in np.flatnonzero((count[:, b] > 0) & (count[:, b] < len(cols))):
+            mean[d, b] = np.mean(block[d][ok[d]])
+    return mean, count
+
+
+def _band_rows(ev: _Evidence, skip: int | None) -> tuple[list[tuple[str, int, int]], np.ndarray, np.ndarray,
+                                                          np.ndarray]:
+    """For every device and band it measured in (device by device, bands in order): (label, band, measured
+    shapes), and the mean log ratio, its standard error and degrees of freedom, as arrays."""
+    mean, count = _band_means(ev.tested, ev.band_of, len(ev.bands))
+    has = count > 0
+    if skip is not None:
+        has[skip] = False
+    dev, band = np.nonzero(has)
+    n = count[dev, band]
+    labels = ev.grid.labels
+    rows = [(labels[d], b, k) for d, b, k in zip(dev.tolist(), band.tolist(), n.tolist(), strict=True)]
+    return rows, mean[dev, band], np.sqrt(ev.var[dev] / n), ev.dof[dev].astype(float)
 
 
 def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0.0,
                 metric: str = "tflops") -> list[BandCell]:
-    rows = _band_rows(ev, skip)
+    rows, est, se, dof = _band_rows(ev, skip)
     if not rows:
         return []
     delta = log_margin(margin)
-    est, se, dof = (np.array([r[i] for r in rows]) for i in (2, 3, 4))
     p = lead_p(est, se, dof, delta)
     adj, adj_same = holm(p), holm(same_p(est, se, dof, delta))
-    half = student_t.ppf(1 - alpha / 2, dof) * se
+    half = t_ppf(1 - alpha / 2, dof) * se
     verdict, words = calls(est, adj, adj_same, alpha, np.abs(est) + half < delta, metric)
-    return [BandCell(label, b, math.exp(e), math.exp(e - h), _exp(e + h), float(pv), float(pa), int(v), n, w,
-                     float(ps))
-            for (label, b, e, _, _, n), h, pv, pa, v, w, ps in zip(rows, half, p, adj, verdict, words, adj_same,
-                                                                     strict=True)]
+    return [_cell((label, b, math.exp(e), math.exp(e - h), _exp(e + h), pv, pa, v, n, w, ps))
+            for (label, b, n), e, h, pv, pa, v, w, ps in zip(rows, est.tolist(), half.tolist(), p.tolist(),
+                                                             adj.tolist(), verdict.tolist(), words,
+                                                             adj_same.tolist(), strict=True)]
+
+
+_CELL_FIELDS = tuple(f.name for f in fields(BandCell))
+
+
+def _cell(values: tuple[Any, ...]) -> BandCell:
+    """``BandCell(*values)`` without the frozen dataclass's ``__init__`` (one ``object.__setattr__`` per field,
+    for a quarter of a million cells in a pod's leaderboards); the same object."""
+    cell = object.__new__(BandCell)
+    cell.__dict__.update(zip(_CELL_FIELDS, values, strict=True))
+    return cell
 
 
 def _boards(cells: Sequence[BandCell], bands: Sequence[Band]) -> tuple[BandBoard, ...]:
     out = []
+    by_band: dict[int, list[BandCell]] = {}
+    for c in cells:
+        by_band.setdefault(c.band, []).append(c)
     for b, band in enumerate(bands):
-        here = sorted((c for c in cells if c.band == b), key=lambda c: (-c.ratio, c.label))
+        here = sorted(by_band.get(b, ()), key=lambda c: (-c.ratio, c.label))
         if not here:
             continue
         ahead = tuple((c.label, c.ratio) for c in here if c.verdict > 0)
@@ -224,8 +259,8 @@ def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, margin: f
     adj[valid] = holm(p[valid])
     verdict = np.where(valid & (adj < alpha), np.sign(np.nan_to_num(med)), 0).astype(int)
     out = []
-    for d, label in enumerate(ev.grid.labels):
-        cols = np.flatnonzero(valid[d])
+    for d in np.flatnonzero(verdict.any(axis=1)):  # a device without one significant FLOP count has no run
+        label, cols = ev.grid.labels[d], np.flatnonzero(valid[d])
         kept = apply_min_run(verdict[d, cols], min_run, levels[cols])
         for start, stop in runs_of(kept):
             if kept[start] == 0:

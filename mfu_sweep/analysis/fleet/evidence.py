@@ -34,23 +34,21 @@ This module never imports matplotlib or torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.stats import t as student_t
+from scipy.special import stdtr, stdtrit
 
 from mfu_sweep.analysis.series import Series
-from mfu_sweep.analysis.verdicts.matching import ShapeModel
-from mfu_sweep.stats import median_ci_indices
+from mfu_sweep.analysis.sources.medians import shape_table
 from mfu_sweep.text import format_flops
 
 LN_TERA = 12 * math.log(10)
 METRICS = ("mfu", "tflops")
 MAD_TO_SIGMA = 1.4826
 MAD_EFFICIENCY = 0.37  # asymptotic efficiency of the MAD against the sd, normal noise: its effective df share
-Z95 = 1.959964
 # Standard error of a median relative to that of one value, for normal noise.
 MEDIAN_SE = math.sqrt(math.pi / 2)
 REST = "rest"
@@ -95,41 +93,20 @@ class Profile:
     se: np.ndarray
 
 
-def _log_median_se(samples: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Log median per shape and its standard error from the distribution-free 95% interval of the median.
-
-    The interval's half-width in log time over 1.96 (0 for a single sample);
-    no resampling, so it costs one sort per shape.
-    """
-    med = np.empty(len(samples))
-    se = np.zeros(len(samples))
-    sizes = np.array([len(s) for s in samples])
-    for size in np.unique(sizes):
-        rows = np.flatnonzero(sizes == size)
-        logs = np.sort(np.log(np.stack([samples[i] for i in rows])), axis=1)
-        mid = logs[:, size // 2] if size % 2 else 0.5 * (logs[:, size // 2 - 1] + logs[:, size // 2])
-        med[rows] = mid
-        if size > 1:
-            lo, hi = median_ci_indices(int(size))
-            se[rows] = (logs[:, hi] - logs[:, lo]) / (2 * Z95)
-    return med, se
-
-
 def profile(series: Series, metric: str = "mfu") -> Profile:
-    """The per-shape log metric of ``series`` (samples of one shape pooled) with the standard errors of the medians."""
+    """The per-shape log metric of ``series`` (samples of one shape pooled) with the standard errors of the medians.
+
+    A series read from file digests carries its :class:`~mfu_sweep.analysis.sources.medians.ShapeTable`
+    (``Series.table``); otherwise the table is computed from its records, the same way."""
     if metric not in METRICS:
         raise LeaderboardError(f"metric={metric!r} must be one of {', '.join(METRICS)}")
     if metric == "mfu" and series.peak_tflops is None:
         raise LeaderboardError(f"series {series.key} has no peak for {series.dtype}, so its MFU is undefined; "
                                "use --metric tflops")
-    pooled: dict[str, tuple[float, list[float]]] = {}
-    for rec in series.records:
-        pooled.setdefault(str(rec.shape), (rec.flops, []))[1].extend(rec.samples_s)
-    names = sorted(pooled, key=lambda n: (pooled[n][0], n))
-    flops = np.array([pooled[n][0] for n in names])
-    log_t, se = _log_median_se([np.asarray(pooled[n][1], float) for n in names])
+    table = series.table if series.table is not None else shape_table(series.records)
     shift = math.log(series.peak_tflops) if metric == "mfu" else 0.0  # type: ignore[arg-type]
-    return Profile(series.label, tuple(names), flops, np.log(flops) - log_t - LN_TERA - shift, se)
+    return Profile(series.label, table.names, table.flops, np.log(table.flops) - table.log_s - LN_TERA - shift,
+                   table.se)
 
 
 # -- alignment on one grid of shapes -------------------------------------------------------------------
@@ -154,8 +131,12 @@ def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.
     from the smooth surface) beside the estimate's, as ``compare``'s model-based points do, and the medians' own
     errors."""
     values, se = np.full(len(shapes), np.nan), np.full(len(shapes), np.nan)
+    if not len(shapes):  # the device measured every shape of the grid (a fleet of one grid): nothing to predict
+        return values, se
+    from mfu_sweep.analysis.verdicts.matching import ShapeModel  # here: it brings the pairwise verdicts along
+
     model = ShapeModel.of(p.shapes, p.log_metric[None, :])
-    if not model.names or not len(shapes):
+    if not model.names:
         return values, se
     own_var = dict(zip(p.shapes, (p.se**2).tolist(), strict=True))
     low, high = float(p.flops.min()), float(p.flops.max())
@@ -171,6 +152,11 @@ def _read_off(p: Profile, shapes: Sequence[str], flops: np.ndarray) -> tuple[np.
 
 def align(profiles: Sequence[Profile]) -> Grid:
     """Put ``profiles`` on the union of their shapes, ordered by FLOPs."""
+    if profiles and all(p.shapes == profiles[0].shapes for p in profiles):  # one grid (a fleet): stack it
+        values = np.stack([p.log_metric for p in profiles]) if profiles[0].shapes else np.empty((len(profiles), 0))
+        se = np.stack([p.se for p in profiles]) if profiles[0].shapes else np.empty((len(profiles), 0))
+        return Grid(tuple(p.label for p in profiles), profiles[0].shapes, profiles[0].flops.copy(), values, se,
+                    np.zeros(values.shape, dtype=bool))
     where: dict[str, float] = {}
     for p in profiles:
         where.update(zip(p.shapes, p.flops.tolist(), strict=True))
@@ -236,23 +222,41 @@ def flop_bands(flops: np.ndarray, per_decade: int = 1) -> tuple[tuple[Band, ...]
     return bands, index
 
 
+def _row_medians(values: np.ndarray) -> np.ndarray:
+    """Per row, the median of its non-NaN values (NaN for a row without any), rows of equal counts at once."""
+    out = np.full(values.shape[0], np.nan)
+    if not values.size:
+        return out
+    count = np.sum(~np.isnan(values), axis=1)
+    ordered = np.sort(values, axis=1)  # NaN last
+    for k in np.unique(count[count > 0]):
+        rows = np.flatnonzero(count == k)
+        out[rows] = np.median(ordered[rows, :k], axis=1)
+    return out
+
+
 def _noise(log_ratio: np.ndarray, median_var: np.ndarray, band: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per device: the per-shape noise variance and its degrees of freedom (see the module docstring)."""
+    """Per device: the per-shape noise variance and its degrees of freedom (see the module docstring).
+
+    Every device at once: band counts and sums by one ``bincount`` over (device, band) cells (each device's
+    values summed in shape order, as one device's own would be), the medians row by row."""
     n_dev = log_ratio.shape[0]
-    own, dof = np.full(n_dev, np.nan), np.zeros(n_dev)
-    for d in range(n_dev):
-        ok = ~np.isnan(log_ratio[d])
-        if not ok.any():
-            continue
-        b, x = band[ok], log_ratio[d, ok]
-        counts = np.bincount(b)
-        means = np.bincount(b, x) / np.maximum(counts, 1)
-        k = counts[b]
-        keep = k > 1
-        dof[d] = float(np.sum(counts[counts > 1] - 1))
-        if dof[d] >= 1:
-            resid = (x - means[b])[keep] * np.sqrt(k[keep] / (k[keep] - 1))
-            own[d] = (MAD_TO_SIGMA * float(np.median(np.abs(resid - np.median(resid))))) ** 2
+    n_bands = int(band.max()) + 1 if band.size else 0
+    ok = ~np.isnan(log_ratio)
+    cell = band[None, :] + n_bands * np.arange(n_dev)[:, None]
+    counts = np.bincount(cell[ok], minlength=n_dev * n_bands).reshape(n_dev, n_bands)
+    sums = np.bincount(cell[ok], log_ratio[ok], minlength=n_dev * n_bands).reshape(n_dev, n_bands)
+    means = sums / np.maximum(counts, 1)
+    k = np.take_along_axis(counts, np.broadcast_to(band, log_ratio.shape), axis=1)
+    dof = np.sum(np.where(counts > 1, counts - 1, 0), axis=1).astype(float)
+    keep = ok & (k > 1) & (dof >= 1)[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = (log_ratio - np.take_along_axis(means, np.broadcast_to(band, log_ratio.shape), axis=1)) \
+            * np.sqrt(k / (k - 1))
+    resid = np.where(keep, scaled, np.nan)
+    centre = _row_medians(resid)
+    spread = MAD_TO_SIGMA * _row_medians(np.abs(resid - centre[:, None]))
+    own = np.array([x**2 for x in spread.tolist()])  # Python's float power, as one device's own (numpy squares)
     pooled = float(np.nanmedian(own)) if np.isfinite(own).any() else 0.0
     seen = ~np.isnan(log_ratio) & ~np.isnan(median_var)
     floor = np.where(seen, median_var, 0.0).sum(axis=1) / np.maximum(seen.sum(axis=1), 1)  # 0 with no shape
@@ -303,6 +307,20 @@ def _evidence(grid: Grid, reference: str, per_decade: int) -> _Evidence:
     return _Evidence(grid, log_ratio, var, dof, bands, band_of)
 
 
+def t_sf(x: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t survival function, as ``scipy.stats.t.sf`` gives it for these arguments (the same special
+    function: ``stdtr(df, -x)``; NaN where ``df`` is not positive or ``x`` is NaN), without importing
+    scipy.stats (half a second of a gate's start)."""
+    x, df = np.broadcast_arrays(np.asarray(x, float), np.asarray(df, float))
+    return np.where(df > 0, stdtr(df, -x), np.nan)
+
+
+def t_ppf(q: np.ndarray, df: np.ndarray) -> np.ndarray:
+    """Student's t quantile for ``0 < q < 1``, as ``scipy.stats.t.ppf`` gives it (``stdtrit(df, q)``)."""
+    q, df = np.broadcast_arrays(np.asarray(q, float), np.asarray(df, float))
+    return np.where(df > 0, stdtrit(df, q), np.nan)
+
+
 def _exp(x: float) -> float:
     """``exp(x)``, infinite where it overflows (an interval from a t quantile of very few degrees of freedom)."""
     return math.exp(x) if x < 709.0 else math.inf
@@ -310,7 +328,40 @@ def _exp(x: float) -> float:
 
 def _p(est: np.ndarray, se: np.ndarray, dof: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
-        return 2 * student_t.sf(np.abs(est) / se, dof)
+        return 2 * t_sf(np.abs(est) / se, dof)
+
+
+class EvidenceMap(Mapping[str, tuple[ShapeEvidence, ...]]):
+    """Each ranked device's :func:`shape_evidence`, built when first asked for (a fleet of 8,192 devices holds
+    a third of a million of them, and the gate reads none), and each device's worst shape without them."""
+
+    def __init__(self, ev: _Evidence, skip: int | None) -> None:
+        self._ev, self._p = ev, shape_p_values(ev)
+        self._row = {lbl: d for d, lbl in enumerate(ev.grid.labels) if d != skip}
+        self._made: dict[str, tuple[ShapeEvidence, ...]] = {}
+        self._worst: np.ndarray | None = None
+
+    def __getitem__(self, label: str) -> tuple[ShapeEvidence, ...]:
+        if label not in self._made:
+            self._made[label] = shape_evidence(self._ev, self._row[label], self._p)
+        return self._made[label]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._row)
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def worst(self, label: str) -> ShapeEvidence:
+        """The device's shape of the lowest log ratio (the first in FLOP order on a tie), as
+        ``min(self[label], key=log_ratio)`` finds it."""
+        if self._worst is None:  # every device's at once: the first lowest, NaN never
+            self._worst = np.where(np.isnan(self._ev.log_ratio), np.inf, self._ev.log_ratio).argmin(axis=1)
+        d = self._row[label]
+        s = int(self._worst[d])
+        g = self._ev.grid
+        return ShapeEvidence(float(g.flops[s]), g.shapes[s], float(self._ev.log_ratio[d, s]),
+                             math.sqrt(self._ev.var[d]), float(self._p[d, s]), bool(g.interpolated[d, s]))
 
 
 def shape_evidence(ev: _Evidence, d: int, p: np.ndarray | None = None) -> tuple[ShapeEvidence, ...]:

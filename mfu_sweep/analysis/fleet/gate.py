@@ -14,12 +14,13 @@ Cost is linear in devices; nothing here recomputes a statistic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.fleet.leaderboard import REST, Leaderboard
-from mfu_sweep.analysis.fleet.view import FleetView
+from mfu_sweep.analysis.fleet.leaderboard import REST, Leaderboard, leaderboards
+from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
+from mfu_sweep.analysis.series import Series, SeriesKey, with_peak
 from mfu_sweep.analysis.verdicts.margin import margin_words
 
 FAIL_ON = ("slower", "ambiguous")
@@ -131,3 +132,28 @@ def gate(fleets: Sequence[FleetView], boards: Sequence[Leaderboard], fail_on: st
     metrics = {b.metric for b in every}
     return Gate(fail_on, max(b.margin for b in every), checked, len(every), tuple(ordered),
                 metrics.pop() if len(metrics) == 1 else "mixed")
+
+
+def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline: str | None = None,
+                      boards_too: bool = True, skipped: list[str] | None = None, **kw: Any
+                      ) -> tuple[list[FleetView], list[Leaderboard], list[str]]:
+    """Fleet views of the replicate runs in ``series``, and (when ``boards_too``) the leaderboards against the rest
+    or ``baseline``, with their notes: what :func:`gate` judges (``compare --fail-on`` and ``mfu_sweep.api.gate``).
+
+    With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each (the
+    baseline is kept, so that its lack of a peak stays an error). Keyword arguments (``alpha``, ``min_run``,
+    ``margin``) go to :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
+    :func:`~mfu_sweep.analysis.fleet.view.replicate_fleets`.
+    """
+    from mfu_sweep.allocator import paused_gc
+
+    boards: list[Leaderboard] = []
+    notes: list[str] = []
+    with paused_gc():  # many devices: millions of small objects that the collector would walk again and again
+        if boards_too:
+            ranked = series
+            if skipped is not None:
+                ranked, left_out = with_peak(series, metric, keep=baseline)
+                skipped += left_out
+            boards, notes = leaderboards(ranked, metric, reference=baseline or REST, **kw)
+        return replicate_fleets(series, boards=boards, **kw), boards, notes

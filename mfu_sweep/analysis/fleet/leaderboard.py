@@ -13,6 +13,7 @@ This module never imports matplotlib or torch.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -28,8 +29,8 @@ from mfu_sweep.analysis.fleet.evidence import (
     MEDIAN_SE,
     METRICS,
     REST,
-    Z95,
     Band,
+    EvidenceMap,
     Grid,
     LeaderboardError,
     Profile,
@@ -40,9 +41,9 @@ from mfu_sweep.analysis.fleet.evidence import (
     profile,
     rest_median,
     shape_evidence,
-    shape_p_values,
 )
 from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.sources.medians import Z95
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, lead_words, margin_words
 from mfu_sweep.text import counted
 
@@ -213,10 +214,13 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
     cells = _band_cells(ev, alpha, skip, margin, metric)
-    p_values = shape_p_values(ev)
     tested = ev.tested  # over the shapes each device measured (its predicted values are not its results)
-    overall = {lbl: math.exp(float(np.nanmean(tested[d]))) for d, lbl in enumerate(grid.labels)
-               if d != skip and np.isfinite(tested[d]).any()}
+    measured = np.isfinite(tested).any(axis=1)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row of NaN (left out below)
+        means = np.nanmean(tested, axis=1) if tested.size else np.full(len(grid.labels), np.nan)
+    overall = {lbl: math.exp(m) for d, (lbl, m) in enumerate(zip(grid.labels, means.tolist(), strict=True))
+               if d != skip and measured[d]}
     notes = [f"{lbl} is left out: no shape where both it and {who} have a value (measured, or predicted by the "
              "local model inside the span of measured shapes)" for d, lbl in enumerate(grid.labels)
              if d != skip and lbl not in overall]
@@ -231,7 +235,7 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
         dtype=series[0].dtype, mode=series[0].mode, metric=metric, reference=reference, alpha=alpha,
         min_run=min_run, labels=grid.labels, bands=ev.bands, cells=tuple(cells), boards=_boards(cells, ev.bands),
         runs=tuple(_runs(ev, alpha, min_run, skip, margin)), overall=overall,
-        evidence={lbl: shape_evidence(ev, d, p_values) for d, lbl in enumerate(grid.labels) if d != skip},
+        evidence=EvidenceMap(ev, skip),
         notes=tuple(notes), margin=margin,
     )
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mfu_sweep.analysis.fleet.cells import lead_words
+from mfu_sweep.analysis.fleet.evidence import EvidenceMap
 from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
@@ -162,8 +163,8 @@ class FleetView:
 
 
 def _health(board: Leaderboard, label: str) -> DeviceHealth:
-    ev = board.evidence[label]
-    worst = min(ev, key=lambda e: e.log_ratio)
+    ev = board.evidence
+    worst = ev.worst(label) if isinstance(ev, EvidenceMap) else min(ev[label], key=lambda e: e.log_ratio)
     cells = board.cells_of.get(label, ())
     bands = tuple((board.bands[c.band], c.ratio) for c in cells if c.verdict < 0)
     return DeviceHealth(label, board.overall[label], worst.ratio, worst.shape, bands,

@@ -110,11 +110,21 @@ class RefinePlan:
         return [c.high_flops / c.low_flops for comp in self.comparisons for c in comp.crossovers
                 if c.method != "fit"]
 
+    def _still_ambiguous(self) -> str:
+        """What "settled" leaves ambiguous (the largest ambiguous share of a pair), said rather than hidden."""
+        shares = [s.share_ambiguous for c in self.comparisons if (s := c.lead_summary()) is not None]
+        worst = max(shares, default=0.0)
+        if worst < 0.005:
+            return ""
+        return (f"; still ambiguous over up to {worst:.0%} of a pair's shared range, where the data lean neither "
+                "way: no shape is proposed there")
+
     def sentence(self) -> str:
         look = (f"look {self.look.index} of {self.look.looks} (verdicts at alpha {self.look.alpha_look:.3g}, "
                 f"{self.look.spent:.3g} of {self.look.alpha:g} spent)")
         if self.status == "settled":
-            return f"settled at {look}: every crossover is narrower than x{self.target:g} and nothing leans open"
+            return (f"settled at {look}: every crossover is narrower than x{self.target:g} and nothing leans open"
+                    + self._still_ambiguous())
         if self.status == "looks-spent":
             stay = "stays" if len(self.regions) == 1 else "stay"
             return f"{look}: the planned looks are used up; {counted(len(self.regions), 'region')} {stay} open"
@@ -325,16 +335,10 @@ def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
 
 
 def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] = ()) -> None:
-    """Write :func:`shape_file_text` atomically."""
-    import os
-    import tempfile
+    """Write :func:`shape_file_text` atomically (``-``: to standard output)."""
+    from mfu_sweep.results import write_text_atomic
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(shape_file_text(plan, header))
-    os.replace(tmp, path)
+    write_text_atomic(path, shape_file_text(plan, header))
 
 
 

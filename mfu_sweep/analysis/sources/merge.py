@@ -166,9 +166,11 @@ def merge_sweeps(sweeps: Iterable[Sweep], relabel: Sequence[Relabel] = ()) -> Me
     return MergeResult(sweeps=tuple(out), notes=tuple(notes + dup_notes + _host_notes(out)))
 
 
-def read_versioned(paths: Sequence[str | Path]) -> list[tuple[str, Any]]:
-    """Read every file and refuse a mix of schema versions (before parsing any of them)."""
-    docs = [(str(p), read_json(p)) for p in paths]
+def read_versioned(paths: Sequence[str | Path],
+                   on_invalid: Callable[[str], None] | None = None) -> list[tuple[str, Any]]:
+    """Read every file and refuse a mix of schema versions (before parsing any of them); ``on_invalid``: damaged
+    journal lines are skipped with a note (:func:`mfu_sweep.results.read_json`)."""
+    docs = [(str(p), read_json(p, on_invalid)) for p in paths]
     versions: dict[Any, str] = {}
     for path, data in docs:
         version = data.get("schema_version") if isinstance(data, dict) else None
@@ -187,7 +189,7 @@ def merge_files(paths: Sequence[str | Path], relabel: Sequence[Relabel] = (),
     if not paths:
         raise ResultError("no result files given")
     sweeps: list[Sweep] = []
-    for path, data in read_versioned(paths):
+    for path, data in read_versioned(paths, on_invalid):
         sweeps.extend(parse_document(data, source=path, validate=True, on_invalid=on_invalid))
     result = merge_sweeps(sweeps, relabel)
     screen(result.document, "merged output")  # the schema and the checks of meaning, before it is written

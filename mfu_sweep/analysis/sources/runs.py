@@ -11,7 +11,7 @@ mix silently.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -123,17 +123,24 @@ def check_pooling(sweeps: Iterable[Sweep]) -> None:
         raise SeriesError(problems[0])
 
 
-def label_collisions(sweeps: Iterable[Sweep]) -> list[str]:
+def _record_modes(sweep: Sweep) -> Iterable[tuple[str, str]]:
+    return dict.fromkeys((r.dtype, r.mode) for r in sweep.records)
+
+
+def label_collisions(sweeps: Iterable[Sweep],
+                     modes_of: Callable[[Sweep], Iterable[tuple[str, str]]] = _record_modes) -> list[str]:
     """A hint per series (label, dtype, mode) whose records come from several files of different runs: how to
     compare those runs instead of pooling them. Files of one label that hold different dtypes or modes are
-    separate series, not pooled, and get no hint; nor do the pieces of one sharded sweep."""
+    separate series, not pooled, and get no hint; nor do the pieces of one sharded sweep.
+
+    ``modes_of``: a sweep's distinct (dtype, mode) in record order (what its records hold, by default)."""
     hints = []
     for label, group in _runs_by_label(sweeps).items():
         if any(s.settings.get("shard") for s in group):
             continue
         by_series: dict[tuple[str, str], list[Sweep]] = {}
         for s in group:
-            for key in dict.fromkeys((r.dtype, r.mode) for r in s.records):
+            for key in modes_of(s):
                 by_series.setdefault(key, []).append(s)
         for (dtype, mode), held in by_series.items():
             files = list(dict.fromkeys(_file_of(s) for s in held if s.source))

@@ -1,16 +1,23 @@
-"""Time to N steps: what a model step costs the first time and every time after, and when compile pays.
+"""A model step's time: its GEMM sum, the measured step, time to N steps, and when compile pays.
 
 The seed's question for a researcher: for an ablation of N steps, which device and which mode finishes
-first? Each part answers one piece, bottom to top:
+first? Two sources answer it with one machinery: step files (``mfu-sweep steps``: the real step measured
+in fresh processes) and sweeps of the step's GEMMs (their sum, the step's breakdown). Bottom to top:
 
+- ``gemm_sum``: a step's GEMM time from sweeps (``predict`` without ``--steps``), and which GEMMs an
+  inference step runs (``step_gemms``).
 - ``counts``: which step counts N to show (``--steps 1,10,100`` or ``1-10000``).
 - ``costs``: what every distinct GEMM of the step costs on one series (label, dtype, mode, compile cache),
   pass by pass: the steady time per call and the first call; which shapes failed and which are missing.
-- ``draws``: the interval machinery, a bootstrap over the passes.
-- ``timeline``: first step, steady step and time to N steps per series (the entry point,
-  :func:`~mfu_sweep.analysis.steps.timeline.predict_steps`).
+- ``step_files`` and ``runs``: a step file read, and its runs as series (finished or not, and why).
+- ``draws``: the interval machinery, t-scaled weights per pass (GEMM sum) or per run (measured step).
 - ``crossings``: where the leader changes in N (per device compile against eager, per pair of series) and,
   per shape, after how many calls compile pays.
+- ``time_to_n``: first step, steady step and time to N steps per series, from either source (the GEMM sum's
+  entry point, :func:`~mfu_sweep.analysis.steps.time_to_n.predict_steps`).
+- ``measured``: the measured step's entry point, :func:`~mfu_sweep.analysis.steps.measured.predict_measured`,
+  with the GEMM sum beside it "of which GEMMs".
 
-Imports only the ground of ``analysis/`` and ``predict`` (what a GEMM-only prediction leaves out); torch-free.
+Imports only the ground of ``analysis/`` and ``fits/`` (a roofline fit stands in for unmeasured shapes of a
+GEMM sum); torch-free.
 """

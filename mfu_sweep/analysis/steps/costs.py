@@ -34,18 +34,26 @@ def cache_of(sweep: Sweep) -> str:
 
 @dataclass(frozen=True, order=True)
 class StepKey:
-    """What identifies a step series: device label, dtype, mode and compile cache (``""``: not recorded)."""
+    """What identifies a step series: device label, dtype, mode, compile cache (``""``: not recorded) and
+    compile mode (``""``: default or not recorded; a measured step's ``max-autotune`` is a series apart)."""
 
     label: str
     dtype: str
     mode: str
     cache: str = ""
+    compile_mode: str = ""
+
+    @property
+    def mode_name(self) -> str:
+        """``compile``, ``compile max-autotune``, ``eager``, ``lazy``."""
+        return f"{self.mode} {self.compile_mode}" if self.compile_mode else self.mode
 
     def __str__(self) -> str:
-        return f"{self.label} {self.dtype} {self.mode}" + (f", {self.cache} cache" if self.cache else "")
+        return f"{self.label} {self.dtype} {self.mode_name}" + (f", {self.cache} cache" if self.cache else "")
 
-    def to_json(self) -> dict[str, str]:
-        return {"label": self.label, "dtype": self.dtype, "mode": self.mode, "compile_cache": self.cache or None}
+    def to_json(self) -> dict[str, str | None]:
+        return {"label": self.label, "dtype": self.dtype, "mode": self.mode, "compile_cache": self.cache or None,
+                "compile_mode": self.compile_mode or None}
 
 
 @dataclass(frozen=True)

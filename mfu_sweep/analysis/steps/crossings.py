@@ -113,17 +113,18 @@ class BreakEven:
         return f"{self.compile.label} {self.compile.dtype}{cache}"
 
     def sentence(self, most_steps: int | None = None) -> str:
-        """One line: from which N compile finishes first, never, or why there is no answer."""
+        """One line: from which N compile (or lazy) finishes first, never, or why there is no answer."""
+        what = self.compile.mode_name
         if self.n is None:
             return f"{self.device}: {self.note}"
         if not math.isfinite(self.n.value):
-            return (f"{self.device}: compile never finishes first: its steady step "
+            return (f"{self.device}: {what} never finishes first: its steady step "
                     f"({_s(self.compile_step_s)}) is not faster than eager's ({_s(self.eager_step_s)}) "
                     f"{interval_text(self.n, IV)}")
         n = first_n(self.n.value)
         beyond = f", beyond the N asked (at most {most_steps})" if most_steps and n and n > most_steps else ""
         start = "from the first step" if n == 1 else f"from N = {n_text(self.n.value)} steps"
-        return f"{self.device}: compile finishes first {start} {interval_text(self.n, IV)}{beyond}"
+        return f"{self.device}: {what} finishes first {start} {interval_text(self.n, IV)}{beyond}"
 
     def to_json(self) -> dict[str, object]:
         never = self.n is not None and not math.isfinite(self.n.value)
@@ -139,12 +140,15 @@ def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g} s"
 
 
+GRAPH_MODES = ("compile", "lazy")  # modes whose first step compiles: each has a break-even against eager
+
+
 def mode_pairs(keys: Sequence[StepKey]) -> list[tuple[StepKey, StepKey]]:
-    """(eager, compile) per compile series: the eager series of its label, dtype and cache, else the one
+    """(eager, compile) per compile (or lazy) series: the eager series of its label, dtype and cache, else the one
     eager series of its label and dtype (eager compiles nothing, so its cache hardly matters)."""
     eager = [k for k in keys if k.mode == "eager"]
     out = []
-    for c in (k for k in keys if k.mode == "compile"):
+    for c in (k for k in keys if k.mode in GRAPH_MODES):
         same = [e for e in eager if (e.label, e.dtype, e.cache) == (c.label, c.dtype, c.cache)]
         other = [e for e in eager if (e.label, e.dtype) == (c.label, c.dtype)]
         if same or len(other) == 1:

@@ -143,7 +143,9 @@ class ShapeDraws:
                         self.steady_draws[:, i], self.spread)
 
 
-def _shape_draws(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def mean_draws(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Draws of the mean of ``values`` (one per pass or run) under ``weights`` (``(n_boot, len(values))``,
+    from :func:`pass_weights`): Student's t with ``len(values) - 1`` degrees of freedom about the mean."""
     mean = values.mean()
     if len(values) < 2:
         return np.full(weights.shape[0], mean)
@@ -164,7 +166,7 @@ def draw_costs(costs: SeriesCosts, n_boot: int = DEFAULT_N_BOOT, seed: int = 0) 
         x = np.array([p.steady_s for p in shape.passes])
         f = np.array([p.first_s for p in shape.passes])
         steady[i], first[i] = x.mean(), f.mean()
-        steady_draws[:, i], first_draws[:, i] = _shape_draws(x, w), _shape_draws(f, w)
+        steady_draws[:, i], first_draws[:, i] = mean_draws(x, w), mean_draws(f, w)
     return ShapeDraws(shapes=tuple(s.shape for s in costs.shapes),
                       calls=np.array([s.calls for s in costs.shapes], dtype=float), steady=steady, first=first,
                       steady_draws=steady_draws, first_draws=first_draws,

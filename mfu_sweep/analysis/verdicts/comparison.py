@@ -328,6 +328,14 @@ class Comparison:
         return {"text": self.summary(), **numbers}
 
 
+def interval_words(j: Mapping[str, Any]) -> str:
+    """A band's or run's printed interval from its ``to_json``: ``"[0.8889, 0.9855] (98.8% Holm-adjusted)"`` (four
+    digits: a 2% margin is read at the third; the level never rounds up to 100%)."""
+    level = f"{j['interval_level'] * 100:.3g}%"
+    level = f"{j['interval_level'] * 100:.4g}%" if level == "100%" and j["interval_level"] < 1 else level
+    return f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({level} Holm-adjusted)"
+
+
 def metric_name(metric: str) -> str:
     return "MFU" if metric == "mfu" else "TFLOP/s"
 

@@ -20,6 +20,8 @@ import torch
 from mfu_sweep.dtypes import DType
 from mfu_sweep.measure.backends.operands import Inputs, Unsupported, gemm_call, make_inputs_for
 from mfu_sweep.measure.energy import EnergyReader
+from mfu_sweep.measure.memory import Free
+from mfu_sweep.measure.task import fast_accum_from_env
 from mfu_sweep.measure.throttle import Probe
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
 from mfu_sweep.shapes import Shape
@@ -31,7 +33,7 @@ GemmFn = Callable[[int], torch.Tensor]
 # What the row- and block-scaled formats need, said when a device refuses one.
 _MX_GPUS = "NVIDIA compute capability 10.x (B200, B300) or AMD gfx950 (MI355X)"
 SCALED_NEEDS = {
-    "fp8-rowwise": "torch._scaled_mm with row-wise scales (the CPU, NVIDIA compute capability >= 9.0, AMD gfx94x+)",
+    "fp8-rowwise": "torch._scaled_mm with row-wise scales (the CPU, NVIDIA compute capability >= 8.9, AMD gfx94x+)",
     "mxfp8": f"torch.nn.functional.scaled_mm on block-scaled tensor cores: {_MX_GPUS}",
     "mxfp4": f"torch.nn.functional.scaled_mm on block-scaled tensor cores: {_MX_GPUS}",
     "nvfp4": "torch.nn.functional.scaled_mm on block-scaled tensor cores: NVIDIA compute capability 10.x (B200, B300)",
@@ -89,9 +91,12 @@ class TorchBackend:
     timer = "auto"  # --timer; "profiler" switches every backend that has the profiler to it
     compile_backend = "inductor"
 
+    draws_on_device = False  # operands drawn by a generator on the device (CUDA) rather than the host
+
     def __init__(self, index: int = 0) -> None:
         self.index = index
         self.device = torch.device(self.name, index)
+        self.fp8_fast_accum = fast_accum_from_env()
 
     # ----- description -------------------------------------------------
     def describe(self) -> DeviceInfo:
@@ -166,17 +171,29 @@ class TorchBackend:
     def make_inputs(self, shape: Shape, dtype: DType, sets: int, seed: int) -> Inputs:
         """Seeded standard-normal operands (never zeros) in the shape's layout, quantized for the scaled formats,
         and preallocated outputs, written once (their pages are faulted in here, never inside a timed call)."""
-        return make_inputs_for(shape, dtype, self.torch_dtype(dtype), sets, seed, self.device, self.swizzle_scales())
+        return make_inputs_for(shape, dtype, self.torch_dtype(dtype), sets, seed, self.device,
+                               self.scale_layout(dtype), self.draws_on_device)
 
-    def swizzle_scales(self) -> bool:
-        """Whether block scales go to the GEMM in cuBLAS's tiled layout (NVIDIA) rather than row-major."""
-        return False
+    def scale_layout(self, dtype: DType) -> str:
+        """The layout block scales of ``dtype`` go to the GEMM in (``none``: row-major; ``32x4x4``: cuBLAS's tiled
+        layout, NVIDIA; ``32x8``: hipBLASLt's pre-swizzled one, gfx950): a key of ``scaled.SCALE_LAYOUTS``."""
+        return "none"
+
+    def scales_json(self, dtype: DType) -> dict[str, Any]:
+        """The record's ``scales`` block of a scaled ``dtype``: how the operands carry scales, the block scales'
+        layout on this device, and, for the fp8 formats, whether the GEMM accumulated fast."""
+        out: dict[str, Any] = dict(dtype.scaling_json())
+        if dtype.block:
+            layout = self.scale_layout(dtype)
+            out.update(swizzled=layout != "none", layout=layout)
+        return out
 
     def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Inputs,
                 compile_mode: str | None = None) -> GemmFn:
         """The callable that is timed: one GEMM on input set ``i`` (eager: into a fixed buffer where the op has
         ``out=``; compile: the allocating op, which inductor compiles without a copy into that buffer)."""
-        op, args = gemm_call(shape, dtype, inputs, self.swizzle_scales(), in_place=mode != "compile")
+        op, args = gemm_call(shape, dtype, inputs, self.scale_layout(dtype), in_place=mode != "compile",
+                             fast_accum=self.fp8_fast_accum)
         if mode == "compile":
             op = torch.compile(op, backend=self.compile_backend, mode=compile_mode, dynamic=False, fullgraph=True)
         return lambda i: op(*args[i])
@@ -252,5 +269,9 @@ class TorchBackend:
         return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
 
     def memory_bytes(self) -> int | None:
+        return None
+
+    def free_memory(self) -> Free | None:
+        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.memory`); None: unknown, no check."""
         return None
 

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from mfu_sweep.dtypes import DType
 from mfu_sweep.errors import BackendError
 from mfu_sweep.fingerprint import cpu_fingerprint, read_meminfo_gib
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
+from mfu_sweep.measure.memory import Free, host_free
 from mfu_sweep.measure.task import THREADS_ENV, TIMER_ENV, check_threads
+from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer
+from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, load_cpuinfo, machine_tag
 
-CPU_TIMERS = ("auto", "profiler")  # auto: the host clock
+CPU_TIMERS = ("auto", "profiler", "cputime")  # auto: the host clock; cputime: the calling thread's CPU time
+CPUTIME_TIMER = "thread-cputime"  # the record's timer under --timer cputime
 MATMUL_FLAGS = frozenset({"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "amx_fp16", "avx512_fp16"})
 
 
@@ -59,6 +65,20 @@ class CpuBackend(TorchBackend):
         if self.timer not in CPU_TIMERS:
             raise BackendError(f"{TIMER_ENV}={self.timer!r}: the CPU times with {' or '.join(CPU_TIMERS)}")
 
+    def block_timer(self, call: Callable[[], object], shape: Shape | None = None, dtype: DType | None = None,
+                    mode: str = "eager") -> tuple[BlockTimer, str]:
+        """``--timer cputime``: the calling thread's CPU time (:class:`~mfu_sweep.measure.timing.CpuTimeBlockTimer`)
+        for GEMMs; else the shared choice (host clock, or the profiler)."""
+        if shape is not None and self.timer == "cputime":
+            return CpuTimeBlockTimer(call), CPUTIME_TIMER
+        return super().block_timer(call, shape, dtype, mode)
+
+    def environment(self) -> dict[str, Any]:
+        """The shared block, with ``omp_wait_policy`` where the worker's environment sets it (``--timer cputime``
+        sets PASSIVE: how GEMM threads wait for each other changes what the CPU time holds)."""
+        policy = os.environ.get("OMP_WAIT_POLICY")
+        return {**super().environment(), **({"omp_wait_policy": policy} if policy else {})}
+
     def describe(self) -> DeviceInfo:
         info = load_cpuinfo()
         threads = torch.get_num_threads()
@@ -78,3 +98,6 @@ class CpuBackend(TorchBackend):
 
     def rotation_bytes(self) -> int:
         return 2 * (last_level_cache_bytes() or 32 * 2**20)
+
+    def free_memory(self) -> Free | None:
+        return host_free()  # MemAvailable and the cgroup's room, the smaller

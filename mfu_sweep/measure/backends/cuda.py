@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
@@ -38,6 +39,9 @@ from mfu_sweep.measure.backends.cuda_telemetry import (
     torch_reader,
 )
 from mfu_sweep.measure.backends.generic import event_flush_timer
+from mfu_sweep.measure.backends.scaled import rocm_32x8_swizzler
+from mfu_sweep.measure.layouts import grouped_problem
+from mfu_sweep.measure.memory import Free
 from mfu_sweep.measure.task import TIMER_ENV
 from mfu_sweep.measure.timing import BlockTimer
 from mfu_sweep.shapes import Shape
@@ -106,8 +110,9 @@ def fp8_dtype_name(is_hip: bool, arch: str | None) -> str:
 
 
 # The row- and block-scaled formats: the NVIDIA compute capabilities (lowest, below) and AMD targets that run them.
+# fp8-rowwise runs from sm_89 (Ada): torch's _scaled_mm takes row-wise scales there through a CUTLASS kernel.
 SCALED_GPUS: dict[str, tuple[tuple[int, int], tuple[int, int], tuple[str, ...]]] = {
-    "fp8-rowwise": ((9, 0), (99, 0), ("gfx94", "gfx95")),
+    "fp8-rowwise": ((8, 9), (99, 0), ("gfx94", "gfx95")),
     "mxfp8": ((10, 0), (11, 0), ("gfx95",)),
     "mxfp4": ((10, 0), (11, 0), ("gfx95",)),
     "nvfp4": ((10, 0), (11, 0), ()),
@@ -151,7 +156,28 @@ def unsupported_reason(dtype: str, capability: tuple[int, int], is_hip: bool, ar
     return None
 
 
-# ----- telemetry readers ----------------------------------------------------
+# hipBLASLt reads gfx950's MX block scales pre-swizzled in 32 x 8 tiles from these ROCm versions on.
+ROCM_32X8 = {"mxfp4": (7, 13), "mxfp8": (7, 14)}
+
+
+def rocm_version(hip: str | None) -> tuple[int, int] | None:
+    """(major, minor) of a ``torch.version.hip`` string such as ``7.14.60000-abc``; None when unreadable."""
+    match = re.match(r"(\d+)\.(\d+)", hip or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def rocm_scale_layout(dtype: str, hip: str | None, torch_has_32x8: bool) -> str:
+    """The block-scale layout of ``dtype`` on gfx950: ``32x8`` where ROCm (:data:`ROCM_32X8`) and the torch build
+    (``SwizzleType.SWIZZLE_32_8`` and its builder) both have it, else ``none`` (row-major, which hipBLASLt also
+    takes)."""
+    version, since = rocm_version(hip), ROCM_32X8.get(dtype)
+    return "32x8" if torch_has_32x8 and since and version and version >= since else "none"
+
+
+def grouped_fast_path(capability: tuple[int, int], is_hip: bool, dtype: str) -> bool:
+    """Whether ``torch._grouped_mm`` runs its CUTLASS kernel here (bf16 on NVIDIA compute capability 9.x or 10.x),
+    whose device-side asserts check the group sizes (:func:`~mfu_sweep.measure.layouts.grouped_problem`)."""
+    return not is_hip and capability[0] in (9, 10) and dtype == "bf16"
 
 
 # ----- timers ---------------------------------------------------------------
@@ -172,42 +198,52 @@ def event_block_timer(call: Callable[[], object], device: torch.device) -> Block
     return time_block
 
 
-def graph_block_timer(call: Callable[[], object], device: torch.device, calls_per_graph: int) -> BlockTimer:
-    """Replays of a CUDA graph holding ``calls_per_graph`` calls, timed with events.
+class GraphBlockTimer:
+    """Replays of a CUDA graph holding ``calls_per_graph`` calls, timed with events (a block timer).
 
-    The first invocation runs one eager call (so the record's first call
-    still contains first-use costs), warms up on a side stream and captures.
-    A block of ``n`` calls replays ``ceil(n / calls_per_graph)`` graphs and
-    returns the time scaled to ``n`` calls.
+    The first invocation runs its ``n`` calls eagerly (so the record's first call still contains first-use
+    costs), then warms up on a side stream and captures. A later block of ``n`` calls replays
+    ``ceil(n / calls_per_graph)`` graphs and returns the time scaled to ``n`` calls; ``last_calls`` says how many
+    calls it really ran (:data:`mfu_sweep.measure.energy.RAN_ATTR`: the energy meter counts those).
     """
-    events = event_block_timer(call, device)
-    state: dict[str, Any] = {}
 
-    def capture() -> torch.cuda.CUDAGraph:
-        side = torch.cuda.Stream(device)
-        side.wait_stream(torch.cuda.current_stream(device))
+    def __init__(self, call: Callable[[], object], device: torch.device, calls_per_graph: int) -> None:
+        self.call = call
+        self.device = device
+        self.calls_per_graph = calls_per_graph
+        self.events = event_block_timer(call, device)
+        self.graph: Any = None
+        self.last_calls = 0
+
+    def capture(self) -> Any:
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(side):
             for _ in range(3):
-                call()
-        torch.cuda.current_stream(device).wait_stream(side)
+                self.call()
+        torch.cuda.current_stream(self.device).wait_stream(side)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
-            for _ in range(calls_per_graph):
-                call()
-        torch.cuda.synchronize(device)
+            for _ in range(self.calls_per_graph):
+                self.call()
+        torch.cuda.synchronize(self.device)
         return graph
 
-    def time_block(n: int) -> float:
-        if "graph" not in state:
-            first = events(n)
-            state["graph"] = capture()
+    def __call__(self, n: int) -> float:
+        if self.graph is None:
+            first = self.events(n)
+            self.last_calls = n
+            self.graph = self.capture()
             return first
-        graph = state["graph"]
-        replays = math.ceil(n / calls_per_graph)
-        elapsed = _time_replays(graph, replays, device)
-        return elapsed * n / (replays * calls_per_graph)
+        replays = math.ceil(n / self.calls_per_graph)
+        self.last_calls = replays * self.calls_per_graph
+        elapsed = _time_replays(self.graph, replays, self.device)
+        return elapsed * n / self.last_calls
 
-    return time_block
+
+def graph_block_timer(call: Callable[[], object], device: torch.device, calls_per_graph: int) -> GraphBlockTimer:
+    """The block timer of :class:`GraphBlockTimer`."""
+    return GraphBlockTimer(call, device, calls_per_graph)
 
 
 def _time_replays(graph: torch.cuda.CUDAGraph, replays: int, device: torch.device) -> float:
@@ -229,6 +265,7 @@ class CudaBackend(TorchBackend):
     name = "cuda"
     timer_name = "cuda-events"
     compile_backend = "inductor"
+    draws_on_device = True  # a device generator fills the operands (one host thread would take minutes)
 
     @staticmethod
     def available() -> bool:
@@ -341,6 +378,10 @@ class CudaBackend(TorchBackend):
     def memory_bytes(self) -> int | None:
         return int(self.props.total_memory)
 
+    def free_memory(self) -> Free | None:
+        free, _ = torch.cuda.mem_get_info(self.device)  # the driver's count: other processes' use is out of it
+        return Free(int(free), f"torch.cuda.mem_get_info on {self.device}")
+
     # ----- execution ---------------------------------------------------
     def sync(self) -> None:
         torch.cuda.synchronize(self.device)
@@ -361,18 +402,31 @@ class CudaBackend(TorchBackend):
         if dtype.quantized:
             self.check_scaled(dtype)  # the architecture can; can this torch build?
 
+    def check_launch(self, shape: Shape, dtype: DType) -> None:
+        """:class:`Unsupported` for a shape the GEMM's kernel would stop with a device-side assert, which poisons the
+        CUDA context for every later shape in this worker: asked before any operand is made or kernel launched."""
+        if dtype.scaling != "none" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
+            raise Unsupported(f"{dtype.name} (cuBLASLt scaled matmul) needs m, n, k divisible by 16; shape is {shape}")
+        if shape.grouped and grouped_fast_path(self.capability, self.is_hip, dtype.name):
+            problem = grouped_problem(shape, dtype.element_bytes)
+            if problem:
+                raise Unsupported(problem)
+
     def make_inputs(self, shape: Shape, dtype: DType, sets: int, seed: int) -> Any:
+        self.check_launch(shape, dtype)
         self._sets = sets
         return super().make_inputs(shape, dtype, sets, seed)
 
     def gemm_fn(self, shape: Shape, dtype: DType, mode: str, inputs: Any, compile_mode: str | None = None) -> Any:
-        if dtype.scaling != "none" and any(d % 16 for d in (shape.m, shape.n, shape.k)):
-            raise Unsupported(f"{dtype.name} (cuBLASLt scaled matmul) needs m, n, k divisible by 16; shape is {shape}")
+        self.check_launch(shape, dtype)
         return super().gemm_fn(shape, dtype, mode, inputs, compile_mode)
 
-    def swizzle_scales(self) -> bool:
-        """cuBLASLt reads block scales in its 128 x 4 tiled layout; hipBLASLt (gfx950) in row-major order."""
-        return not self.is_hip
+    def scale_layout(self, dtype: DType) -> str:
+        """cuBLASLt reads block scales in its 128 x 4 tiled layout (``32x4x4``); hipBLASLt (gfx950) in row-major
+        order, or pre-swizzled 32 x 8 where ROCm and torch offer it (:func:`rocm_scale_layout`)."""
+        if not self.is_hip:
+            return "32x4x4"
+        return rocm_scale_layout(dtype.name, torch.version.hip, rocm_32x8_swizzler() is not None)
 
     def _peak_for(self, dtype: DType) -> tuple[float | None, float | None]:
         chip: ChipSpec | None = find_chip(self.describe().name, load_chips())

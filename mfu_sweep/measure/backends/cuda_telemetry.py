@@ -30,9 +30,14 @@ CLOCK_THROTTLE_FRACTION = 0.75
 REASON_PREFIXES = ("nvmlClocksEventReason", "nvmlClocksThrottleReason")
 
 
-# Reasons that lower the clock below what the chip would otherwise run at under load.
-THROTTLING = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                        "hw_power_brake_slowdown"})
+# Reasons that count as throttling: thermal and hardware slowdowns. The software power cap does not: a
+# power-limited GPU runs a long GEMM on random data at its power limit all the time (that is its sustained
+# speed, what a model sees), and nvbench, whose rule this is, discards a block only when the SM clock falls below
+# CLOCK_THROTTLE_FRACTION of its maximum. The cap is recorded (``telemetry.power_capped``), never a flag.
+THROTTLING = frozenset({"hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"})
+POWER_CAP = "sw_power_cap"
+# NVML's reason for a clock that is low because nothing runs: such a reading says nothing of throttling.
+IDLE = "gpu_idle"
 
 
 def _snake(camel: str) -> str:
@@ -66,11 +71,25 @@ def decode_throttle_reasons(mask: int, names: Mapping[int, str]) -> list[str]:
 
 def throttle_state(reasons: Iterable[str], sm_clock_mhz: float | None, max_sm_clock_mhz: float | None
                    ) -> ThrottleState:
-    """Throttling now: a reason in :data:`THROTTLING`, or the SM clock below ``CLOCK_THROTTLE_FRACTION`` of its max."""
-    why = sorted(set(reasons) & THROTTLING)
-    if sm_clock_mhz and max_sm_clock_mhz and sm_clock_mhz < CLOCK_THROTTLE_FRACTION * max_sm_clock_mhz:
+    """Throttling now: a reason in :data:`THROTTLING`, or the SM clock below ``CLOCK_THROTTLE_FRACTION`` of its max.
+
+    A clock read while NVML says the GPU is idle (:data:`IDLE`) is not judged: an idle GPU clocks down (an H200
+    idles at 345 MHz), which is no throttling, and a ``wait`` policy would otherwise wait for a clock that only
+    work raises. The power cap alone (:data:`POWER_CAP`) is not throttling either (see :data:`THROTTLING`).
+    """
+    reasons = set(reasons)
+    why = sorted(reasons & THROTTLING)
+    if IDLE not in reasons and sm_clock_mhz and max_sm_clock_mhz \
+            and sm_clock_mhz < CLOCK_THROTTLE_FRACTION * max_sm_clock_mhz:
         why.append(f"sm_clock {sm_clock_mhz:.0f} < {CLOCK_THROTTLE_FRACTION:.0%} of max {max_sm_clock_mhz:.0f} MHz")
     return ThrottleState(bool(why), tuple(why))
+
+
+def busy_clocks(samples: list[Mapping[str, Any]]) -> list[float]:
+    """The SM clocks read while the shape ran: every sample but the first (read before the first GEMM, the GPU
+    idle) and those NVML marks idle (:data:`IDLE`)."""
+    return [float(s["sm_clock_mhz"]) for s in samples[1:]
+            if s.get("sm_clock_mhz") is not None and IDLE not in s.get("throttle_reasons", ())]
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -80,9 +99,11 @@ def _spread(values: list[float]) -> dict[str, float]:
 def summarize_telemetry(samples: list[Mapping[str, Any]], max_sm_clock_mhz: float | None) -> Telemetry:
     """Min/median/max of each reading, the union of throttle reasons, and the ``throttled`` flag.
 
-    A shape is flagged ``throttled`` when NVML reported a throttling reason
-    (power cap, thermal, hardware slowdown) or the SM clock fell below
-    :data:`CLOCK_THROTTLE_FRACTION` of its maximum. Nothing is discarded.
+    A shape is flagged ``throttled`` when NVML reported a throttling reason (thermal or hardware slowdown:
+    :data:`THROTTLING`) or the median SM clock of the samples read while it ran (:func:`busy_clocks`) is below
+    :data:`CLOCK_THROTTLE_FRACTION` of its maximum, nvbench's rule on the clock over the measurement. The
+    minimum over all samples would take the first one, read before the first GEMM on an idle GPU, and flag
+    nearly every shape. The power cap is recorded as ``power_capped``. Nothing is discarded.
     """
     if not samples:
         return Telemetry()
@@ -96,8 +117,12 @@ def summarize_telemetry(samples: list[Mapping[str, Any]], max_sm_clock_mhz: floa
         reasons.update(s.get("throttle_reasons", ()))
     if any("throttle_reasons" in s for s in samples):
         out["throttle_reasons"] = sorted(reasons)
-    clock = out.get("sm_clock_mhz")
-    why = list(throttle_state(reasons, clock["min"] if clock else None, max_sm_clock_mhz).why)
+    busy = busy_clocks(samples)
+    if busy:
+        out["busy_sm_clock_mhz"] = statistics.median(busy)
+    why = list(throttle_state(reasons - {IDLE}, out.get("busy_sm_clock_mhz"), max_sm_clock_mhz).why)
+    if POWER_CAP in reasons:
+        out["power_capped"] = True
     out["max_sm_clock_mhz"] = max_sm_clock_mhz
     if why:
         out["throttled_because"] = why

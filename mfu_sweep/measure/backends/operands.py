@@ -1,6 +1,9 @@
 """Operands of one shape as the GEMM sees them, the call that is timed, and its numerical check.
 
-Three kinds of operand sets, all seeded:
+Three kinds of operand sets, all seeded. Where the backend draws on its device (``on_device``: CUDA), the
+normals come from a generator on the device, so a GPU fills gigabytes of operands in milliseconds instead of one
+host thread drawing every number; elsewhere from a host generator, copied over. The same seed gives the same
+operands on one kind of device, not across kinds (the generators differ):
 
 * plain dtypes: standard normals drawn in float32 and converted, each operand stored in its
   ``layout`` (``t``: the transpose is stored, rows contiguous, and the GEMM gets a transposed view);
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from mfu_sweep.dtypes import DType
-from mfu_sweep.measure.backends.scaled import quantize, scaled_op, spread_blocks, swizzle_scales
+from mfu_sweep.measure.backends.scaled import layout_scales, quantize, scaled_op, spread_blocks
 from mfu_sweep.measure.layouts import shape_problem
 from mfu_sweep.shapes import Shape
 
@@ -59,19 +62,26 @@ def run_problem(shape: Shape, dtype: DType) -> str | None:
     return problem
 
 
+def generator(seed: int, device: torch.device, on_device: bool) -> torch.Generator:
+    """The seeded generator operands are drawn from: on ``device`` when ``on_device``, else on the host."""
+    return torch.Generator(device=device if on_device else "cpu").manual_seed(seed)
+
+
 def operand(gen: torch.Generator, dims: tuple[int, int, int], transposed: bool, device: torch.device,
             target: torch.dtype) -> torch.Tensor:
-    """A ``dims`` (batch x rows x cols) operand of standard normals; stored as its transpose when ``transposed``."""
+    """A ``dims`` (batch x rows x cols) operand of standard normals; stored as its transpose when ``transposed``.
+
+    Drawn where ``gen`` lives (the device or the host), then moved to ``device`` and converted."""
     batch, rows, cols = dims
     stored = (batch, cols, rows) if transposed else dims
-    x = torch.randn(stored, generator=gen, dtype=torch.float32).to(device=device, dtype=target)
+    x = torch.randn(stored, generator=gen, dtype=torch.float32, device=gen.device).to(device=device, dtype=target)
     return x.transpose(-1, -2) if transposed else x
 
 
 def plain_inputs(shape: Shape, dtype: DType, target: torch.dtype, sets: int, seed: int,
-                 device: torch.device) -> Inputs:
+                 device: torch.device, on_device: bool = False) -> Inputs:
     """Seeded operands in ``shape.layout`` (fp8: unit tensor-wise scales) and zeroed outputs."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gen = generator(seed, device, on_device)
     ta, tb = (c == "t" for c in shape.layout)
     out_dtype = torch.bfloat16 if dtype.scaling == "tensor" else target
     a, b, out = [], [], []
@@ -86,10 +96,11 @@ def plain_inputs(shape: Shape, dtype: DType, target: torch.dtype, sets: int, see
     return Inputs(a, b, out, scales)
 
 
-def grouped_inputs(shape: Shape, target: torch.dtype, sets: int, seed: int, device: torch.device) -> Inputs:
+def grouped_inputs(shape: Shape, target: torch.dtype, sets: int, seed: int, device: torch.device,
+                   on_device: bool = False) -> Inputs:
     """A grouped shape's operands: A ``m x k``; B one ``k x n`` per group (groups along m) or ``k x n``
     (groups along k); ``offs`` the cumulative group ends (int32)."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gen = generator(seed, device, on_device)
     ta, tb = (c == "t" for c in shape.layout)
     experts = len(shape.groups)
     along_m = shape.group_dim == "m"
@@ -106,35 +117,40 @@ def grouped_inputs(shape: Shape, target: torch.dtype, sets: int, seed: int, devi
 
 
 def scaled_inputs(shape: Shape, dtype: DType, target: torch.dtype, sets: int, seed: int, device: torch.device,
-                  swizzle: bool = False) -> Inputs:
+                  layout: str = "none", on_device: bool = False) -> Inputs:
     """Row- or block-scaled operands: A ``1 x m x k`` row-major, B ``1 x k x n`` column-major, quantized from
-    float32 normals; block scales swizzled (cuBLAS's tiled layout) when ``swizzle``."""
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    float32 normals (where ``gen`` lives: :func:`generator`); block scales in ``layout`` (``32x4x4``: cuBLAS's
+    tiled layout; :data:`~mfu_sweep.measure.backends.scaled.SCALE_LAYOUTS`). The first set's unquantized
+    operands are kept on the host for the check."""
+    gen = generator(seed, device, on_device)
     a, b, out, scales = [], [], [], []
     reference = None
     for i in range(sets):
-        ref_a = spread_blocks(torch.randn((shape.m, shape.k), generator=gen, dtype=torch.float32), gen)
-        ref_b = spread_blocks(torch.randn((shape.n, shape.k), generator=gen, dtype=torch.float32), gen)  # B: n x k
+        ref_a = spread_blocks(torch.randn((shape.m, shape.k), generator=gen, device=gen.device), gen)
+        ref_b = spread_blocks(torch.randn((shape.n, shape.k), generator=gen, device=gen.device), gen)  # B: n x k
         qa, qb = quantize(ref_a, dtype, target), quantize(ref_b, dtype, target)
         a.append(qa.data.to(device).unsqueeze(0))
         b.append(qb.data.to(device).t().unsqueeze(0))
         if dtype.scaling == "row":
             sa, sb = qa.scale, qb.scale.reshape(1, shape.n)
         else:
-            sa, sb = (swizzle_scales(q.scale) if swizzle else q.scale for q in (qa, qb))
+            sa, sb = (layout_scales(q.scale, layout) for q in (qa, qb))
         scales.append((sa.to(device), sb.to(device)))
         out.append(torch.zeros((1, shape.m, shape.n), dtype=torch.bfloat16, device=device))
         if i == 0:
-            reference = (ref_a, ref_b.t())
+            reference = (ref_a.cpu(), ref_b.t().cpu())
     return Inputs(a, b, out, scales, reference=reference)
 
 
 GemmOp = Callable[..., torch.Tensor]
 
 
-def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, swizzle: bool = False,
-              in_place: bool = True) -> tuple[GemmOp, list[tuple]]:
+def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, layout: str = "none",
+              in_place: bool = True, fast_accum: bool = True) -> tuple[GemmOp, list[tuple]]:
     """The op that is timed and each operand set's arguments: ``op(*args[i])`` runs one GEMM on set ``i``.
+
+    ``layout`` is the block scales' layout and ``fast_accum`` the fp8 formats' ``use_fast_accum``
+    (:func:`~mfu_sweep.measure.backends.scaled.scaled_op`).
 
     ``in_place``: the op writes into the set's preallocated output (``out=``), as eager mode times it. For
     ``torch.compile`` pass False: inductor compiles ``torch.mm(a, b, out=c)`` and ``torch.bmm`` to a GEMM
@@ -149,7 +165,7 @@ def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, swizzle: bool = False,
     if dtype.scaling != "none":
         assert inputs.scales is not None
         args = [(inputs.a[i], inputs.b[i], inputs.out[i], inputs.scales[i]) for i in sets]
-        return scaled_op(dtype, swizzle, in_place), args
+        return scaled_op(dtype, layout, in_place, fast_accum), args
     if shape.grouped:
         def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
             return torch._grouped_mm(a, b, offs=offs)
@@ -223,13 +239,14 @@ def _grouped_error(inputs: Inputs, shape: Shape, gen: torch.Generator, out: torc
 
 
 def make_inputs_for(shape: Shape, dtype: DType, target: torch.dtype, sets: int, seed: int, device: torch.device,
-                    swizzle: bool = False) -> Inputs:
-    """The operand sets of ``shape`` in ``dtype`` (refusing what no device runs: :func:`shape_problem`)."""
+                    layout: str = "none", on_device: bool = False) -> Inputs:
+    """The operand sets of ``shape`` in ``dtype`` (refusing what no device runs: :func:`shape_problem`), drawn on
+    ``device`` when ``on_device``; block scales in ``layout``."""
     problem = run_problem(shape, dtype)
     if problem:
         raise Unsupported(problem)
     if dtype.quantized:
-        return scaled_inputs(shape, dtype, target, sets, seed, device, swizzle)
+        return scaled_inputs(shape, dtype, target, sets, seed, device, layout, on_device)
     if shape.grouped:
-        return grouped_inputs(shape, target, sets, seed, device)
-    return plain_inputs(shape, dtype, target, sets, seed, device)
+        return grouped_inputs(shape, target, sets, seed, device, on_device)
+    return plain_inputs(shape, dtype, target, sets, seed, device, on_device)

@@ -22,17 +22,28 @@ and B column-major (layout ``nt``, both K-contiguous), with scales along K:
 
 On NVIDIA (sm100+, cuBLASLt) the block scales of each operand are a ``rows x K/block`` matrix
 stored in 128 x 4 tiles, each tile as 32 x 16 bytes (cuBLAS's "block scaling factors layout",
-``SwizzleType.SWIZZLE_32_4_4``: :func:`swizzle_scales`); on ROCm (gfx950) they are passed in
-row-major order (``SwizzleType.NO_SWIZZLE``). The block formats go through
-``torch.nn.functional.scaled_mm`` with explicit ``ScalingType`` recipes (PyTorch 2.10+); that call
-has no ``out=``, so each call allocates its result.
+``SwizzleType.SWIZZLE_32_4_4``: :func:`swizzle_scales`, layout ``32x4x4``). On ROCm (gfx950) hipBLASLt
+reads them in row-major order (``SwizzleType.NO_SWIZZLE``, layout ``none``) or, from ROCm 7.13 (MXFP4) and
+7.14 (MXFP8) in a torch build that exposes ``SwizzleType.SWIZZLE_32_8``, pre-swizzled in 32 x 8 tiles (layout
+``32x8``), built by torch's own helper (:func:`rocm_32x8_swizzler`), never by a copy of its layout here. The
+block formats go through ``torch.nn.functional.scaled_mm`` with explicit ``ScalingType`` recipes (PyTorch
+2.10+); that call has no ``out=``, so each call allocates its result.
+
+fp8 accumulation (``fp8`` and ``fp8-rowwise``): ``use_fast_accum`` (:func:`scaled_op`'s ``fast_accum``) lets
+Hopper's tensor cores keep partial sums at reduced precision, the setting NVIDIA's published fp8 throughput
+uses; the sweep's default, ``--fp8-fast-accum on``, and each record says which (``fast_accum``).
+
+Nothing here builds float64 tensors on the timed path: :attr:`Quantized.values`, what a format decodes to, is
+computed only when read (the tests read it; a sweep checks against the unquantized operands).
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import torch
@@ -49,22 +60,40 @@ SCALE_TILE = (128, 4)  # rows x scale columns of one tile of the swizzled block-
 
 @dataclass(frozen=True)
 class Quantized:
-    """One operand in a scaled format: the elements as stored, the scales, and the float64 values they stand for.
+    """One operand in a scaled format: the elements as stored and the scales.
 
     ``data`` is ``rows x K`` (``rows x K/2`` bytes for e2m1), ``scale`` is ``rows x 1`` (row scaling) or
-    ``rows x K/block`` (block scaling, unswizzled); ``values`` is what the pair decodes to.
+    ``rows x K/block`` (block scaling, unswizzled); :attr:`values` is what the pair decodes to (float64,
+    computed on first read only).
     """
 
     data: torch.Tensor
     scale: torch.Tensor
-    values: torch.Tensor
+
+    @cached_property
+    def values(self) -> torch.Tensor:
+        """The float64 values ``data`` and ``scale`` stand for."""
+        if self.data.dtype == torch.float4_e2m1fn_x2:
+            elements = e2m1_values(unpack_e2m1(self.data))
+        else:
+            elements = self.data.to(torch.float64)
+        rows, k = elements.shape
+        if self.scale.dtype == torch.float8_e8m0fnu:
+            scale = torch.exp2(self.scale.view(torch.uint8).to(torch.float64) - E8M0_BIAS)
+        else:
+            scale = self.scale.to(torch.float64)
+        blocks = scale.shape[1]
+        return (elements.reshape(rows, blocks, k // blocks) * scale.reshape(rows, blocks, 1)).reshape(rows, k)
 
 
 # ----- e2m1 -------------------------------------------------------------------------------------
 def e2m1_codes(x: torch.Tensor) -> torch.Tensor:
-    """4-bit e2m1 codes (uint8, 0..15) of ``x`` rounded to the nearest e2m1 value (ties to even), saturating."""
-    grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=x.device)
-    mag = x.abs().to(torch.float64).clamp(max=E2M1_MAX)
+    """4-bit e2m1 codes (uint8, 0..15) of ``x`` rounded to the nearest e2m1 value (ties to even), saturating.
+
+    In float32: every e2m1 value and every midpoint between two is exact there, so rounding is the same as
+    in float64 at half the memory."""
+    grid = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=x.device)
+    mag = x.abs().to(torch.float32).clamp(max=E2M1_MAX)
     mids = (grid[1:] + grid[:-1]) / 2
     code = torch.bucketize(mag, mids)  # the nearest value's code; a tie (mag == mids[i]) gives the lower one, i
     tie = torch.isin(mag, mids)
@@ -77,6 +106,12 @@ def e2m1_values(codes: torch.Tensor) -> torch.Tensor:
     grid = torch.tensor(E2M1_VALUES, dtype=torch.float64, device=codes.device)
     mag = grid[(codes & 7).long()]
     return torch.where(codes >= 8, -mag, mag)
+
+
+def unpack_e2m1(packed: torch.Tensor) -> torch.Tensor:
+    """The codes (uint8 0..15) of ``float4_e2m1fn_x2`` bytes, the low nibble first (:func:`pack_e2m1` undone)."""
+    raw = packed.view(torch.uint8)
+    return torch.stack((raw & 0xF, raw >> 4), dim=-1).reshape(*raw.shape[:-1], raw.shape[-1] * 2)
 
 
 def pack_e2m1(codes: torch.Tensor) -> torch.Tensor:
@@ -95,7 +130,7 @@ def spread_blocks(x: torch.Tensor, gen: torch.Generator, block: int = 32, octave
     """
     rows, k = x.shape
     blocks = math.ceil(k / block)
-    factor = torch.exp2((torch.rand((rows, blocks), generator=gen) * 2 - 1) * octaves)
+    factor = torch.exp2((torch.rand((rows, blocks), generator=gen, device=gen.device) * 2 - 1) * octaves)
     return x * factor.repeat_interleave(block, dim=1)[:, :k]
 
 
@@ -106,7 +141,7 @@ def quantize_rowwise(x: torch.Tensor, element: torch.dtype = torch.float8_e4m3fn
     amax = x.abs().amax(dim=-1, keepdim=True).clamp(min=1e-12)
     scale = (amax / top).to(torch.float32)
     data = (x / scale).clamp(-top, top).to(element)
-    return Quantized(data, scale, data.to(torch.float64) * scale.to(torch.float64))
+    return Quantized(data, scale)
 
 
 def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
@@ -125,15 +160,11 @@ def quantize_mx(x: torch.Tensor, elements: str) -> Quantized:
     scale = torch.exp2(exponent)
     scaled = (blocks / scale).clamp(-top, top)
     if elements == "e4m3":
-        data = scaled.to(torch.float8_e4m3fn)
-        values = data.to(torch.float64)
-        data = data.reshape(x.shape)
+        data = scaled.to(torch.float8_e4m3fn).reshape(x.shape)
     else:
-        codes = e2m1_codes(scaled)
-        values = e2m1_values(codes)
-        data = pack_e2m1(codes.reshape(x.shape))
+        data = pack_e2m1(e2m1_codes(scaled).reshape(x.shape))
     e8m0 = (exponent + E8M0_BIAS).to(torch.uint8).squeeze(-1).view(torch.float8_e8m0fnu)
-    return Quantized(data, e8m0, (values * scale.to(torch.float64)).reshape(x.shape))
+    return Quantized(data, e8m0)
 
 
 def quantize_nvfp4(x: torch.Tensor) -> Quantized:
@@ -141,10 +172,8 @@ def quantize_nvfp4(x: torch.Tensor) -> Quantized:
     blocks = _blocks(x.to(torch.float32), 16)
     amax = blocks.abs().amax(dim=-1, keepdim=True)
     scale = (amax / E2M1_MAX).clamp(min=2.0**-9, max=E4M3_MAX).to(torch.float8_e4m3fn)
-    decode = scale.to(torch.float32)
-    codes = e2m1_codes(blocks / decode)
-    values = e2m1_values(codes) * decode.to(torch.float64)
-    return Quantized(pack_e2m1(codes.reshape(x.shape)), scale.squeeze(-1), values.reshape(x.shape))
+    codes = e2m1_codes(blocks / scale.to(torch.float32))
+    return Quantized(pack_e2m1(codes.reshape(x.shape)), scale.squeeze(-1))
 
 
 def quantize(x: torch.Tensor, dtype: DType, element: torch.dtype = torch.float8_e4m3fn) -> Quantized:
@@ -187,31 +216,71 @@ def swizzle_scales(scale: torch.Tensor) -> torch.Tensor:
 
 
 # ----- the GEMM ---------------------------------------------------------------------------------
+# The block-scale layouts a backend may ask for, and torch's SwizzleType member of each.
+SCALE_LAYOUTS = {"none": "NO_SWIZZLE", "32x4x4": "SWIZZLE_32_4_4", "32x8": "SWIZZLE_32_8"}
+
+
+def rocm_32x8_swizzler() -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """torch's own builder of hipBLASLt's 32 x 8 pre-swizzled block-scale layout, where this torch has it.
+
+    The layout is torch's ``SwizzleType.SWIZZLE_32_8`` (gfx950; pytorch/pytorch#190290), built by
+    ``to_blocked(scale, swizzle_32_8=True)``. None where the enum or the builder is missing (torch 2.13 and
+    older have neither): the caller then passes the scales unswizzled, which hipBLASLt also takes.
+    """
+    import torch.nn.functional as F
+
+    if not hasattr(getattr(F, "SwizzleType", None), SCALE_LAYOUTS["32x8"]):
+        return None
+    try:
+        from torch.testing._internal.common_quantized import to_blocked
+    except ImportError:
+        return None
+    if "swizzle_32_8" not in inspect.signature(to_blocked).parameters:
+        return None
+    return lambda scale: to_blocked(scale, swizzle_32_8=True).flatten()
+
+
+def layout_scales(scale: torch.Tensor, layout: str) -> torch.Tensor:
+    """A ``rows x K/block`` block-scale matrix in ``layout`` (a key of :data:`SCALE_LAYOUTS`)."""
+    if layout == "32x4x4":
+        return swizzle_scales(scale)
+    if layout == "32x8":
+        swizzle = rocm_32x8_swizzler()
+        if swizzle is None:
+            raise ValueError("block-scale layout 32x8 needs torch's SwizzleType.SWIZZLE_32_8 and its builder")
+        return swizzle(scale)
+    if layout != "none":
+        raise ValueError(f"block-scale layout {layout!r} is not one of {', '.join(SCALE_LAYOUTS)}")
+    return scale
+
+
 ScaledOp = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]
 
 
-def scaled_op(dtype: DType, swizzle: bool = True, in_place: bool = True) -> ScaledOp:
+def scaled_op(dtype: DType, layout: str = "32x4x4", in_place: bool = True, fast_accum: bool = True) -> ScaledOp:
     """The call that is timed: ``op(a, b, out, (scale_a, scale_b))`` for one operand set (batch 1).
 
     ``a`` is ``1 x m x k`` row-major, ``b`` is ``1 x k x n`` column-major (packed two per byte along
     K for e2m1); ``out`` is the ``1 x m x n`` bf16 result (written in place by ``torch._scaled_mm``;
     the block formats return a new tensor; so does every format when not ``in_place``, the op
-    ``torch.compile`` is given: see :func:`mfu_sweep.measure.backends.operands.gemm_call`).
+    ``torch.compile`` is given: see :func:`mfu_sweep.measure.backends.operands.gemm_call`). ``layout`` is the
+    block scales' layout (:data:`SCALE_LAYOUTS`); ``fast_accum`` is torch's ``use_fast_accum`` of the fp8 formats
+    (the block formats accumulate in float32 whatever it says, and are called without it).
     """
     if dtype.scaling in ("tensor", "row"):
         def fp8_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
             into = {"out": out[0]} if in_place else {}
             return torch._scaled_mm(a[0], b[0], scale_a=scales[0], scale_b=scales[1], out_dtype=torch.bfloat16,
-                                    **into)
+                                    use_fast_accum=fast_accum, **into)
 
         return fp8_mm
     import torch.nn.functional as F
 
     recipe = F.ScalingType.BlockWise1x16 if dtype.block == 16 else F.ScalingType.BlockWise1x32
-    layout = F.SwizzleType.SWIZZLE_32_4_4 if swizzle else F.SwizzleType.NO_SWIZZLE
+    swizzle = getattr(F.SwizzleType, SCALE_LAYOUTS[layout])
 
     def block_mm(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, scales: tuple) -> torch.Tensor:
-        return F.scaled_mm(a[0], b[0], scales[0], recipe, scales[1], recipe, swizzle_a=layout, swizzle_b=layout,
+        return F.scaled_mm(a[0], b[0], scales[0], recipe, scales[1], recipe, swizzle_a=swizzle, swizzle_b=swizzle,
                            output_dtype=torch.bfloat16)
 
     return block_mm

@@ -41,6 +41,26 @@ class PredictError(ValueError):
     """Nothing can be predicted from the given files; the message says why."""
 
 
+STEP_KINDS = ("train", "infer")
+FORWARD = "fwd"
+
+
+def step_gemms(gemms: Sequence[WorkloadGemm], kind: str = "train") -> list[WorkloadGemm]:
+    """The GEMMs of one step of ``kind``: ``train`` every GEMM of the family (forward, data and weight
+    gradients), ``infer`` only those of the forward pass (the family must label each GEMM's pass, as ``llm:``
+    families do)."""
+    if kind not in STEP_KINDS:
+        raise PredictError(f"kind {kind!r} is not one of {', '.join(STEP_KINDS)}")
+    if kind == "train":
+        return list(gemms)
+    forward = [g for g in gemms if g.pass_ == FORWARD]
+    if not forward:
+        family = gemms[0].family if gemms else "the workload"
+        raise PredictError(f"--kind infer: {family} does not say which of its GEMMs are the forward pass (they "
+                           "have no pass); llm: families do, and deepbench:inference-server is an inference list")
+    return forward
+
+
 @dataclass(frozen=True)
 class GemmTime:
     """One workload GEMM with its time per call on one series and where that time came from."""
