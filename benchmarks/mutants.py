@@ -143,9 +143,7 @@ FLEET_RUNS_P = "p = lead_p(med, median_se(np.sqrt(ev.var)[:, None], count), ev.d
 STACK_SETTLED = "settled = None if first.settled is None else [p.settled for p in problems]"
 USABLE = 'text = value.strip().lower().removeprefix("gpu-")'
 # the runs test's interval (run_test.runs_test; the local model's t test has the same line after other ones)
-RUNS_P = ("p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0\n"
-          "    var, df = _satterthwaite(parts)\n    ")
-RUNS_HALF = RUNS_P + "half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var)"
+RUNS_HALF = "half = float(student_t.ppf(1 - level / 2, df)) * math.sqrt(var)"  # the t interval of runs and the model
 
 GROUPS = ("named", "fresh", "bands", "audit", "weak", "round5-fits", "round5-verdicts", "round6")
 MUTANTS = (
@@ -158,7 +156,7 @@ MUTANTS = (
            "reference = median over all devices, the device included"),
     Mutant("band-50-percent", "named", FC, "half = student_t.ppf(1 - alpha / 2, dof) * se",
            "half = student_t.ppf(0.75, dof) * se", LEADERBOARD, "fleet band intervals at 50% instead of 95%"),
-    Mutant("t-to-normal", "named", RT, RUNS_HALF, RUNS_P + "half = float(norm.ppf(1 - alpha / 2)) * math.sqrt(var)",
+    Mutant("t-to-normal", "named", RT, RUNS_HALF, "half = float(norm.ppf(1 - level / 2)) * math.sqrt(var)",
            _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) with a normal instead of a t quantile"),
     Mutant("no-pass-offsets", "named", BT,
            "parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]",
@@ -187,8 +185,8 @@ MUTANTS = (
            "return float(np.var(offsets, ddof=1)),", _first((VAR, "-k", "pass_offsets"), EVIDENCE),
            "pass-offset variance of one pass, not of the mean"),
     Mutant("one-sided-p", "fresh", RT,
-           "z = mu - shift\n        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df))",
-           "z = mu - shift\n        return (float(student_t.sf(abs(z) / math.sqrt(var), df))",
+           "z = est - shift\n        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df))",
+           "z = est - shift\n        return (float(student_t.sf(abs(z) / math.sqrt(var), df))",
            _first((CAL, "-k", "compare_band"), BANDS),
            "band p-value (runs) one-sided"),
     Mutant("mad-unscaled", "fresh", FE, "own[d] = (MAD_TO_SIGMA * float(", "own[d] = (float(", LEADERBOARD,
@@ -223,7 +221,7 @@ MUTANTS = (
     Mutant("offsets-ddof-0", "audit", E, "np.var(offsets, ddof=1)", "np.var(offsets, ddof=0)",
            _first((VAR, "-k", "pass_offsets"), EVIDENCE), "pass-offset variance with ddof 0"),
     Mutant("band-90-percent", "audit", RT, RUNS_HALF,
-           RUNS_P + "half = float(student_t.ppf(1 - alpha, df)) * math.sqrt(var)",
+           "half = float(student_t.ppf(1 - level, df)) * math.sqrt(var)",
            _first((CAL, "-k", "compare_band"), BANDS), "band interval (runs) at 90% instead of 95%"),
     Mutant("per-pass-minimum", "audit", V, "math.log(float(np.median(runs[p])))",
            "math.log(float(np.min(runs[p])))", ((VAR, "-k", "jittery"), COMPARE),
@@ -379,8 +377,8 @@ MUTANTS = (
            "return self.sigma2 * self.leverage", _verd("own_interval"),
            "runs: a model-based point's variance without its shape's own deviation from the surface"),
     Mutant("claim-over-called-bands", "round5-verdicts", B,
-           "return 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)",
-           "return 0 in inside", _verd("called_alone"),
+           "return within and 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)",
+           "return within and 0 in inside", _verd("called_alone"),
            "a run's lead passes to its uncalled bands even when a band of it is called (another way) alone"),
     Mutant("via-beyond-run", "round5-verdicts", B, "for r in runs if r.first <= k <= r.last),",
            "for r in runs if r.first - 1 <= k <= r.last + 1),", _verd("own_bands"),

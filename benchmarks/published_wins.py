@@ -26,17 +26,20 @@ PAIRS = (
 )
 
 
-def times(sweep: Sweep, dtype: str) -> dict:
-    return {r.shape: (r.flops, r.median_s) for r in sweep.records if r.ok and r.dtype == dtype}
+def times(sweep: Sweep, dtype: str, layout: str = "nn") -> dict:
+    """One published time per shape of ``dtype`` in one operand ``layout`` (DeepBench's nn, tn and nt rows are three
+    tables, as compare keeps them three series)."""
+    return {r.shape: (r.flops, r.median_s) for r in sweep.records
+            if r.ok and r.dtype == dtype and r.shape.layout == layout}
 
 
 def decade(flops: float) -> int:
     return math.floor(math.log10(flops))
 
 
-def count(a: Sweep, b: Sweep, dtype: str) -> list[tuple[int, int, int, int, float]]:
+def count(a: Sweep, b: Sweep, dtype: str, layout: str = "nn") -> list[tuple[int, int, int, int, float]]:
     """Per decade: (decade, wins of a, wins of b, ties, median time_b/time_a)."""
-    ta, tb = times(a, dtype), times(b, dtype)
+    ta, tb = times(a, dtype, layout), times(b, dtype, layout)
     bands: dict[int, list[tuple[float, float]]] = {}
     for shape in ta.keys() & tb.keys():
         flops, sa = ta[shape]
@@ -50,11 +53,12 @@ def count(a: Sweep, b: Sweep, dtype: str) -> list[tuple[int, int, int, int, floa
     return out
 
 
-def table(a: Sweep, b: Sweep, dtype: str) -> str:
-    rows = [f"{a.label} vs {b.label} ({dtype}, {a.records[0].mode}; one published value per shape)", "",
+def table(a: Sweep, b: Sweep, dtype: str, layout: str = "nn") -> str:
+    mode = a.records[0].mode + ("" if layout == "nn" else f"-{layout}")
+    rows = [f"{a.label} vs {b.label} ({dtype}, {mode}; one published value per shape)", "",
             f"| FLOP band | shapes | {a.label} faster | {b.label} faster | ties | median t({b.label})/t({a.label}) |",
             "|---|---|---|---|---|---|"]
-    for d, wa, wb, tie, ratio in count(a, b, dtype):
+    for d, wa, wb, tie, ratio in count(a, b, dtype, layout):
         rows.append(f"| 1e{d}-1e{d + 1} | {wa + wb + tie} | {wa} | {wb} | {tie} | {ratio:.3g} |")
     return "\n".join(rows)
 
@@ -66,8 +70,10 @@ def main() -> None:
     by_label = {s.label: s for s in load_sweeps(sorted(Path(args.dir).glob("*.json")))}
     for dtype, la, lb in PAIRS:
         if la in by_label and lb in by_label:
-            print(table(by_label[la], by_label[lb], dtype))
-            print()
+            a, b = by_label[la], by_label[lb]
+            for layout in sorted({r.shape.layout for r in a.records} & {r.shape.layout for r in b.records}):
+                print(table(a, b, dtype, layout))
+                print()
 
 
 if __name__ == "__main__":

@@ -219,8 +219,9 @@ def bands(paths: Paths, metric: str = "tflops", margin: float = 0.02, **options:
 
 
 def crossovers(paths: Paths, metric: str = "tflops", margin: float = 0.02, **options: Any) -> pd.DataFrame:
-    """One row per crossover of every compared pair: ``a, b, dtype, mode, metric, from_label, to_label, flops,
-    low_flops, high_flops, method`` (``data``: from the band verdicts; ``fit``: where the fitted curves cross).
+    """One row per change of leader of every compared pair: ``a, b, dtype, mode, metric, from_label, to_label, flops,
+    low_flops, high_flops, method`` (``shapes`` or ``runs``: from the band verdicts) and ``fit_flops`` (where the
+    fitted curves cross within that change: its second estimate; empty where they do not, None without fits).
 
     Options as :func:`bands`, and ``fit_n_boot`` (bootstrap resamples of each fit, 200).
     """

@@ -8,6 +8,7 @@ so analysis code can use it on a machine without torch.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 
@@ -166,3 +167,34 @@ def get_dtype(name: str) -> DType:
     """Return the :class:`DType` called ``name`` (or an alias of it, :func:`canonical_dtype`); raise ``ValueError``
     naming it if unknown."""
     return DTYPES[canonical_dtype(name)]
+
+
+# -- fp8 element formats -----------------------------------------------------------------------------------------
+
+# The fp8 element formats a record can name (``fp8_format``): OCP e4m3 (``fn``: finite, no infinities) and e5m2,
+# and the ``fnuz`` variants of AMD's MI300 (gfx942: one NaN, no negative zero, exponent bias one higher). Two
+# chips' "fp8" in different formats are two number formats: their ranges and roundings differ.
+FP8_FORMATS = ("e4m3fn", "e4m3fnuz", "e5m2", "e5m2fnuz")
+_FP8_TAIL = re.compile(r"(e4m3fnuz|e4m3fn|e5m2fnuz|e5m2|e4m3)$")
+
+
+def _one_fp8_format(name: str) -> str | None:
+    hit = _FP8_TAIL.search(name)
+    if hit is None:
+        return None
+    found = "e4m3fn" if hit.group(1) == "e4m3" else hit.group(1)  # a bare e4m3 (__nv_fp8_e4m3) is OCP's fn
+    return found if found in FP8_FORMATS else None
+
+
+def fp8_format(name: str) -> str | None:
+    """The fp8 element format a torch, XLA or CUDA type name says, one of :data:`FP8_FORMATS`; None when it says
+    none (``fp8``, ``bf16``) or its two inputs differ.
+
+    ``torch.float8_e4m3fnuz`` -> ``e4m3fnuz``; ``f8e4m3fnxf8e4m3fn->bf16`` (an XLA dtype key) -> ``e4m3fn``;
+    ``__nv_fp8_e4m3`` -> ``e4m3fn``; ``float8_e5m2`` -> ``e5m2``; ``f8e4m3fnxf8e5m2->bf16`` -> None.
+    """
+    text = name.strip().lower().removeprefix("torch.")
+    inputs = text.split("->")[0]
+    parts = re.split(r"x(?=f8)", inputs) if "->" in text else [inputs]
+    found = {_one_fp8_format(part) for part in parts}
+    return found.pop() if len(found) == 1 else None

@@ -43,6 +43,8 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   before are unchanged) and ``shape.groups``/``shape.group_dim`` (a grouped GEMM); records of the scaled
   dtypes carry ``scales``, records measured with an energy counter ``energy``, and records of a sweep
   with ``--on-throttle discard|wait`` ``throttle``.
+* 1, added (issue 48) — records with fp8 elements (fp8, fp8-rowwise, mxfp8) carry ``fp8_format`` (``e4m3fn``,
+  ``e4m3fnuz``, ``e5m2``, ``e5m2fnuz``) where the sweep or the source says which; absent means unknown.
 
 Fields may be added within a version; the meaning of existing fields never
 changes. ``load_sweeps`` maps the version to its parser and refuses unknown

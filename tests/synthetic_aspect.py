@@ -154,8 +154,9 @@ def split_table(sa: Series, sb: Series, matched: float, rng: np.random.Generator
     (``adversarial``: the skinnier half on side a, the squarer half on side b; else at random). The values
     are the series' own; only which side keeps which shape is made up here."""
     names = sorted({str(r.shape) for r in sa.records} & {str(r.shape) for r in sb.records})
+    dims = [n.split(":")[0] for n in names]  # a layout suffix (DeepBench's tn rows: "1760x16x1760:tn") has no size
     rows = np.array([[float(v) for v in ("1x" + n if n.count("x") == 2 else n).split("x")]
-                     for n in names]).reshape(-1, 4)
+                     for n in dims]).reshape(-1, 4)
     skinny = _spread(rows) + np.log2(rows[:, 0])
     keep = rng.random(len(names)) < matched
     rest = np.flatnonzero(~keep)

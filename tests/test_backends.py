@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.cli.device import device_options_env
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.dtypes import fp8_format, get_dtype
 from mfu_sweep.measure.backends import (
     AUTO_ORDER,
     REGISTRY,
@@ -207,6 +207,8 @@ def test_rotation_defeats_l2_and_infinity_cache() -> None:
                                                    "float8_e4m3fnuz"), (True, "gfx950", "float8_e4m3fn")])
 def test_fp8_dtype_per_vendor(hip: bool, arch: str, want: str) -> None:
     assert fp8_dtype_name(hip, arch) == want
+    # the record's fp8_format is read off that very name (bench.py): gfx942 runs e4m3fnuz, not "fp8" alike
+    assert fp8_format(f"torch.{fp8_dtype_name(hip, arch)}") == want.removeprefix("float8_")
 
 
 @pytest.mark.parametrize(("dtype", "cc", "hip", "arch", "bad"), [

@@ -289,8 +289,11 @@ def test_seed_like_pair_finds_ten_percent_leads_and_calls_identical_devices_the_
     # the default accelerator design: one square shape per FLOP count, 3 passes, 2% noise per pass and shape.
     # 10% leads a quarter decade either side of 1e9, 1e11 and 1e12 are found within 0.25 decade in >= 90% of 30
     # seeds (benchmarks/band_verdicts.py: 98-100%); at 8 shapes per decade identical devices are "the same"
-    # over >= 80% of the shapes on average (measured 100%), with no lead at all: taken together (the whole range,
-    # a run's conclusion), never band by band, since a half-decade of four shapes cannot show 2% alone
+    # over >= 45% of the shapes on average (measured 57%), with no lead at all: taken together (the whole range,
+    # a run's conclusion), never band by band, since a half-decade of four shapes cannot show 2% alone. Since
+    # issue 48 a run is "the same" only when every band's own estimate lies inside the margin: with 13 bands of
+    # four shapes, one of them lands past 2% by noise in 13 of 30 seeds, and the whole range is then not called
+    # the same (before: 93%, the whole range called the same over such a band)
     from synthetic_bands import seed_like
 
     def near(band: object, c: float) -> bool:
@@ -303,7 +306,7 @@ def test_seed_like_pair_finds_ten_percent_leads_and_calls_identical_devices_the_
     _, same = seed_like((), per_decade=8, seeds=30, seed=2)
     share = [sum(b.n for b in bs if b.same or (b.via is not None and b.via[3] == SAME)) / sum(b.n for b in bs)
              for bs in same]
-    assert np.mean(share) >= 0.8 and not any(b.verdict for bs in same for b in bs)
+    assert np.mean(share) >= 0.45 and not any(b.verdict for bs in same for b in bs)
     assert not any(b.same and not (b.low > -math.log(1.02) and b.high < math.log(1.02)) for bs in same for b in bs)
 
 
@@ -369,10 +372,18 @@ def test_a_band_is_never_called_against_its_own_interval() -> None:
     delta = math.log1p(0.02)
 
     def test(est: float, half: float) -> RunTest:
-        return RunTest(est, est - half, est + half, 0.5, None, lambda s: (1.0, 0), EvidenceSplit(20, 0))
+        return RunTest(est, est - half, est + half, 0.5, None, lambda s: (1.0, 0), EvidenceSplit(20, 0),
+                       lambda level: (est - half, est + half))
 
-    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.015), delta) == SAME
-    assert _state((1.0, 0, 0.036), 0.036, 0.05, test(0.0, 0.022), delta) == 0
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.02), delta) == 1
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, 0.035), delta) == 0
-    assert _state((0.01, 1, 1.0), 0.01, 0.05, test(0.05, math.inf), delta) == 0  # too few shapes: no call
+    def state(row: tuple, adjusted: float, t: RunTest, shown: tuple[float, float] | None = None) -> int:
+        return _state(row, adjusted, 0.05, t, delta, shown if shown is not None else (t.low, t.high))
+
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.015)) == SAME
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.022)) == 0
+    assert state((1.0, 0, 0.036), 0.036, test(0.0, 0.015), (-0.022, 0.022)) == 0  # the printed one crosses
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02)) == 1
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.035)) == 0
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, math.inf)) == 0  # too few shapes: no call
+    # the printed (Holm-adjusted) interval decides a lead: past the margin, a lead; reaching across it, none
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02), (0.03, 0.07)) == 1
+    assert state((0.01, 1, 1.0), 0.01, test(0.05, 0.02), (0.015, 0.085)) == 0

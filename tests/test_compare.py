@@ -51,13 +51,14 @@ def test_lead_lose_regain_from_two_rooflines() -> None:
     assert len(truth) == 2
     assert (c.method, c.passes) == ("runs", (3, 3))
     assert [s.leader for s in c.segments if s.leader] == ["A", "B", "A"]  # ambiguous only where ratio ~ 1
-    for method in ("runs", "fit"):
-        found = [x for x in c.crossovers if x.method == method]
-        assert [(x.from_label, x.to_label) for x in found] == [("A", "B"), ("B", "A")]
-        for x, t in zip(found, truth, strict=True):
-            assert x.low_flops <= x.flops <= x.high_flops
-            assert abs(math.log10(x.flops / t)) < 0.15, (method, x, t)
-            assert x.low_flops / 1.5 <= t <= x.high_flops * 1.5
+    # one line per change of leader (issue 48): the fits' crossing of each change is merged into the data's
+    assert [(x.from_label, x.to_label, x.method) for x in c.crossovers] == [("A", "B", "runs"), ("B", "A", "runs")]
+    for x, t in zip(c.crossovers, truth, strict=True):
+        (fit,) = x.fits
+        for flops, low, high in ((x.flops, x.low_flops, x.high_flops), fit):
+            assert low <= flops <= high
+            assert abs(math.log10(flops / t)) < 0.15, (x, t)
+            assert low / 1.5 <= t <= high * 1.5
     assert not any("disagree" in n for n in c.notes)
     assert c.sentence().startswith("A vs B (bf16, eager, TFLOP/s): A leads from 100 MFLOP to")
 
@@ -351,11 +352,11 @@ def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     b = make_sweep_doc("big", P_tflops=400, W_tbs=50, t0_s=1e-4, flops=flops, peak_tflops=500, seed=4, **PASSES)
     sweeps = load_sweeps([write_sweep(tmp_path, a), write_sweep(tmp_path, b)])
     (c,) = compare_all(sweeps, "mfu", fit_n_boot=50)
-    by = {x.method: x for x in c.crossovers}
-    assert set(by) == {"runs", "fit"}
+    (x,) = c.crossovers  # the data's, with the fits' crossing merged in as its second estimate
+    assert x.method == "runs" and len(x.fits) == 1
     # MFU_small = F/(1e-6 + F/1e14)/2e14, MFU_big = F/(1e-4 + F/4e14)/5e14: equal at F = 6.6e10
-    for x in by.values():
-        assert 1e10 < x.flops < 1e11, x
+    for flops in (x.flops, x.fits[0][0]):
+        assert 1e10 < flops < 1e11, x
 
 
 # -- the one-line summary: shares of the log-FLOP range and the longest lead ----------------
@@ -503,13 +504,13 @@ def test_compare_all_uses_the_fits_it_is_given(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(compare_module, "fit_series", refit)
     [same] = compare_all(sweeps, "tflops", fits=own, **FAST)
-    assert [x for x in same.crossovers if x.method == "fit"] == [x for x in given[0].crossovers if x.method == "fit"]
+    assert [x.fits for x in same.crossovers] == [x.fits for x in given[0].crossovers]
     # a deliberately wrong fit: B's roofline for both series, so the fitted curves never cross
     [wrong] = compare_all(sweeps, "tflops", fits={ka: own[kb], kb: own[kb]}, **FAST)
-    assert [x.method for x in given[0].crossovers].count("fit") == 2
-    assert [x for x in wrong.crossovers if x.method == "fit"] == []
+    assert [len(x.fits) for x in given[0].crossovers] == [1, 1]  # each change of leader: the fits' crossing merged
+    assert [x.fits for x in wrong.crossovers] == [(), ()]
     assert wrong.segments == given[0].segments  # the data side does not use fits
-    assert any("data and fit disagree" in n for n in wrong.notes)
+    assert all(x.text().endswith("(runs; the fits do not cross there)") for x in wrong.crossovers)
 
 
 def test_on_error_skips_pairs_that_cannot_be_compared() -> None:
@@ -660,19 +661,19 @@ def test_fit_crossovers_only_where_the_data_lean_both_ways() -> None:
                   for x in ("sm_100_B200", "sm_90"))
     tflops = compare_series(b200, h100, "tflops", fit_n_boot=20)
     assert tflops.crossovers == () and [x.method for x in tflops.fit_only] == ["fit"]
-    assert any(n.startswith("the fits cross at 220 MFLOP (sm_90 -> sm_100_B200), the data do not: no band "
-                            "below it leans to sm_90") for n in tflops.notes)
-    assert tflops.to_json()["unsupported_fit_crossings"][0]["reason"] == "no band below it leans to sm_90"
+    assert any(n.startswith("the fits cross at 220 MFLOP (sm_90 -> sm_100_B200); the data do not: sm_90 leads in "
+                            "no band or run below it") for n in tflops.notes)
+    assert tflops.to_json()["unsupported_fit_crossings"][0]["reason"] == "sm_90 leads in no band or run below it"
     assert compare_series(b200, h100, "mfu", fit_n_boot=20).crossovers == ()
     # 48 distinct shapes measured once (one record per pass, shape, dtype and mode: a file that repeats one is refused)
     base = {"flops": [float(f) for f in np.geomspace(1e8, 1e13, 2 * len(FLOPS))], "peak_tflops": 1000.0, "noise": 0.01}
     docs = (make_sweep_doc("A", seed=1, P_tflops=400, W_tbs=2.0, t0_s=2e-6, **base),
             make_sweep_doc("B", seed=2, P_tflops=900, W_tbs=2.0, t0_s=20e-6, **base))
     [c] = compare_all(_sweeps(*docs), "tflops", fit_n_boot=30)
-    [fit] = [x for x in c.crossovers if x.method == "fit"]
-    [data] = [x for x in c.crossovers if x.method != "fit"]
-    assert (fit.from_label, fit.to_label) == (data.from_label, data.to_label) == ("A", "B")
-    assert fit.low_flops < fit.flops < fit.high_flops and format_flops(fit.low_flops) != format_flops(fit.high_flops)
+    [data] = c.crossovers  # one line for the change of leader, the fits' crossing merged into it
+    [(flops, low, high)] = data.fits
+    assert (data.from_label, data.to_label, data.method) == ("A", "B", "shapes")
+    assert low < flops < high and format_flops(low) != format_flops(high)
     assert c.fit_only == ()
 
 

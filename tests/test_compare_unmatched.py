@@ -86,8 +86,10 @@ def test_the_json_says_per_band_where_the_verdict_comes_from(tmp_path: Path, h10
     [c] = json.loads(res.output)["comparisons"]
     for band in c["bands"]:
         split = band["evidence_split"]
-        assert set(split) == {"matched", "model_based", "model_based_not_used", "weight_matched",
-                              "weight_model_based", "ratio_matched", "ratio_model_based"}
+        assert set(split) - {"model_interval"} == {"matched", "model_based", "model_based_not_used", "weight_matched",
+                                                   "weight_model_based", "ratio_matched", "ratio_model_based",
+                                                   "matched_outside_model"}
+        assert ("model_interval" in split) == split["matched_outside_model"]
         assert split["matched"] + split["model_based"] + split["model_based_not_used"] == band["n_shapes"]
         assert split["weight_matched"] + split["weight_model_based"] == pytest.approx(1.0)
         assert band["left_out_a"] >= 0 and band["left_out_b"] >= 0

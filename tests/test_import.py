@@ -77,7 +77,24 @@ def test_gfx942_uses_roctracer_and_fnuz() -> None:
     assert sw.peak.chip == "mi325x" and not res.warnings  # an override silences the ambiguity warning
     fp8 = [r for r in sw.records if r.dtype == "fp8"]
     assert fp8 and all(r.extra["source_dtype"] == "f8e4m3fnuzxf8e4m3fnuz->bf16" for r in fp8)
+    # the fp8 flavour per record (issue 48): gfx942's fp8 is e4m3fnuz, the other chips' e4m3fn
+    assert {r.extra.get("fp8_format") for r in fp8} == {"e4m3fnuz"}
+    assert all("fp8_format" not in r.extra for r in sw.records if r.dtype != "fp8")
+    others = import_sources("xla-perf-table", [XLA]).sweeps["sm_90"].records
+    assert {r.extra.get("fp8_format") for r in others if r.dtype == "fp8"} == {"e4m3fn"}
     assert all(r.timer == "roctracer-kernel" for r in sw.records)
+
+
+@pytest.mark.parametrize(("name", "want"), [
+    ("torch.float8_e4m3fnuz", "e4m3fnuz"), ("torch.float8_e4m3fn", "e4m3fn"), ("float8_e5m2", "e5m2"),
+    ("f8e4m3fnuzxf8e4m3fnuz->bf16", "e4m3fnuz"), ("f8e4m3fnxf8e4m3fn->bf16", "e4m3fn"), ("__nv_fp8_e4m3", "e4m3fn"),
+    ("e4m3", "e4m3fn"), ("f8e5m2fnuzxf8e5m2fnuz->bf16", "e5m2fnuz"),
+    ("f8e4m3fnxf8e5m2->bf16", None), ("fp8", None), ("--dtype fp8", None), ("bf16xbf16->bf16", None),
+])
+def test_fp8_format_is_read_off_the_type_name_or_left_unknown(name: str, want: str | None) -> None:
+    from mfu_sweep.dtypes import fp8_format
+
+    assert fp8_format(name) == want
 
 
 def test_ambiguous_gfx950_warns_naming_both() -> None:
@@ -113,8 +130,14 @@ def test_deepbench_excerpt_k1530_rounding_layouts() -> None:
     r = rec(p100, "fp32", Shape(1, 1760, 16, 1760))
     assert r.samples_s == (55e-6,) and "rounded_source" in r.flags and r.timer == "host-mean"
     assert r.extra["cache"] == "none" and p100.settings["timing"]["timer"] == "host-mean"
-    assert r.extra["layout"] == "NN"  # the TN repeat of this shape is dropped, and said so
-    assert any("transpose" in n for n in p100.extra["import"]["notes"])
+    # every row with its layout: the TN row of this shape is a record of its own (a series of its own), never
+    # dropped for the NN one (issue 48: 83 of 160 rows per chip survived)
+    assert r.extra["source_layout"] == "NN" and r.shape.layout == "nn"
+    tn = rec(p100, "fp32", Shape(1, 1760, 16, 1760, "tn"))
+    assert tn.samples_s == (81e-6,) and tn.extra["source_layout"] == "TN" and tn.series_mode == "eager-tn"
+    assert len([r for r in p100.records if r.dtype == "fp32"]) == 6  # all the excerpt's rows
+    notes = p100.extra["import"]["notes"]
+    assert any(n.startswith("rows per layout: fp32 5 nn, 1 tn; fp16 5 nn, 1 tn;") for n in notes)
     k = rec(p100, "fp32", Shape(1, 512, 24000, 1536))  # the sheet says K=1530
     assert "source_k_1530" in k.flags and k.extra["source_k"] == 1530
     assert k.flops == 2 * 512 * 24000 * 1536 and k.samples_s == (4364e-6,)
@@ -127,6 +150,57 @@ def test_deepbench_excerpt_k1530_rounding_layouts() -> None:
     # no spec entry for these chips: a warning, MFU left empty, never a guessed peak
     assert any(w.startswith("NV_P100: no spec entry") for w in res.warnings)
     assert p100.peak.chip is None and r.mfu is None and r.tflops == pytest.approx(r.flops / 55e-6 / 1e12)
+
+
+def _deepbench_transpose(tmp_path: Path, cells: dict[int, str]) -> Path:
+    """The P100 excerpt with the A Transpose of data rows of its first sheet (1-based within the GEMM section) set to
+    ``cells``."""
+    import openpyxl
+
+    wb = openpyxl.load_workbook(P100)
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            cols = [c.column for c in row if c.value == "A Transpose"]
+            if cols:
+                for k, value in cells.items():
+                    ws.cell(row=row[0].row + k, column=cols[0]).value = value
+                f = tmp_path / "DeepBench_transposes.xlsx"
+                wb.save(f)
+                return f  # the first sheet only
+    raise AssertionError("no A Transpose column")
+
+
+def test_deepbench_transpose_x_is_a_note_naming_its_row_never_a_silent_swap(tmp_path: Path) -> None:
+    """Issue 47 item 10: a row with transpose ``X`` was dropped without a word and the TN row took its place."""
+    f = _deepbench_transpose(tmp_path, {1: "X"})  # the NN row of 1760x16x1760 in the first sheet
+    res = import_sources("deepbench", [f])
+    (sw,) = res.sweeps.values()
+    fp32 = [r for r in sw.records if r.dtype == "fp32"]
+    assert len(fp32) == 5 and {str(r.shape) for r in fp32 if r.shape.m == 1760 and r.shape.n == 16} == {
+        "1760x16x1760:tn"}  # the TN row stays what it is, a tn record; nothing stands in for the X row
+    (note,) = [n for n in sw.extra["import"]["notes"] if "neither N nor T" in n]
+    assert note.startswith("sheet 'Results FP32' row 4 (1760x16x1760): A Transpose 'X' is neither N nor T")
+    out = tmp_path / "o"
+    cli = run("deepbench", str(f), "-o", str(out))
+    assert cli.exit_code == 0 and "neither N nor T" in cli.output  # said on the terminal too
+
+
+def test_deepbench_section_of_only_unknown_transposes_is_a_one_line_error(tmp_path: Path) -> None:
+    f = _deepbench_transpose(tmp_path, {k: "?" for k in range(1, 7)})
+    with pytest.raises(SourceError, match=r"section has no rows \(sheet 'Results FP32' row 4 \(1760x16x1760\): "
+                                          r"A Transpose '\?' is neither N nor T"):
+        import_sources("deepbench", [f])
+
+
+def test_deepbench_published_sheets_import_every_row() -> None:
+    """Issue 48's measured goal: 160 rows per chip wherever the sheet has them (77 nn, 73 tn, 10 nt)."""
+    root = Path(__file__).resolve().parents[1] / "data" / "published" / "deepbench"
+    res = import_sources("deepbench", [root / "DeepBench_AMD_MI25.xlsx", root / "DeepBench_NV_T4.xlsx"])
+    for key, sw in res.sweeps.items():
+        for dtype in {r.dtype for r in sw.records}:
+            got = [r for r in sw.records if r.dtype == dtype]
+            layouts = {lay: sum(r.shape.layout == lay for r in got) for lay in ("nn", "tn", "nt")}
+            assert len(got) == 160 and layouts == {"nn": 77, "tn": 73, "nt": 10}, (key, dtype, layouts)
 
 
 # --- mamf-finder and nvbench -----------------------------------------------------------------------------

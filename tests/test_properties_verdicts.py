@@ -76,20 +76,22 @@ def test_a_table_of_square_shapes_predicts_no_skinny_shape_and_shows_no_false_le
 
 
 def test_predictions_at_hidden_shapes_of_real_tables_are_close_to_the_real_values() -> None:
-    # REAL DeepBench tables (83 shapes each, sparse: a prediction has few neighbours near it) split at random
+    # REAL DeepBench tables (77 nn shapes each, sparse: a prediction has few neighbours near it) split at random
     # into two sides with no shape in common: the model-based log ratio against the real one at that very shape
-    # (both tables measured it) is off by 9% on average (a prediction from shapes too far away: 15%)
+    # (both tables measured it) is off by 15% on average, 6% in the median. Before issue 48 the tables held 83
+    # shapes, 6 of them tn or nt rows read as nn: 9% (median 3%)
     errors = []
     for a, b in (("AMD_MI25", "NV_TitanX_Pascal"), ("NV_V100", "NV_P100"), ("NV_1080Ti", "NV_TitanXp")):
         series = group_series(load_sweeps([str(PUBLISHED / f"{a}.json"), str(PUBLISHED / f"{b}.json")]))
-        full = [next(s for k, s in series.items() if k.label == x and k.dtype == "fp32") for x in (a, b)]
+        full = [next(s for k, s in series.items() if (k.label, k.dtype, k.mode) == (x, "fp32", "eager"))
+                for x in (a, b)]
         ca, cb = (pass_curve(s, "tflops") for s in full)
         for seed in range(4):
             sa, sb = split_table(*full, 0.0, np.random.default_rng(seed), adversarial=False)
             for p in match_shapes(pass_curve(sa, "tflops"), pass_curve(sb, "tflops")).points:
                 truth = float(np.mean(cb.shapes[p.shape][1]) - np.mean(ca.shapes[p.shape][1]))
                 errors.append(p.log_a - p.log_b - truth)
-    assert len(errors) > 300 and float(np.mean(np.abs(errors))) < 0.11
+    assert len(errors) > 280 and float(np.mean(np.abs(errors))) < 0.17 and float(np.median(np.abs(errors))) < 0.08
 
 
 def test_band_intervals_of_model_based_points_cover_the_truth() -> None:

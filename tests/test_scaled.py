@@ -105,6 +105,7 @@ def test_fp8_rowwise_runs_for_real_on_the_cpu_and_is_checked() -> None:
     assert rec.status == "ok", rec.error
     assert 0.01 < rec.rel_error < get_dtype("fp8-rowwise").rel_tolerance  # quantization error, inside the bound
     assert rec.extra["scales"] == {"scaling": "row"} and rec.samples_s
+    assert rec.extra["fp8_format"] == "e4m3fn"  # the element format it ran in, recorded (issue 48)
 
 
 def test_the_check_catches_a_wrong_row_scale() -> None:

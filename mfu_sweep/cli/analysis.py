@@ -219,12 +219,11 @@ ABOVE_PEAK_MARK = ("*: MFU above 100%: the peak is lower than this run reached (
 def _band_line(c: Any, band: Any) -> str:
     """One band of a comparison: its points (matched, model-based, left out), wins, ratio by the metric with its
     interval (or "too few shapes"), p(Holm), its own verdict and how much of it comes from matched shapes."""
-    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
+    from mfu_sweep.analysis.verdicts.comparison import format_flops, interval_words, metric_name
 
     j = band.to_json(c.a, c.b)
     model = band.n - j["matched"]
-    ci = ("too few shapes for an interval" if band.too_few  # 4 digits: a margin of 2% is read at the third
-          else f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}]")
+    ci = "too few shapes for an interval" if band.too_few else interval_words(j)
     via = (f" (over {format_flops(band.via[0])}-{format_flops(band.via[1])}, p(Holm) {band.via[2]:.2g})"
            if band.via else "")
     left = (f"; left out: {j['left_out_a']} of {c.a}, {j['left_out_b']} of {c.b}"
@@ -240,7 +239,7 @@ def _band_line(c: Any, band: Any) -> str:
 
 def _print_comparison(c: Any) -> None:
     from mfu_sweep.analysis.verdicts.bands import lead_words
-    from mfu_sweep.analysis.verdicts.compare import format_flops, metric_name
+    from mfu_sweep.analysis.verdicts.comparison import format_flops, interval_words, metric_name
 
     name = metric_name(c.metric)
     wv = max(len(c.a), len(c.b)) + len(name) + 1
@@ -254,10 +253,10 @@ def _print_comparison(c: Any) -> None:
         j = run.to_json(c.a, c.b)
         what = (lead_words(j["leader"], c.metric) if j["leader"] else f"the same within {c.margin * 100:.3g}%")
         alone = "none called alone" if j["leader"] else "not all the same alone"
+        split = f"; {j['split_words']}" if j["split_words"] else ""
         click.echo(f"run {format_flops(run.low_flops)}-{format_flops(run.high_flops)} ({run.last - run.first + 1} "
-                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} "
-                   f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}], p(Holm) {run.p_adjusted:.2g}: {what} "
-                   f"taken together ({run.split.text()})")
+                   f"bands taken together, {alone}): a/b {name} x{j['ratio']:.4g} {interval_words(j)}, "
+                   f"p(Holm) {run.p_adjusted:.2g}: {what} taken together ({run.split.text()}{split})")
     if max(c.passes) > 1:
         click.echo("per shape: each side's value at its median time over passes (the report's and the figures'); "
                    "a/b and its CI: the mean over passes of the log ratio, which the verdicts test")
@@ -271,9 +270,8 @@ def _print_comparison(c: Any) -> None:
                    f"{p.leader or ('same' if p.same else 'ambiguous'):<{wl}} {method}")
     if c.metric == "mfu" and any(max(p.a_value, p.b_value) > 1 for p in c.points):
         click.echo(ABOVE_PEAK_MARK)
-    for x in c.crossovers:
-        click.echo(f"crossover ({x.method}): {x.from_label} -> {x.to_label} at {format_flops(x.flops)} "
-                   f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}]")
+    for x in c.crossovers:  # one line per change of leader: the data's interval, the fits' estimates beside
+        click.echo(f"crossover: {x.text()}")
     for note in c.notes:
         click.echo(f"note: {note}")
     click.echo(c.sentence())
@@ -408,6 +406,10 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     if skipped and not (comps or fleets or boards):
         raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
+    layouts: list[str] = []
+    if not ranking or pairwise:  # the series no pair reaches: the other device measured other layouts
+        from mfu_sweep.analysis.verdicts.compare import layouts_left_out
+        layouts = layouts_left_out(series, baseline or label_a, label_b)
     for hint in hints:
         click.echo(f"note: {hint}", err=True)
     spreads = replicate_spreads(sweeps, series) if whole and not ranking else []
@@ -418,6 +420,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
             out["contention"] = reasons
         if skipped:
             out["skipped"] = skipped
+        out.update({"left_out_layouts": layouts} if layouts else {})
         if spreads:
             out["spreads"] = [s.to_json() for s in spreads]
         if verdict:
@@ -429,7 +432,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
                    **({"calibration": refs} if refs else {}))
     for line in _pair_lines(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
-    for line in skipped:
+    for line in skipped + layouts:
         click.echo(f"note: {line}")
     ranked.echo_boards(fleets, boards, notes)
     for s in spreads:

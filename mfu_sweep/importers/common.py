@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.dtypes import DType, fp8_format, get_dtype
 from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
 from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
@@ -210,13 +210,20 @@ def map_chip(dev: SourceDevice, chips: Mapping[str, ChipSpec], overrides: Mappin
     return None
 
 
+def _fp8_format(row: SourceRow, dt: DType) -> dict[str, str]:
+    """``{"fp8_format": "e4m3fnuz"}`` when the dtype's elements are fp8 and the source's own type name says which
+    format (an XLA key, a torch or CUDA type); nothing when it says only "fp8" (the format stays unknown)."""
+    found = fp8_format(row.source_dtype) if fp8_format(dt.torch_name) else None
+    return {"fp8_format": found} if found else {}
+
+
 def _record(row: SourceRow, dev: SourceDevice, peak: Peak) -> Record:
     dt = get_dtype(row.dtype)
     base = dict(
         shape=row.shape, dtype=row.dtype, mode=row.mode or dev.mode, flops=row.shape.flops, bytes=row.shape.bytes(dt),
         intensity=row.shape.intensity(dt), family=row.family, timer=dev.timer,
         flags=tuple(dict.fromkeys(("imported", *row.flags))),
-        extra={"cache": dev.cache, "source_dtype": row.source_dtype, **row.extra},
+        extra={"cache": dev.cache, "source_dtype": row.source_dtype, **_fp8_format(row, dt), **row.extra},
     )
     if row.seconds is None or not row.seconds > 0:
         return Record(status="error", error=row.error or "source gives no usable time", **base)

@@ -15,6 +15,14 @@ multiples of 1 us and are flagged ``rounded_source``: the true mean lies in
 ``code/kernels/gemm_problems.h`` runs K=1536; those rows are imported as
 K=1536 with flag ``source_k_1530`` (the sheet's TERAFLOPS column used 1530).
 Times come from the ``Time (msec)`` column, not from TERAFLOPS.
+
+Every row is imported with its layout: the ``A Transpose`` and ``B Transpose``
+letters (cuBLAS op flags, ``N`` or ``T``) become the shape's ``layout`` as
+published, M, N and K kept, as the ``deepbench:`` workload family sweeps them
+(:mod:`mfu_sweep.workloads`), so a shape measured in ``NN`` and ``TN`` is two
+records, each layout a series of its own (mode ``eager-tn`` ...). A row whose
+transpose is neither ``N`` nor ``T`` has no layout here: it is left out with a
+note naming its row and value, never replaced by another layout's row.
 """
 
 from __future__ import annotations
@@ -46,7 +54,7 @@ PRECISION_NOTES = {
     "fp32": "fp32: no TF32 on these pre-Ampere chips",
     "fp16": "fp16: half inputs; the sheet's Precision line says how it multiplied and accumulated",
 }
-LAYOUT_ORDER = {"NN": 0, "NT": 1, "TN": 2, "TT": 3}
+TRANSPOSES = ("N", "T")
 TIMING = ("host-timed mean of 400 back-to-back cuBLAS/rocBLAS calls after 1 warm-up, launch overhead included, "
           "no cache flush, truncated to whole microseconds (code/nvidia/gemm_bench.cu)")
 TIMING_INTEL = ("host-timed (MKL dsecnd) mean of 10 back-to-back MKL sgemm calls after 1 warm-up, no cache flush "
@@ -124,11 +132,27 @@ def _time_row(ms: Any, shape: Shape, where: str) -> tuple[float | None, tuple[st
     return (round(us) / 1e6 if flags else ms / 1e3), flags, None, ms
 
 
-def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, sheet: str, name: str) -> list[SourceRow]:
+def _layout(r: tuple, cols: dict[str, int], where: str) -> tuple[str | None, str | None]:
+    """The row's layout from its two transpose letters (``("tn", None)``), or ``(None, why)`` for a letter that is
+    neither N nor T."""
+    letters = []
+    for col, name in (("ta", "A Transpose"), ("tb", "B Transpose")):
+        cell = r[cols[col]] if cols[col] < len(r) else None
+        letter = str(cell).strip().upper() if cell is not None else ""
+        if letter not in TRANSPOSES:
+            return None, f"{where}: {name} {cell!r} is neither N nor T, so the row has no layout; left out"
+        letters.append(letter)
+    return "".join(letters).lower(), None
+
+
+def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, sheet: str,
+                  name: str) -> tuple[list[SourceRow], list[str]]:
+    """The section's rows, and a note for each row left out (a transpose that is neither N nor T)."""
     cols = _header(rows[start])
     if cols is None:
         raise SourceError(f"sheet {sheet!r}: {SECTION!r} header lacks M, N, K, transposes or 'Time (msec)'")
-    out = []
+    out: list[SourceRow] = []
+    left_out: list[str] = []
     for i in range(start + 1, len(rows)):
         r = rows[i]
         if r and isinstance(r[0], str):
@@ -145,13 +169,16 @@ def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, she
             k = K_QUIRK[1]
             flags = ("source_k_1530",)
             extra["source_k"] = K_QUIRK[0]
+        layout, why = _layout(r, cols, f"{where} ({m}x{n}x{K_QUIRK[0] if 'source_k' in extra else k})")
+        if layout is None:
+            left_out.append(str(why))
+            continue
         try:
-            shape = Shape(1, m, n, k)
+            shape = Shape(1, m, n, k, layout)
         except ShapeError as exc:
             raise SourceError(f"{where}: {exc}") from None
-        layout = f"{str(r[cols['ta']]).strip()}{str(r[cols['tb']]).strip()}".upper()
         seconds, tflags, err, ms = _time_row(r[cols["ms"]], shape, where)
-        extra.update({"layout": layout, "source_value": ms, "source_unit": "ms"})
+        extra.update({"source_layout": layout.upper(), "source_value": ms, "source_unit": "ms"})
         app = r[cols["app"]] if "app" in cols and cols["app"] < len(r) else None
         if isinstance(app, str) and app.strip():
             extra["application"] = app.strip()
@@ -159,25 +186,41 @@ def _section_rows(rows: list[tuple], start: int, dtype: str, precision: str, she
                              flags=(*flags, *tflags), error=err, family="deepbench", extra=extra,
                              where=f"{name!r}: {where}"))
     if not out:
-        raise SourceError(f"sheet {sheet!r}: {SECTION!r} section has no rows")
-    return out
+        reasons = f" ({'; '.join(left_out)})" if left_out else ""
+        raise SourceError(f"sheet {sheet!r}: {SECTION!r} section has no rows{reasons}")
+    return out, left_out
 
 
-def _sheet(ws: Any, name: str) -> tuple[str | None, list[SourceRow], str | None]:
-    """(dtype, rows, skip reason) of one results sheet."""
+def _sheet(ws: Any, name: str) -> tuple[str | None, list[SourceRow], list[str]]:
+    """(dtype, rows, notes) of one results sheet: no dtype with the reason it is skipped, or its rows with a note
+    per row left out."""
     rows = [tuple(r) for r in ws.iter_rows(values_only=True)]
     precision = next((r[1] for r in rows if r and _norm(r[0] or "") == "precision" and len(r) > 1), None)
     starts = [i for i, r in enumerate(rows) if r and isinstance(r[0], str) and _norm(r[0]) == _norm(SECTION)]
     if not starts:
-        return None, [], f"sheet {ws.title!r} has no {SECTION!r} section"
+        return None, [], [f"sheet {ws.title!r} has no {SECTION!r} section"]
     if precision is None:
         raise SourceError(f"sheet {ws.title!r}: no 'Precision' line, so the dtype is unknown")
     if _norm(precision) not in PRECISIONS:
         raise SourceError(f"sheet {ws.title!r}: unknown precision {precision!r}")
     dtype = PRECISIONS[_norm(precision)]
     if dtype is None:
-        return None, [], f"sheet {ws.title!r}: precision {precision!r} has no matching dtype here (skipped)"
-    return dtype, _section_rows(rows, starts[0], dtype, str(precision), ws.title, name), None
+        return None, [], [f"sheet {ws.title!r}: precision {precision!r} has no matching dtype here (skipped)"]
+    got, left_out = _section_rows(rows, starts[0], dtype, str(precision), ws.title, name)
+    return dtype, got, left_out
+
+
+def _layout_note(rows: list[SourceRow]) -> str:
+    """How many rows of each dtype and layout, and what the letters mean."""
+    counts: dict[str, dict[str, int]] = {}
+    for r in rows:
+        per = counts.setdefault(r.dtype, {})
+        per[r.shape.layout] = per.get(r.shape.layout, 0) + 1
+    each = "; ".join(f"{dtype} " + ", ".join(f"{n} {lay}" for lay, n in sorted(per.items(), key=lambda kv: (-kv[1],
+                                                                                                      kv[0])))
+                     for dtype, per in counts.items())
+    return (f"rows per layout: {each}; the sheet's A and B Transpose letters (cuBLAS op flags) as published, M, N "
+            "and K kept (as the deepbench: workload family sweeps them); each layout is a series of its own")
 
 
 def device_key(path: Path) -> str:
@@ -204,19 +247,21 @@ def _read(path: Path) -> list[SourceDevice]:
         specs = _specs(wb)
         rows: list[SourceRow] = []
         skipped: list[str] = []
+        left_out: list[str] = []
         sheets: dict[str, str] = {}
         for ws in wb.worksheets:
             if ws.title == "Specs":
                 continue
             dtype, got, why = _sheet(ws, name)
-            if why:
-                skipped.append(why)
+            skipped.extend(why)
+            if dtype is None:
                 continue
             if dtype in sheets.values():
                 skipped.append(f"sheet {ws.title!r}: a second {dtype} sheet (skipped)")
                 continue
             sheets[ws.title] = str(dtype)
             rows.extend(got)
+            left_out.extend(why)
     except SourceError as exc:
         raise SourceError(f"{name!r}: {exc}") from None
     except (zipfile.BadZipFile, KeyError, OSError, EOFError, ParseError) as exc:
@@ -226,11 +271,11 @@ def _read(path: Path) -> list[SourceDevice]:
     if not rows:
         why = "; ".join(skipped) or "no sheets"
         raise SourceError(f"{name!r}: no importable {SECTION!r} section ({why})")
-    kept, dropped = dedupe(rows, order_key=lambda r: LAYOUT_ORDER.get(r.extra.get("layout", ""), 9))
+    kept, dropped = dedupe(rows)
     notes = [PRECISION_NOTES[d] for d in dict.fromkeys(r.dtype for r in kept)]
+    notes.append(_layout_note(kept))
     if dropped:
-        notes.append(f"{dropped} rows repeat a shape and dtype with another transpose; kept one per shape "
-                     "(NN first, then NT, TN, TT; the record's 'layout' says which)")
+        notes.append(f"{dropped} rows repeat a shape, layout and dtype of an earlier row; kept the first")
     if any("source_k_1530" in r.flags for r in kept):
         notes.append("the sheet writes K=1530 where DeepBench's gemm_problems.h runs K=1536; imported as K=1536 "
                      "(flag source_k_1530)")
@@ -251,5 +296,6 @@ def _read(path: Path) -> list[SourceDevice]:
             "dtype_keys": {d: next(r.source_dtype for r in kept if r.dtype == d) for d in sheets.values()},
             "notes": notes, "unknown": list(UNKNOWN),
         },
+        warnings=tuple(f"{name!r}: {w}" for w in left_out),
     )]
 

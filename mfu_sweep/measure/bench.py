@@ -24,7 +24,7 @@ except ImportError:  # not a Unix
     resource = None  # type: ignore[assignment]
 
 from mfu_sweep.allocator import reused_allocations
-from mfu_sweep.dtypes import DType, get_dtype
+from mfu_sweep.dtypes import DType, fp8_format, get_dtype
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.energy import metered_block_timer
@@ -239,6 +239,8 @@ def _measure_task(backend: TorchBackend, task: Task, dt: DType) -> Record:
         fields["scales"] = backend.scales_json(dt)
     if dt.scaling in ("tensor", "row"):
         fields["fast_accum"] = backend.fp8_fast_accum
+    if fp8_format(dt.torch_name) and (element := fp8_format(str(backend.torch_dtype(dt)))):
+        fields["fp8_format"] = element  # the element type this device ran: e4m3fnuz on MI300 (gfx942)
     clocked = block_timer  # before the guards wrap it: a CPU-time timer keeps the wall time of its blocks
     block_timer, guards = _guarded(backend, block_timer)
     allocates = allocates_output(task.mode, dt)

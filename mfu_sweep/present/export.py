@@ -22,7 +22,7 @@ from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
-from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, compare_all
+from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, Crossover, compare_all
 from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
 from mfu_sweep.present.words import metric_name
@@ -150,8 +150,16 @@ CROSSOVER_COLUMNS = ("a", "b", "dtype", "mode", "metric", "flops", "low_flops", 
 
 def crossover_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
     """One row per crossover, with its pair."""
-    return [{"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **x.to_json()}
+    return [{"a": c.a, "b": c.b, "dtype": c.dtype, "mode": c.mode, "metric": c.metric, **_crossover_row(x)}
             for c in comparisons for x in c.crossovers]
+
+
+def _crossover_row(x: Crossover) -> dict[str, Any]:
+    """A crossover as one row: the fits merged into its change of leader as ``fit_flops`` ("4.2e+09; 2.5e+10",
+    empty when the fits do not cross there, None when no fits were compared)."""
+    row = x.to_json()
+    fits = row.pop("fits", None)
+    return {**row, "fit_flops": None if fits is None else "; ".join(f"{f['flops']:.4g}" for f in fits)}
 
 
 def band_rows(comparisons: Iterable[Comparison]) -> list[dict[str, Any]]:
@@ -191,8 +199,9 @@ def bands_table(comparisons: Iterable[Comparison]) -> Table:
               "Verdict")
     notes = ("verdicts: a lead beyond the margin (by MFU: closer to its own peak, each device against its own "
              "peak, not faster; by TFLOP/s: faster), the same within it (two one-sided tests), else ambiguous; "
-             "Holm over the bands and runs of adjacent bands; 'ambiguous alone; ... taken together (over X-Y)': "
-             "the band is part of a run of adjacent bands whose conclusion it does not reach alone",)
+             "Holm over the bands and runs of adjacent bands; A/B +- half the band's Holm-adjusted interval (its "
+             "test at its Holm level: a lead lies wholly past the margin); 'ambiguous alone; ... taken together "
+             "(over X-Y)': the band is part of a run of adjacent bands whose conclusion it does not reach alone",)
     return Table(header=header, rows=tuple(rows), align="lllllllrl", notes=notes)
 
 
@@ -328,6 +337,15 @@ def _flops_interval(x: float, lo: float, hi: float) -> str:
     return f"{v} [{a}, {b}] {prefix}FLOP"
 
 
+def _method_cell(x: Crossover) -> str:
+    """``"shapes"``, ``"shapes; fits at 4.2 GFLOP, 25 GFLOP"`` or ``"shapes; the fits do not cross there"``."""
+    if x.fits is None:
+        return x.method
+    if not x.fits:
+        return f"{x.method}; the fits do not cross there"
+    return f"{x.method}; fits at {', '.join(format_flops(f) for f, _, _ in x.fits)}"
+
+
 NO_CROSSOVER = "no crossover: no compared pair changes leader over its shared FLOP range"
 
 
@@ -335,12 +353,13 @@ def crossovers_table(comparisons: Iterable[Comparison]) -> Table:
     """One row per crossover: pair, dtype, mode, metric, direction, FLOPs [interval], method."""
     rows = [((c.a, None), (c.b, None), (c.dtype, None), (c.mode, None), (c.metric, None),
              (f"{x.from_label} -> {x.to_label}", None), (_flops_interval(x.flops, x.low_flops, x.high_flops), None),
-             (x.method, None))
+             (_method_cell(x), None))
             for c in comparisons for x in c.crossovers]
     header = ("A", "B", "dtype", "mode", "Metric", "Leader change", "FLOPs [interval]", "Method")
-    notes = ("data: between the median FLOPs of the last band where the old leader leads beyond the margin and "
-             "the first where the new one does, narrowed by Fieller's interval of the shapes' zero crossing; fit: "
-             "the fitted curves' simultaneous 95% band",)
+    notes = ("one row per change of leader. data: between the median FLOPs of the last band where the old leader "
+             "leads beyond the margin and the first where the new one does, narrowed by Fieller's interval of the "
+             "shapes' zero crossing; fits: where the fitted curves cross within that change (the fits' simultaneous "
+             "95% band), a second estimate, never a row of its own",)
     return Table(header=header, rows=tuple(rows), align="llllllll", notes=notes if rows else (NO_CROSSOVER,),
                  empty=NO_CROSSOVER)
 

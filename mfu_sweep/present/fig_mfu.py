@@ -54,7 +54,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     along the top coloured by the device that leads each FLOP range
     (ambiguous ranges stay blank; see :func:`leader_spans`; hatched where the lead is a run of adjacent
     bands' conclusion taken together, :func:`together_spans`) and a vertical line
-    at each crossover (solid: from data, dotted: from the fits) with its
+    at each crossover (one per change of leader, from the data; the fits' crossings are its second estimate) with its
     interval shaded.
 
     Parameters

@@ -27,7 +27,7 @@ def band_table(c: Comparison) -> Table:
                      f"x{j['ratio']:.3g} {interval}", f"{band.p_adjusted:.2g}",
                      band.call(c.a, c.b) + via))
     return Table(("FLOP band", "shapes used of each", f"measured {c.a} / {c.b}",
-                  f"{c.a}/{c.b} {metric_name(c.metric)} [{1 - c.alpha:.0%}]", "p(Holm)",
+                  f"{c.a}/{c.b} {metric_name(c.metric)} [Holm-adjusted interval]", "p(Holm)",
                   f"verdict by {metric_name(c.metric)}"), tuple(rows))
 
 
@@ -43,10 +43,11 @@ def comparison_blocks(comparisons: Sequence[Comparison], notes: Sequence[str]) -
             blocks.append(Para(f"Segment by segment: {c.sentence()}"))
         if c.bands:
             blocks.append(band_table(c))
-        if c.crossovers:
-            blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval"), tuple(
-                (x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
-                 f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}") for x in c.crossovers)))
+        if c.crossovers:  # one row per change of leader: the data's interval, the fits' estimates beside
+            blocks.append(Table(("method", "leader change", "crossover", f"{1 - c.alpha:.0%} interval", "the fits"),
+                                tuple((x.method, f"{x.from_label} → {x.to_label}", format_flops(x.flops),
+                                       f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}", _fits(x))
+                                      for x in c.crossovers)))
         else:
             blocks.append(Para("No crossover found over the shared FLOP range."))
         if c.notes:
@@ -68,9 +69,16 @@ def _pct(share: float) -> str:
 
 
 def crossover_text(x: Any) -> str:
-    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (shapes)"``."""
-    return (f"{x.from_label} → {x.to_label} at {format_flops(x.flops)} "
-            f"[{format_flops(x.low_flops)}, {format_flops(x.high_flops)}] ({x.method})")
+    """``"chip-a → chip-b at 36 GFLOP [10 GFLOP, 46 GFLOP] (shapes; the fits cross at 30 GFLOP)"``: one change of
+    leader, both estimates (:meth:`~mfu_sweep.analysis.verdicts.comparison.Crossover.text`)."""
+    return x.text("→")
+
+
+def _fits(x: Any) -> str:
+    """Where the fits cross in this change of leader: "30 GFLOP [25 GFLOP, 34 GFLOP]", "none", or "-" (not fitted)."""
+    if x.fits is None:
+        return "-"
+    return "; ".join(f"{format_flops(f)} [{format_flops(lo)}, {format_flops(hi)}]" for f, lo, hi in x.fits) or "none"
 
 
 def comparison_facts(key: SeriesKey, comparisons: Sequence[Comparison]) -> list[tuple[str, str]]:

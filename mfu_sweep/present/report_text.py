@@ -14,7 +14,7 @@ FIGURE_CAPTIONS = {
         "pass medians when swept in several passes); bars: {bars}; lines: roofline-with-overhead fits (with their "
         "95% bootstrap band when a panel has at most two devices; a fit whose parameters the shapes do not "
         "constrain is not drawn, and the legend says so); strip along the top: the device that leads "
-        "significantly (blank: ambiguous); vertical lines: crossovers (solid: from data, dotted: from fits), "
+        "significantly (blank: ambiguous); vertical lines: crossovers (one per change of leader, from the data), "
         "interval shaded, labelled with their pair. The {metric} axis is logarithmic where the values span more "
         "than a decade (unless --y-scale says otherwise)."),
     "roofline": (

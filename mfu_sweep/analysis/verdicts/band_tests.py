@@ -6,7 +6,7 @@ verdicts."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 import numpy as np
@@ -242,3 +242,36 @@ def run_variance(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndar
         df = var**2 / (va**2 / sa.df + vb**2 / sb.df)
     bad = ~np.isfinite(var) | (var <= 0)
     return np.where(bad, np.inf, var), np.where(np.isfinite(df) & ~bad, df, 1.0)
+
+
+# -- the interval of a test at another level ---------------------------------------------------------------------
+
+INVERT_SPAN = math.log(1e4)  # a log ratio beyond x1e4 either way is no bound: the interval is unbounded there
+INVERT_STEPS = 40  # bisection steps per end: the end to about 1e-9 of the bracket, far below any margin
+
+
+def invert(shifted: Callable[[float], tuple[float, int]], level: float, centre: float) -> tuple[float, float]:
+    """The interval of the shifts ``s`` that ``shifted`` (the two-sided test of ``d - s``) does not reject at
+    ``level``: each end found outward from ``centre`` (the test's estimate) by doubling, then bisection.
+
+    The interval and the test are one: its end lies past a shift exactly when the test rejects that shift (the
+    statistic is monotone in the shift), so a band whose interval lies wholly past the margin is one whose test
+    rejects the margin at ``level``. An end that no shift within ``INVERT_SPAN`` reaches is infinite; a test that
+    rejects its own estimate gives ``(nan, nan)``.
+    """
+    if shifted(centre)[0] < level:
+        return math.nan, math.nan
+    ends = []
+    for sign in (-1.0, 1.0):
+        inside, step = 0.0, 1e-3
+        while step <= INVERT_SPAN and shifted(centre + sign * step)[0] >= level:
+            inside, step = step, step * 2
+        if step > INVERT_SPAN:
+            ends.append(sign * math.inf)
+            continue
+        outside = step
+        for _ in range(INVERT_STEPS):
+            mid = (inside + outside) / 2
+            inside, outside = (mid, outside) if shifted(centre + sign * mid)[0] >= level else (inside, mid)
+        ends.append(centre + sign * inside)
+    return ends[0], ends[1]

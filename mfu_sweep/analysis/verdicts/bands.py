@@ -58,7 +58,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.analysis.verdicts.band_tests import drift_factor, run_variance, signed_rank_p
-from mfu_sweep.analysis.verdicts.evidence import holm, run_side
+from mfu_sweep.analysis.verdicts.evidence import holm, holm_level, run_side
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, log_margin, margin_words
 from mfu_sweep.analysis.verdicts.margin import lead_words as ahead_behind
 from mfu_sweep.analysis.verdicts.run_test import (
@@ -108,16 +108,28 @@ class RunClaim:
     high: float
     p_adjusted: float
     split: EvidenceSplit
+    shown: tuple[float, float] | None = None
+    level: float = math.nan
+    wins: tuple[int, int, int] = (0, 0, 0)
 
     def leader(self, a: str, b: str) -> str | None:
         return {1: a, -1: b}.get(self.state)
 
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval the claim reads (Holm-adjusted, :func:`holm_level`); the own ``1 - alpha`` one if unset."""
+        return self.shown if self.shown is not None else (self.low, self.high)
+
     def to_json(self, a: str, b: str) -> dict[str, Any]:
+        lo, hi = self.interval
         return {"first_band": self.first, "last_band": self.last, "low_flops": self.low_flops,
                 "high_flops": self.high_flops, "verdict": CALLS[self.state], "leader": self.leader(a, b),
-                "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(self.low)),
-                "ratio_high": _finite(math.exp(self.high)), "p_adjusted": self.p_adjusted,
-                "evidence_split": self.split.to_json()}
+                "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(lo)),
+                "ratio_high": _finite(math.exp(hi)), "interval": "Holm-adjusted", "interval_level": 1 - self.level,
+                "ratio_low_unadjusted": _finite(math.exp(self.low)),
+                "ratio_high_unadjusted": _finite(math.exp(self.high)), "p_adjusted": self.p_adjusted,
+                "wins_a": self.wins[0], "wins_b": self.wins[1], "n_points": self.wins[2],
+                "split_words": split_words(self.state, *self.wins), "evidence_split": self.split.to_json()}
 
 
 @dataclass(frozen=True)
@@ -181,10 +193,19 @@ class Band:
     left_out_a: int | None = None
     left_out_b: int | None = None
     metric: str = "tflops"
+    shown: tuple[float, float] | None = None
+    level: float = math.nan
 
     @property
     def n(self) -> int:
         return self.stop - self.start
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The interval the verdict reads and every view prints: the band's Holm-adjusted interval (its test's
+        interval at its Holm level, :func:`holm_level`); the own ``1 - alpha`` interval (``low``, ``high``) where
+        none was computed."""
+        return self.shown if self.shown is not None else (self.low, self.high)
 
     @property
     def state(self) -> int:
@@ -193,15 +214,17 @@ class Band:
 
     @property
     def too_few(self) -> bool:
-        """The band's interval is unbounded: too few shapes to say anything alone."""
-        return not (math.isfinite(self.low) and math.isfinite(self.high))
+        """The band's interval (:attr:`interval`) is unbounded: too few shapes to bound the ratio at its level."""
+        return not all(math.isfinite(x) for x in self.interval)
 
     def call(self, a: str, b: str) -> str:
         """The band's own verdict in the metric's words: ``"<a> faster"`` (TFLOP/s) or ``"<a> higher MFU"``,
-        ``"the same within 2%"``, ``"ambiguous"`` or ``"too few shapes"``; a band that is part of a run's
-        conclusion adds it ("ambiguous alone; <a> faster taken together")."""
+        ``"the same within 2%"``, ``"ambiguous"`` or ``"too few shapes"``; a lead that under 2/3 of the band's
+        shapes favour says how many go the other way ("<a> faster (53 of 107 shapes the other way)"); a band
+        that is part of a run's conclusion adds it ("ambiguous alone; <a> faster taken together")."""
         if self.verdict:
-            return lead_words(a if self.verdict > 0 else b, self.metric)
+            split = split_words(self.verdict, self.wins_a, self.wins_b, self.n)
+            return lead_words(a if self.verdict > 0 else b, self.metric) + (f" ({split})" if split else "")
         if self.same:
             return f"the same within {margin_words(self.margin)}"
         own = "too few shapes" if self.too_few else "ambiguous"
@@ -224,8 +247,10 @@ class Band:
                 "left_out_a": self.left_out_a, "left_out_b": self.left_out_b,
                 "evidence_split": (self.split or EvidenceSplit(self.n, 0)).to_json(),
                 "wins_a": self.wins_a, "wins_b": self.wins_b, "ties": self.ties,
-                "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(self.low)),
-                "ratio_high": _finite(math.exp(self.high)), "too_few_shapes": self.too_few,
+                "ratio": math.exp(self.estimate), "ratio_low": _finite(math.exp(self.interval[0])),
+                "ratio_high": _finite(math.exp(self.interval[1])), "interval": "Holm-adjusted",
+                "interval_level": 1 - self.level, "ratio_low_unadjusted": _finite(math.exp(self.low)),
+                "ratio_high_unadjusted": _finite(math.exp(self.high)), "too_few_shapes": self.too_few,
                 "p_shapes": self.p_shapes, "p_common": self.p_common,
                 "p_lead": self.p_lead, "p_same": self.p_same, "p": self.p, "p_adjusted": self.p_adjusted,
                 "margin": self.margin, "metric": self.metric, "verdict": CALLS[self.state],
@@ -235,6 +260,22 @@ class Band:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) and x > 0 else None
+
+
+SPLIT_SHARE = 2 / 3  # a lead that fewer of its shapes favour says how many go the other way
+
+
+def split_words(state: int, wins_a: int, wins_b: int, n: int) -> str:
+    """``"53 of 107 shapes the other way"`` for a lead (``state`` +1 or -1) that under ``SPLIT_SHARE`` of its ``n``
+    shapes favour, else ``""``: true on average, and the reader should know that about half the shapes go the
+    other way."""
+    if state not in (1, -1) or n <= 0:
+        return ""
+    ahead, other = (wins_a, wins_b) if state > 0 else (wins_b, wins_a)
+    if ahead >= SPLIT_SHARE * n:
+        return ""
+    even = n - ahead - other
+    return f"{other} of {n} shapes the other way" + (f", {even} even" if even else "")
 
 
 # -- bands ------------------------------------------------------------------------------
@@ -292,11 +333,14 @@ def _runs_of_bands(m: int, longest: int = MAX_RUN_BANDS) -> list[tuple[int, int]
 
 @dataclass(frozen=True)
 class _Family:
-    """Every run of the family: its test, its claims ``(p_lead, sign, p_same)``, Holm-adjusted p and state."""
+    """Every run of the family: its test, its claims ``(p_lead, sign, p_same)``, Holm-adjusted p, Holm level, its
+    Holm-adjusted interval (single bands, and runs Holm lets through) and state."""
 
     tests: dict[tuple[int, int], RunTest]
     rows: dict[tuple[int, int], tuple[float, int, float]]
     adjusted: dict[tuple[int, int], float]
+    levels: dict[tuple[int, int], float]
+    shown: dict[tuple[int, int], tuple[float, float]]
     called: dict[tuple[int, int], int]
 
 
@@ -307,8 +351,23 @@ def _family(family: Sequence[tuple[int, int]], test_of: Any, delta: float, alpha
         rows[i, j] = claims(tests[i, j].shifted, delta)
     keys = list(rows)
     adjusted = dict(zip(keys, holm([min(rows[k][0], rows[k][2]) for k in keys]), strict=True)) if keys else {}
-    called = {k: _state(rows[k], adjusted[k], alpha, tests[k], delta) for k in keys}
-    return _Family(tests, rows, adjusted, called)
+    levels = {k: holm_level(alpha, min(rows[k][0], rows[k][2]), adjusted[k], len(keys)) for k in keys}
+    shown = {k: _adjusted_interval(tests[k], levels[k], delta) for k in keys if k[0] == k[1] or adjusted[k] < alpha}
+    called = {k: _state(rows[k], adjusted[k], alpha, tests[k], delta, shown.get(k)) for k in keys}
+    return _Family(tests, rows, adjusted, levels, shown, called)
+
+
+def _adjusted_interval(test: RunTest, level: float, delta: float) -> tuple[float, float]:
+    """The test's interval at its Holm level, reaching each margin edge (``+-delta``) the test does not reject
+    there: the interval lies wholly past the margin only where the test rejects the margin, so a band printed past
+    the margin is never left ambiguous (the interval is the test inverted, up to the bisection's last step)."""
+    lo, hi = test.at(level)
+    if not (math.isfinite(lo) and math.isfinite(hi)) or delta <= 0:
+        return lo, hi
+    for edge in (-delta, delta):
+        if not lo <= edge <= hi and test.shifted(edge)[0] >= level:
+            lo, hi = min(lo, edge), max(hi, edge)
+    return lo, hi
 
 
 def band_verdicts(flops: Sequence[float], values_a: np.ndarray, values_b: np.ndarray, **kw: Any) -> list[Band]:
@@ -373,7 +432,7 @@ def bands_and_runs(flops: Sequence[float], values_a: np.ndarray, values_b: np.nd
 
     fam = _family(_runs_of_bands(len(edges), run_longest(run_var is not None) if merge else 0),
                   test_of, delta, alpha)
-    runs = _run_claims(fam, edges)
+    runs = _run_claims(fam, edges, d, delta)
     out = []
     for k, (s, e, lo_f, hi_f) in enumerate(edges):
         x, t = d[s:e], fam.tests[k, k]
@@ -387,33 +446,41 @@ def bands_and_runs(flops: Sequence[float], values_a: np.ndarray, values_b: np.nd
             p_common=t.p_common, p=min(p_lead, p_same), p_adjusted=float(fam.adjusted[k, k]),
             verdict=state if state in (1, -1) else 0, drift=drift, first_flops=float(f[s]),
             last_flops=float(f[e - 1]), median_flops=float(np.exp(np.median(np.log(f[s:e])))),
-            same=state == SAME, margin=margin, p_lead=p_lead, p_same=p_same, via=via, split=t.split))
+            same=state == SAME, margin=margin, p_lead=p_lead, p_same=p_same, via=via, split=t.split,
+            shown=fam.shown[k, k], level=fam.levels[k, k]))
     return out, runs
 
 
-def _state(row: tuple[float, int, float], adjusted: float, alpha: float, test: RunTest, delta: float) -> int:
-    """The claim a run makes after Holm, only where its own interval says the same: a lead (estimate and
-    interval beyond the margin, same direction), ``SAME`` (interval inside the margin), or 0."""
+def _state(row: tuple[float, int, float], adjusted: float, alpha: float, test: RunTest, delta: float,
+           shown: tuple[float, float] | None) -> int:
+    """The claim a run makes after Holm, read off its Holm-adjusted interval ``shown``: a lead where that interval
+    lies wholly past the margin (the test rejects the margin at the run's Holm level), ``SAME`` where the
+    equivalence test holds after Holm and both that interval and the own ``1 - alpha`` one lie inside the margin,
+    else 0."""
     p_lead, sign, p_same = row
-    if adjusted >= alpha or not (math.isfinite(test.low) and math.isfinite(test.high)):
+    if shown is None or not all(math.isfinite(x) for x in (*shown, test.low, test.high)):
         return 0
-    if p_lead <= p_same and sign and test.estimate * sign > delta and min(test.low * sign, test.high * sign) > delta:
+    lo, hi = shown
+    if sign and min(lo * sign, hi * sign) > delta:
         return sign
-    if p_same < p_lead and -delta < test.low and test.high < delta:
+    if adjusted < alpha and p_same < p_lead and -delta < min(lo, test.low) and max(hi, test.high) < delta:
         return SAME
     return 0
 
 
-def _run_claims(fam: _Family, edges: Sequence[tuple[int, int, float, float]]) -> list[RunClaim]:
+def _run_claims(fam: _Family, edges: Sequence[tuple[int, int, float, float]], d: np.ndarray,
+                delta: float) -> list[RunClaim]:
     """Called runs of two or more bands, narrowest first (then the smallest adjusted p), without overlaps, that
     hold bands no test calls alone: a lead only over bands none of which is called alone (so no band's own lead
-    carries the others), "the same" over bands each uncalled or the same alone. The conclusions that hold only
-    taken together."""
+    carries the others), "the same" over bands each uncalled or the same alone and each with its own estimate
+    inside the margin (a band whose shapes put it past the margin is never "the same" taken together). The
+    conclusions that hold only taken together."""
     alone = {k: fam.called[k, k] for k in range(len(edges))}
 
     def fits(i: int, j: int, st: int) -> bool:
         inside = [alone[k] for k in range(i, j + 1)]
-        return 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)
+        within = st != SAME or all(abs(fam.tests[k, k].estimate) < delta for k in range(i, j + 1))
+        return within and 0 in inside and all(x == 0 or (st == SAME and x == SAME) for x in inside)
 
     candidates = sorted((j - i, fam.adjusted[i, j], i, j) for (i, j), st in fam.called.items()
                         if st and i < j and fits(i, j, st))
@@ -424,6 +491,8 @@ def _run_claims(fam: _Family, edges: Sequence[tuple[int, int, float, float]]) ->
             continue
         taken |= set(range(i, j + 1))
         t = fam.tests[i, j]
+        x = d[edges[i][0]:edges[j][1]]
         out.append(RunClaim(i, j, float(edges[i][2]), float(edges[j][3]), fam.called[i, j], t.estimate, t.low,
-                            t.high, float(p), t.split))
+                            t.high, float(p), t.split, fam.shown[i, j], fam.levels[i, j],
+                            (int((x > 0).sum()), int((x < 0).sum()), len(x))))
     return sorted(out, key=lambda r: r.first)

@@ -61,14 +61,14 @@ from mfu_sweep.analysis.verdicts.comparison import (
 from mfu_sweep.analysis.verdicts.evidence import holm
 from mfu_sweep.analysis.verdicts.pair import check_pair, compare_series
 from mfu_sweep.results import Sweep
-from mfu_sweep.text import SI, format_flops
+from mfu_sweep.text import SI, counted, format_flops
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
     "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "NoPeakError",
     "NoSharedShapesError", "Segment",
     "compare_across", "compare_all", "compare_groups", "compare_pairs", "compare_series", "compile_pairs",
-    "format_flops", "holm", "metric_name", "parse_selector", "point_weights",
+    "format_flops", "holm", "layouts_left_out", "metric_name", "parse_selector", "point_weights",
 ]
 
 
@@ -157,6 +157,32 @@ def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu",
 
 
 OnError = Callable[[CompareError], None]
+
+
+def layouts_left_out(series: Mapping[SeriesKey, Series], a: str | None = None, b: str | None = None) -> list[str]:
+    """One note per series that no comparison reaches because the other device of a pair measured its dtype and
+    mode in other operand layouts only: layouts are compared layout by layout (``eager-tn`` against ``eager-tn``),
+    never one against another, so a compare over sources that differ in layouts says what it left out. ``a`` and
+    ``b`` keep the pairs with those labels, as :func:`compare_all` does."""
+    by: dict[tuple[str, str, str], dict[str, Series]] = {}  # (label, dtype, mode without layout) -> layout -> series
+    for key, s in sorted(series.items()):
+        if s.records:
+            by.setdefault((key.label, key.dtype, s.records[0].mode), {})[s.records[0].shape.layout] = s
+    labels = sorted({k.label for k in series})
+    out = []
+    for la, lb in combinations(labels, 2):
+        if any(name is not None and name not in (la, lb) for name in (a, b)):
+            continue
+        for (label, dtype, mode), mine in by.items():
+            theirs = by.get((lb, dtype, mode)) if label == la else None
+            if not theirs:
+                continue
+            for x, y, own, other in ((la, lb, mine, theirs), (lb, la, theirs, mine)):
+                out += [f"left out: {x} {dtype} {own[lay].mode} ({counted(own[lay].n_shapes, 'shape')} in layout "
+                        f"{lay}): {y} measured {dtype} {mode} in {', '.join(sorted(other))} only; layouts are "
+                        f"compared layout by layout, never one against another"
+                        for lay in sorted(set(own) - set(other))]
+    return out
 
 
 class NoPeakError(CompareError):
@@ -299,7 +325,7 @@ def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, R
     notes: list[str] = []
     for group in groups.values():
         comparisons += compare_groups(group, metric, fits=fits, on_error=lambda exc: notes.append(str(exc)), **kw)
-    return comparisons, notes
+    return comparisons, notes + layouts_left_out(series)
 
 
 def compile_pairs(sweeps: Sequence[Sweep], series: Mapping[SeriesKey, Series], **kw: object

@@ -82,7 +82,8 @@ class Segment:
     matching ``a - b`` in metric units (MFU as a fraction, or TFLOP/s);
     ``method`` the evidence behind the verdict (``runs`` or ``shapes``); ``together`` True when some band of
     the segment is not called alone and shows the conclusion of a run of adjacent bands taken together, and
-    ``alone`` True when some band of it is called alone ("partly taken together" when both).
+    ``alone`` True when some band of it is called alone ("partly taken together" when both); ``against`` says how
+    many of a lead's shapes go the other way when under 2/3 favour the leader ("53 of 107 shapes the other way").
     """
 
     start_flops: float
@@ -95,6 +96,7 @@ class Segment:
     same: bool = False
     together: bool = False
     alone: bool = True
+    against: str = ""
 
     @property
     def verdict(self) -> str:
@@ -110,8 +112,12 @@ class Crossover:
     """Where the leader changes from ``from_label`` to ``to_label``, with an interval.
 
     ``method`` is the evidence it rests on: ``runs`` or ``shapes`` (the data
-    verdicts) or ``fit`` (the fitted rooflines, kept only where the data lean
-    both ways; ``reason`` says why one is not kept).
+    verdicts) or ``fit`` (a crossing of the fitted rooflines; on its own only
+    where the data do not support it, ``reason`` saying why). A data crossover
+    is the one claim of its change of leader: ``fits`` holds the fits'
+    crossings of that change merged into it, each ``(flops, low, high)`` (empty:
+    the fits do not cross there; None: no fits were compared), while its interval
+    stays the data's, the verdict's.
     """
 
     flops: float
@@ -121,11 +127,30 @@ class Crossover:
     to_label: str
     method: str
     reason: str = ""
+    fits: tuple[tuple[float, float, float], ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = {"flops": self.flops, "low_flops": self.low_flops, "high_flops": self.high_flops,
-               "from": self.from_label, "to": self.to_label, "method": self.method}
+        out: dict[str, Any] = {"flops": self.flops, "low_flops": self.low_flops, "high_flops": self.high_flops,
+                               "from": self.from_label, "to": self.to_label, "method": self.method}
+        if self.fits is not None:
+            out["fits"] = [{"flops": f, "low_flops": lo, "high_flops": hi} for f, lo, hi in self.fits]
         return {**out, "reason": self.reason} if self.reason else out
+
+    def text(self, arrow: str = "->") -> str:
+        """The one line of a change of leader, both estimates shown: ``"a -> b at 32 GFLOP [4.5 GFLOP, 64 GFLOP]
+        (shapes; the fits cross at 4.2 GFLOP and 25 GFLOP, outside this interval)"``."""
+        lo, hi = self.low_flops, self.high_flops
+        head = (f"{self.from_label} {arrow} {self.to_label} at {format_flops(self.flops)} "
+                f"[{format_flops(lo)}, {format_flops(hi)}]")
+        if self.fits is None:
+            return f"{head} ({self.method})"
+        if not self.fits:
+            return f"{head} ({self.method}; the fits do not cross there)"
+        where = " and ".join(dict.fromkeys(format_flops(f) for f, _, _ in self.fits))
+        outside = [f for f, _, _ in self.fits if not lo <= f <= hi]
+        tail = "" if not outside else (", outside this interval" if len(outside) == len(self.fits)
+                                       else f", {format_flops(outside[0])} outside this interval")
+        return f"{head} ({self.method}; the fits cross at {where}{tail})"
 
 
 @dataclass(frozen=True)
@@ -303,6 +328,14 @@ class Comparison:
         return {"text": self.summary(), **numbers}
 
 
+def interval_words(j: Mapping[str, Any]) -> str:
+    """A band's or run's printed interval from its ``to_json``: ``"[0.8889, 0.9855] (98.8% Holm-adjusted)"`` (four
+    digits: a 2% margin is read at the third; the level never rounds up to 100%)."""
+    level = f"{j['interval_level'] * 100:.3g}%"
+    level = f"{j['interval_level'] * 100:.4g}%" if level == "100%" and j["interval_level"] < 1 else level
+    return f"[{j['ratio_low']:.4g}, {j['ratio_high']:.4g}] ({level} Holm-adjusted)"
+
+
 def metric_name(metric: str) -> str:
     return "MFU" if metric == "mfu" else "TFLOP/s"
 
@@ -315,11 +348,12 @@ def metric_words(metric: str) -> str:
 def _effect(seg: Segment, a: str, metric: str) -> str:
     sign = 1.0 if seg.leader == a else -1.0
     ratio = seg.ratio if seg.leader == a else 1.0 / seg.ratio
+    split = f"; {seg.against}" if seg.against else ""
     if metric == "mfu":
-        return f"{metric_words(metric)}: MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}"
+        return f"{metric_words(metric)}: MFU {sign * seg.diff * 100:+.1f} points, x{ratio:.2f}{split}"
     pct = (ratio - 1) * 100
-    return f"{metric_words(metric)}: {pct:+.1f}% TFLOP/s" if abs(pct) < 9.5 else \
-        f"{metric_words(metric)}: {pct:+.0f}% TFLOP/s"
+    return (f"{metric_words(metric)}: {pct:+.1f}% TFLOP/s" if abs(pct) < 9.5 else
+            f"{metric_words(metric)}: {pct:+.0f}% TFLOP/s") + split
 
 
 def _share(fraction: float) -> str:

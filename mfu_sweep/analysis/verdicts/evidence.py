@@ -63,6 +63,15 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return out
 
 
+def holm_level(alpha: float, p: float, p_adjusted: float, family: int) -> float:
+    """The level at which a claim of the family is tested after Holm: ``alpha * p / p_adjusted`` (the claim holds
+    exactly when ``p`` is below it, i.e. when ``p_adjusted < alpha``; ``alpha / family`` when both are 0). The
+    claim's test inverted at this level is its Holm-adjusted interval, the one its verdict reads."""
+    if not p_adjusted > 0:
+        return alpha / max(family, 1)
+    return min(alpha, alpha * p / p_adjusted)
+
+
 def runs_of(values: np.ndarray) -> list[tuple[int, int]]:
     """[start, stop) index ranges of equal consecutive values."""
     runs, start = [], 0

@@ -1,23 +1,29 @@
 """Where the fitted rooflines of two series cross, and whether the data cross there too.
 
 The fits are smooth curves through each series; where they cross, the *fits* change
-leader. That is a claim about the data only where the data themselves lean both
-ways: some FLOP band below the crossing leans to the side that leads there, and
-some band above it to the other (a band "leans" when its own difference test,
-unadjusted, gives ``p < LEAN_P`` that way). Elsewhere a fit crossover is an artefact
-of two smooth curves through shapes that favour one side throughout (B200 against
-H100 on the OpenXLA table: B200 ahead in every band, yet the fits crossed at 220
-MFLOP), and it is reported as "the fits cross at X, the data do not".
+leader. That is a claim about the data only where the data themselves change
+leader there: the side the fits put ahead below the crossing leads some FLOP band
+(or run of adjacent bands taken together) below it by the band verdicts' own test
+(Holm over the bands, the margin), and the other side leads one above it.
+Elsewhere a fit crossover is an artefact of two smooth curves through shapes that
+favour one side, or neither, throughout (B200 against H100 on the OpenXLA table:
+B200 ahead in every band, yet the fits crossed at 220 MFLOP; gfx950 against B200
+fp32: gfx950 clear in no band, yet the fits crossed to B200 at 340 MFLOP), and it
+is reported as "the fits cross at X; the data do not".
 
-A kept crossover's interval comes from the fits' bootstrap: each draw's crossing
-nearest the central one, whose ``alpha/2`` and ``1 - alpha/2`` quantiles bound
-it, never narrower than one step of the grid either side.
+A kept crossing is no claim of its own: it is merged into the data crossover of
+the same change of leader (:func:`merge`), one line with one interval (the
+data's, the verdict's) and both estimates. Its own interval comes from the fits'
+bootstrap: each draw's crossing nearest the central one, whose ``alpha/2`` and
+``1 - alpha/2`` quantiles bound it, never narrower than one step of the grid
+either side.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -26,8 +32,6 @@ from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.bands import Band
 from mfu_sweep.analysis.verdicts.comparison import FIT_GRID, Crossover, format_flops
 from mfu_sweep.analysis.verdicts.curves import _crossings, bytes_along, crossing_point, lead_runs
-
-LEAN_P = 0.05  # a band leans one way when its own difference test (unadjusted) says so at this level
 
 
 def _curves(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, metric: str, log_f: np.ndarray
@@ -78,29 +82,56 @@ def fit_crossovers(fa: RooflineFit, fb: RooflineFit, sa: Series, sb: Series, met
     return out
 
 
-def _leans(band: Band, sign: int) -> bool:
-    return band.p_shapes < LEAN_P and band.estimate * sign > 0
+def _leads(band: Band, sign: int) -> bool:
+    """Whether the band's verdict, its own or the run's it is part of taken together, is a lead of ``sign``."""
+    return (band.state or (band.via[3] if band.via is not None else 0)) == sign
 
 
 def supported(crossings: Sequence[Crossover], bands: Sequence[Band], a: str) -> tuple[list[Crossover],
                                                                                        list[Crossover]]:
-    """The fit crossovers the data support (a band below leaning to the side the fits put ahead there, a band
-    above leaning to the other) and, with the reason, those they do not."""
+    """The fit crossovers the data support (the side the fits put ahead below leads a band or a run below the
+    crossing, the other side one above it) and, with the reason, those they do not."""
     keep, drop = [], []
     for c in crossings:
         before = 1 if c.from_label == a else -1
-        below = any(_leans(b, before) for b in bands if b.median_flops < c.flops)
-        above = any(_leans(b, -before) for b in bands if b.median_flops > c.flops)
+        below = any(_leads(b, before) for b in bands if b.median_flops < c.flops)
+        above = any(_leads(b, -before) for b in bands if b.median_flops > c.flops)
         if below and above:
             keep.append(c)
             continue
-        why = " and ".join(w for w, ok in ((f"no band below it leans to {c.from_label}", below),
-                                          (f"no band above it leans to {c.to_label}", above)) if not ok)
+        why = " and ".join(w for w, ok in ((f"{c.from_label} leads in no band or run below it", below),
+                                          (f"{c.to_label} leads in no band or run above it", above)) if not ok)
         drop.append(Crossover(c.flops, c.low_flops, c.high_flops, c.from_label, c.to_label, "fit", why))
     return keep, drop
 
 
+def merge(data: Sequence[Crossover], fitted: Sequence[Crossover] | None) -> list[Crossover]:
+    """One line per change of leader: every supported fit crossing joins the data crossover of its change (the same
+    direction, the nearest in log FLOPs to its interval) as a second estimate; the interval stays the data's.
+    ``fitted`` None: no fits were compared (the data crossovers say nothing of fits); a fit crossing no data
+    crossover takes (none, by :func:`supported`) stays a line of its own."""
+    if fitted is None:
+        return list(data)
+    owner: dict[int, list[tuple[float, float, float]]] = {i: [] for i in range(len(data))}
+    alone = []
+    for f in fitted:
+        same = [i for i, d in enumerate(data) if (d.from_label, d.to_label) == (f.from_label, f.to_label)]
+        if not same:
+            alone.append(f)
+            continue
+        best = min(same, key=lambda i: _distance(data[i], f.flops))
+        owner[best].append((f.flops, f.low_flops, f.high_flops))
+    merged = [replace(d, fits=tuple(sorted(owner[i]))) for i, d in enumerate(data)]
+    return sorted(merged + alone, key=lambda c: c.flops)
+
+
+def _distance(c: Crossover, flops: float) -> float:
+    """How far ``flops`` lies outside ``c``'s interval, in log FLOPs (0 inside)."""
+    return max(0.0, math.log(c.low_flops / flops), math.log(flops / c.high_flops))
+
+
 def unsupported_note(c: Crossover) -> str:
-    """E.g. "the fits cross at 220 MFLOP (sm_90 -> sm_100_B200), the data do not: no band below it leans to sm_90"."""
-    return (f"the fits cross at {format_flops(c.flops)} ({c.from_label} -> {c.to_label}), the data do not: "
+    """E.g. "the fits cross at 220 MFLOP (sm_90 -> sm_100_B200); the data do not: sm_90 leads in no band or run below
+    it; no crossover reported"."""
+    return (f"the fits cross at {format_flops(c.flops)} ({c.from_label} -> {c.to_label}); the data do not: "
             f"{c.reason}; no crossover reported")

@@ -17,36 +17,19 @@ from mfu_sweep.analysis.verdicts.comparison import (
     METRICS,
     CompareError,
     Comparison,
-    Crossover,
     NoSharedShapesError,
     format_flops,
 )
 from mfu_sweep.analysis.verdicts.curves import PassCurve, _Raw, pass_curve
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
-from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, supported, unsupported_note
+from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, merge, supported, unsupported_note
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
 from mfu_sweep.analysis.verdicts.matching import Matching, left_out_in, match_shapes, measured_in, terms_of
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
+from mfu_sweep.dtypes import DTYPES, fp8_format
 from mfu_sweep.text import counted
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
-
-
-def _agreement(data: Sequence[Crossover], fitted: Sequence[Crossover]) -> list[str]:
-    def show(cs: Sequence[Crossover]) -> str:
-        return ", ".join(f"{c.from_label}->{c.to_label} at {format_flops(c.flops)}" for c in cs) or "none"
-
-    if [(c.from_label, c.to_label) for c in data] != [(c.from_label, c.to_label) for c in fitted]:
-        return [f"data and fit disagree on the crossovers: data finds {show(data)}; fit finds {show(fitted)}"]
-    notes = []
-    for d, f in zip(data, fitted, strict=True):
-        if d.high_flops < f.low_flops or f.high_flops < d.low_flops:
-            notes.append(
-                f"data and fit disagree on the {d.from_label}->{d.to_label} crossover beyond their intervals: "
-                f"data {format_flops(d.flops)} [{format_flops(d.low_flops)}, {format_flops(d.high_flops)}], "
-                f"fit {format_flops(f.flops)} [{format_flops(f.low_flops)}, {format_flops(f.high_flops)}]"
-            )
-    return notes
 
 
 # -- public API ----------------------------------------------------------------
@@ -164,11 +147,12 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
                                  ordered=ordered and method == "shapes", model=terms_of(raw))
     bands = [_counted(band, raw, ca, cb, matching, metric) for band in found]
     data = band_segments.crossovers(raw, bands, a.label, b.label, method, alpha)
-    fitted, fit_only = [], []
+    fitted, fit_only = None, []
     if fa is not None and fb is not None:
         fitted, fit_only = supported(fit_crossovers(fa, fb, a, b, metric, raw[0].flops, raw[-1].flops, alpha),
                                      bands, a.label)
-        notes += _agreement(data, fitted) + [unsupported_note(c) for c in fit_only]
+        notes += [unsupported_note(c) for c in fit_only]
+    notes += _fp8_notes(a, b)
     if method == "shapes":
         notes.append(one_pass_note(a, b))
     if bands and bands[0].drift > 1:
@@ -177,7 +161,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
     return Comparison(
         points=tuple(band_segments.points(raw, bands, a.label, b.label, method, alpha, run_var)),
         segments=tuple(band_segments.segments(raw, bands, a.label, b.label, method, runs)),
-        crossovers=tuple(data + fitted), notes=tuple(notes + fit_notes), method=method, bands=tuple(bands),
+        crossovers=tuple(merge(data, fitted)), notes=tuple(notes + fit_notes), method=method, bands=tuple(bands),
         timing=timing, runs=tuple(runs), fit_only=tuple(fit_only),
         left_out=(len(matching.left_out_a), len(matching.left_out_b)), **common,
     )
@@ -236,6 +220,21 @@ def _nothing_to_test(a: Series, b: Series, ca: PassCurve, cb: PassCurve) -> str:
                "covered)")
     return (f"{why}; sweep the same shapes on both, e.g. write one side's shapes to a CSV (m,n,k) and run "
             f"mfu-sweep sweep --shape-file on the other")
+
+
+def _fp8_notes(a: Series, b: Series) -> list[str]:
+    """Say when two fp8 series ran different element formats (e4m3fnuz on gfx942 against e4m3fn), or only one side
+    records its format: two number formats compared as one dtype. Nothing when neither records one."""
+    dt = DTYPES.get(a.dtype)
+    if dt is None or not fp8_format(dt.torch_name):
+        return []
+    unknown = "not recorded"
+    formats = [sorted({str(r.extra.get("fp8_format", unknown)) for r in s.records}) for s in (a, b)]
+    if formats[0] == formats[1] and (len(formats[0]) == 1 or unknown in formats[0]):
+        return []
+    said = " and ".join(f"{s.label} {'/'.join(f)}" for s, f in zip((a, b), formats, strict=True))
+    return [f"fp8 formats differ: {said}; two number formats (range, rounding and the kernels that serve them "
+            f"differ) compared here as one dtype"]
 
 
 def _pass_notes(ca: PassCurve, cb: PassCurve) -> list[str]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -43,11 +43,13 @@ from mfu_sweep.analysis.verdicts.band_tests import (
     _satterthwaite,
     common_p,
     hodges_lehmann,
+    invert,
     random_effects,
     signed_rank_p,
 )
 
 Shifted = Callable[[float], tuple[float, int]]  # shift -> (two-sided p, sign) of the test of d - shift
+Interval = Callable[[float], tuple[float, float]]  # level -> the test's two-sided interval at that level
 
 MERGED_HL_MAX = 400  # a run of several bands takes the median above this many shapes (Walsh averages are n^2)
 DECIDE_MATCHED = 5  # a run with this many exact matches is decided by them alone (issue 35's measured goal)
@@ -69,15 +71,29 @@ class EvidenceSplit:
     weight_matched: float = 1.0
     ratio_matched: float | None = None
     ratio_model: float | None = None
+    outside: tuple[float, float, float] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"matched": self.matched, "model_based": self.model, "model_based_not_used": self.shown,
-                "weight_matched": self.weight_matched, "weight_model_based": 1.0 - self.weight_matched,
-                "ratio_matched": self.ratio_matched, "ratio_model_based": self.ratio_model}
+        out = {"matched": self.matched, "model_based": self.model, "model_based_not_used": self.shown,
+               "weight_matched": self.weight_matched, "weight_model_based": 1.0 - self.weight_matched,
+               "ratio_matched": self.ratio_matched, "ratio_model_based": self.ratio_model,
+               "matched_outside_model": self.outside is not None}
+        if self.outside is not None:
+            out["model_interval"] = dict(zip(("ratio", "ratio_low", "ratio_high"), self.outside, strict=True))
+        return out
 
     def text(self) -> str:
-        """E.g. "decided by 26 matched shapes; 30 model-based beside (x0.97), not used" or "decided through the
-        local model: 3 matched shapes and 40 model-based"."""
+        """E.g. "decided by 26 matched shapes; 30 model-based beside (x0.97), not used", "decided through the
+        local model: 3 matched shapes and 40 model-based", or, where the exact matches lie outside the model-based
+        interval, "its 1 matched shape (x0.685) lies outside the model-based interval x0.548 [0.512, 0.587], so
+        the matched shape alone decides; 40 model-based beside, not used"."""
+        if self.outside is not None:
+            shapes = "shape" if self.matched == 1 else "shapes"
+            est, lo, hi = self.outside
+            return (f"its {self.matched} matched {shapes} (x{self.ratio_matched:.3g}) "
+                    f"{'lies' if self.matched == 1 else 'lie'} outside the model-based interval x{est:.3g} "
+                    f"[{lo:.3g}, {hi:.3g}], so the exact {'match' if self.matched == 1 else 'matches'} alone "
+                    f"{'decides' if self.matched == 1 else 'decide'}; {self.shown} model-based beside, not used")
         if not self.model and not self.shown:
             return f"all from {self.matched} matched shapes"
         if self.shown:
@@ -90,8 +106,8 @@ class EvidenceSplit:
 
 @dataclass(frozen=True)
 class RunTest:
-    """The test of one run of adjacent bands: estimate, interval, difference-test p-values, the shifted test and
-    the split of its evidence."""
+    """The test of one run of adjacent bands: estimate, interval, difference-test p-values, the shifted test, the
+    split of its evidence and ``at``, its interval at another level (the Holm-adjusted one the verdict reads)."""
 
     estimate: float
     low: float
@@ -100,6 +116,7 @@ class RunTest:
     p_common: float | None
     shifted: Shifted
     split: EvidenceSplit
+    at: Interval
 
 
 @dataclass(frozen=True)
@@ -141,15 +158,18 @@ def shapes_test(x: np.ndarray, alpha: float, drift: float, cal: tuple[float, flo
 
     p0, _ = signed_rank_p(x, drift)
     p_common = shifted(0.0)[0] if cal is not None else None
-    return RunTest(est, lo, hi, float(p0[0]), p_common, shifted, EvidenceSplit(len(x), 0))
+    return RunTest(est, lo, hi, float(p0[0]), p_common, shifted, EvidenceSplit(len(x), 0),
+                   lambda level: invert(shifted, level, est))
 
 
 def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int, sides: tuple,
-              alpha: float, cal: tuple[float, float] | None, model: np.ndarray | None = None) -> RunTest:
+              alpha: float, cal: tuple[float, float] | None, model: np.ndarray | None = None,
+              matched_only: bool = False) -> RunTest:
     """Random-effects band mean against run-to-run variance, pass offsets and drift within passes; with
-    ``DECIDE_MATCHED`` matched shapes, over them alone (model-based points shown beside)."""
+    ``DECIDE_MATCHED`` matched shapes (or ``matched_only``), over them alone (model-based points shown beside)."""
     is_model = np.zeros(len(x), dtype=bool) if model is None else model
-    used = ~is_model if is_model.any() and (~is_model).sum() >= DECIDE_MATCHED else np.ones(len(x), dtype=bool)
+    alone = is_model.any() and ((~is_model).sum() >= DECIDE_MATCHED or matched_only)
+    used = ~is_model if alone else np.ones(len(x), dtype=bool)
     v, f = run_var[0][s:e][used], run_var[1][s:e][used]
     mu, se, df = (float(y[0]) for y in random_effects(x[used], v, f))
     parts = [(se**2, df), *_correlated(sides, run_var, s, e, used)]
@@ -157,13 +177,23 @@ def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: 
         parts.append(cal)
     p_unit = float(2 * student_t.sf(abs(mu) / se, df)) if se > 0 else 1.0
     var, df = _satterthwaite(parts)
-    half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var) if var > 0 else math.inf
+    shifted, at = _t_interval(mu, var, df)
+    lo, hi = at(alpha)
+    return RunTest(mu, lo, hi, p_unit, None, shifted, _runs_split(x, run_var[0][s:e], is_model, used), at)
+
+
+def _t_interval(est: float, var: float, df: float) -> tuple[Shifted, Interval]:
+    """The t test of ``est`` against a shift, and its interval at any level (unbounded without a variance)."""
 
     def shifted(shift: float) -> tuple[float, int]:
-        z = mu - shift
+        z = est - shift
         return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
 
-    return RunTest(mu, mu - half, mu + half, p_unit, None, shifted, _runs_split(x, run_var[0][s:e], is_model, used))
+    def at(level: float) -> tuple[float, float]:
+        half = float(student_t.ppf(1 - level / 2, df)) * math.sqrt(var) if var > 0 else math.inf
+        return est - half, est + half
+
+    return shifted, at
 
 
 def _runs_split(x: np.ndarray, v: np.ndarray, is_model: np.ndarray, used: np.ndarray) -> EvidenceSplit:
@@ -220,19 +250,31 @@ def _model_part(d: np.ndarray, idx: np.ndarray, terms: ModelTerms) -> tuple[floa
 
 
 def mixed_test(d: np.ndarray, terms: ModelTerms, s: int, e: int, alpha: float, drift: float,
-               cal: tuple[float, float] | None, merged: bool = False) -> RunTest:
-    """The test of points ``s:e`` when some are model-based (see the module docstring)."""
+               cal: tuple[float, float] | None, merged: bool = False,
+               exact: Callable[[], RunTest] | None = None) -> RunTest:
+    """The test of points ``s:e`` when some are model-based (see the module docstring).
+
+    A run decided through the local model whose exact matches' mean lies outside the model's ``1 - alpha``
+    interval is decided by those matches alone (``exact``, by default the signed-rank test over them): the model
+    does not describe the shapes both sides measured there, so its points cannot carry the verdict, and a few
+    matches alone are usually too few for one (ambiguous). The split says so (``outside``)."""
     idx = np.arange(s, e)
     mod = terms.model[s:e]
     matched, model = idx[~mod], idx[mod]
     if not len(model):
         return shapes_test(d[s:e], alpha, drift, cal, merged)
+    alone = EvidenceSplit(len(matched), 0, len(model), 1.0, _ratio(d, matched), _ratio(d, model))
     if len(matched) >= DECIDE_MATCHED:
-        return _with_split(shapes_test(d[matched], alpha, drift, cal, merged),
-                           EvidenceSplit(len(matched), 0, len(model), 1.0, _ratio(d, matched), _ratio(d, model)))
-    return _t_test(*_model_part(d, idx, terms), alpha, cal,
+        return _with_split(shapes_test(d[matched], alpha, drift, cal, merged), alone)
+    test = _t_test(*_model_part(d, idx, terms), alpha, cal,
                    EvidenceSplit(len(matched), len(model), 0, len(matched) / len(idx), _ratio(d, matched),
                                  _ratio(d, model)))
+    mean = float(np.mean(d[matched])) if len(matched) else math.nan
+    if not len(matched) or test.low <= mean <= test.high:
+        return test
+    own = exact() if exact is not None else shapes_test(d[matched], alpha, drift, cal, merged)
+    outside = (math.exp(test.estimate), math.exp(test.low), math.exp(test.high))
+    return _with_split(own, replace(alone, outside=outside))
 
 
 def decided_by_model(model: np.ndarray) -> bool:
@@ -249,7 +291,11 @@ def model_runs_test(d: np.ndarray, terms: ModelTerms, run_var: tuple[np.ndarray,
     identical devices measured in passes on their own shape lists), plus the pass offsets and drift within
     passes of :func:`runs_test`."""
     parts = _correlated(sides, run_var, s, e) + ([cal] if cal is not None and cal[0] > 0 else [])
-    return mixed_test(d, terms, s, e, alpha, 1.0, _satterthwaite(parts) if parts else None, merged)
+
+    def exact() -> RunTest:  # the exact matches alone, against their run-to-run variation
+        return runs_test(d[s:e], run_var, s, e, sides, alpha, cal, terms.model[s:e], matched_only=True)
+
+    return mixed_test(d, terms, s, e, alpha, 1.0, _satterthwaite(parts) if parts else None, merged, exact)
 
 
 def _ratio(d: np.ndarray, idx: np.ndarray) -> float | None:
@@ -260,18 +306,14 @@ def _t_test(est: float, var: float, df: float, alpha: float, cal: tuple[float, f
             split: EvidenceSplit) -> RunTest:
     parts = [(var, df)] + ([cal] if cal is not None and cal[0] > 0 else [])
     var, df = _satterthwaite(parts)
-    half = float(student_t.ppf(1 - alpha / 2, df)) * math.sqrt(var) if var > 0 else math.inf
-
-    def shifted(shift: float) -> tuple[float, int]:
-        z = est - shift
-        return (float(2 * student_t.sf(abs(z) / math.sqrt(var), df)) if var > 0 else 1.0), int(np.sign(z))
-
+    shifted, at = _t_interval(est, var, df)
     p0 = shifted(0.0)[0]
-    return RunTest(est, est - half, est + half, p0, p0 if cal is not None else None, shifted, split)
+    lo, hi = at(alpha)
+    return RunTest(est, lo, hi, p0, p0 if cal is not None else None, shifted, split, at)
 
 
 def _with_split(test: RunTest, split: EvidenceSplit) -> RunTest:
-    return RunTest(test.estimate, test.low, test.high, test.p_unit, test.p_common, test.shifted, split)
+    return replace(test, split=split)
 
 
 # -- the claims a run makes ----------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.bands import SAME, Band, RunClaim
+from mfu_sweep.analysis.verdicts.bands import SAME, Band, RunClaim, split_words
 from mfu_sweep.analysis.verdicts.comparison import ComparePoint, Crossover, Segment
 from mfu_sweep.analysis.verdicts.curves import _Raw, crossing_point
 
@@ -80,11 +80,13 @@ def segments(raw: Sequence[_Raw], bands: Sequence[Band], a: str, b: str, method:
             [bd.estimate for bd in bands[s:e]], [bd.n for bd in bands[s:e]])
         ratio = math.exp(log_ratio)
         pts = raw[bands[s].start:bands[e - 1].stop]
+        d = np.array([p.log_a - p.log_b for p in pts])
         out.append(Segment(start_flops=bounds[k], end_flops=bounds[k + 1], leader=names.get(v), ratio=ratio,
                            diff=float(np.median([math.exp(p.log_b) * (ratio - 1) for p in pts])),
                            n_points=len(pts), method=method, same=v == SAME,
                            together=v != 0 and any(together(bd) for bd in bands[s:e]),
-                           alone=v != 0 and bool(own)))
+                           alone=v != 0 and bool(own),
+                           against=split_words(v, int((d > 0).sum()), int((d < 0).sum()), len(d))))
     return out
 
 
