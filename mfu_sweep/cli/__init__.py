@@ -17,6 +17,7 @@ from mfu_sweep.cli.device import ceilings, selftest
 from mfu_sweep.cli.export import export
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
+from mfu_sweep.cli.measure_steps import steps
 from mfu_sweep.cli.refine import refine
 from mfu_sweep.cli.report import plot, report
 from mfu_sweep.cli.sweep import sweep
@@ -39,6 +40,6 @@ def main() -> None:
     """
 
 
-for _command in (sweep, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
+for _command in (sweep, steps, specs, validate, shapes, predict, ceilings, selftest, merge, fit, compare, export,
                  plot, report, import_, refine):
     main.add_command(_command)

@@ -81,6 +81,9 @@ def validate(files: tuple[str, ...]) -> None:
     a file that fails (or, with --allow-invalid, drops the records that fail,
     with a note). An incomplete sweep (interrupted, or still running) is
     valid and says so; continue it with `mfu-sweep sweep --resume -o FILE`.
+    A step file (`mfu-sweep steps`) is checked too (first and steady steps
+    those of its step times, one run per mode, cache and repeat) and summed
+    up in one line: its runs by status.
 
     \b
     Example:
@@ -96,6 +99,11 @@ def validate(files: tuple[str, ...]) -> None:
             bad += 1
             more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
             click.echo(f"{f}: INVALID: {problems[0]}{more}")
+            continue
+        if not sweeps:  # a valid step file (`mfu-sweep steps`): its one-line summary
+            from mfu_sweep.step_files import load_step_file, summary_line
+
+            click.echo(f"{f}: ok, {summary_line(load_step_file(f))}")
             continue
         unfinished = [r for r in map(incomplete_reason, sweeps) if r]
         click.echo(f"{f}: ok" + (f", but {unfinished[0].removeprefix(f + ': ')}" if unfinished else ""))
