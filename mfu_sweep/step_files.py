@@ -25,9 +25,7 @@ from mfu_sweep.text import counted
 
 STEPS_KIND = "steps"
 RUN_STATUSES = ("ok", "timeout", "oom", "error")
-RUN_MODES = ("eager", "compile", "lazy")
 CACHES = ("cold", "warm")
-CONTENDED = "contended"
 
 
 def steady_of(steps_s: Sequence[float], warmup: int) -> float | None:
