@@ -415,7 +415,8 @@ def test_size_options_and_sdpa_are_the_gemms_the_built_model_runs(model: str, op
     with _RecordGemms() as rec:
         work.model(**work.batch).backward()
     gemms = resolve_family(work.gemm_family)
-    assert work.gemm_family.endswith(":attn=sdpa") and not {"attn-score", "attn-value"} & {g.role for g in gemms}
+    assert ":attn=sdpa" in work.gemm_family and resolve_family(work.gemm_family)[0].family == work.gemm_family
+    assert not {"attn-score", "attn-value"} & {g.role for g in gemms}
     want = sorted((g.shape.m, g.shape.n, g.shape.k, g.layout) for g in gemms for _ in range(g.count))
     assert sorted(rec.seen) == want
 
@@ -446,3 +447,13 @@ def test_bad_size_options_name_the_option(spec: str, fragment: str) -> None:
     with pytest.raises(ShapeError) as info:
         resolve_family(spec)
     assert fragment in str(info.value) and spec in str(info.value)
+
+
+def test_size_options_work_in_shapes_and_sweep() -> None:
+    spec = "llm:llama-3-8b:hidden=64:ffn=96:layers=1:heads=4:kv_heads=2:vocab=128:tokens=32:attn=sdpa"
+    out = CliRunner().invoke(main, ["shapes", spec, "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert {r["role"] for r in rows} == {"qkv", "attn-out", "mlp-gate", "mlp-up", "mlp-down", "lm-head"}
+    canonical = "llm:llama-3-8b:tokens=32:attn=sdpa:hidden=64:ffn=96:layers=1:heads=4:kv_heads=2:vocab=128"
+    assert sweep_shapes(spec)[0][1] == canonical

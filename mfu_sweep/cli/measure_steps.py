@@ -96,7 +96,8 @@ def _from_file(ctx: click.Context, output: str, params: dict[str, Any]) -> dict[
 @click.option("--threads", type=click.IntRange(1, 4096), default=None, help="CPU only: torch intra-op threads.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), required=True, callback=json_output,
               help="Step file to write (JSON).")
-@click.option("--label", default=None, callback=label_text, help="Device label [as a sweep's: <chip or name>-<backend>].")
+@click.option("--label", default=None, callback=label_text,
+              help="Device label [as a sweep's: <chip or name>-<backend>].")
 @click.option("--resume", is_flag=True,
               help="Continue the output file: its finished runs are kept, the missing ones run. Options not given "
                    "are the file's; what a run measures (model, kind, dtype, steps, warm-up) must agree with it.")
@@ -118,8 +119,9 @@ def steps(**params: Any) -> None:
 
     \b
     Example:
-        mfu-sweep steps --device cpu --model llm:llama-3-8b:hidden=512:ffn=1536:layers=4:heads=8:kv_heads=4:vocab=8192:tokens=128 \\
-          --kind train --mode eager --mode compile --cache cold --cache warm --repeats 3 --timeout 600 -o steps.json
+        mfu-sweep steps --device cpu --kind train --model \\
+          llm:llama-3-8b:hidden=512:ffn=1536:layers=4:heads=8:kv_heads=4:vocab=8192:tokens=128 \\
+          --mode eager --mode compile --cache cold --cache warm --repeats 3 --timeout 600 -o steps.json
         mfu-sweep steps --device xla --model hf:tiny/config.json:tokens=128 --mode lazy -o xla-steps.json
         mfu-sweep steps --resume -o steps.json
     """

@@ -30,7 +30,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mfu_sweep.llm_options import canonical_llm
 from mfu_sweep.measure.step_spec import HF_EXTRA, ModelSpec, hf_tokens
 from mfu_sweep.models import ModelConfig
 from mfu_sweep.workloads import read_llm_spec
@@ -196,7 +197,7 @@ def build_llm(spec: ModelSpec, kind: str) -> Workload:
     batch = {"input_ids": ids}
     if kind == "train":
         batch["labels"] = _ids(read.model.vocab_size, opts.sequences, opts.seq_len, 1)
-    family = read.family.replace(":attn=sdpa", "") + ":attn=sdpa"
+    family = canonical_llm(read.shipped, replace(opts, attn="sdpa"))  # the canonical name a sweep's records carry
     return Workload(model, batch, "llm", family)
 
 
