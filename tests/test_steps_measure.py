@@ -301,3 +301,28 @@ def test_ctrl_c_keeps_finished_runs_and_resume_goes_on(tmp_path: Path) -> None:
     steps = load_step_file(out)
     assert [r.repeat for r in steps.runs] == [0, 1, 2] and all(r.ok for r in steps.runs)
     assert steps.provenance["finished_at"] and len(steps.provenance["resumed_at"]) == 1
+
+
+def test_runs_interleave_by_repeat_cold_before_warm(tmp_path: Path) -> None:
+    from mfu_sweep.measure.steps import CacheDirs, StepPlan, plan_slots
+
+    plan = StepPlan(device="cpu", model=TINY, output=tmp_path / "x.json", modes=("compile", "eager"),
+                    caches=("warm", "cold"), repeats=2, compile_mode="max-autotune")
+    assert [s.key for s in plan_slots(plan)] == [
+        ("compile", "max-autotune", "cold", 0), ("compile", "max-autotune", "warm", 0), ("eager", None, None, 0),
+        ("compile", "max-autotune", "cold", 1), ("compile", "max-autotune", "warm", 1), ("eager", None, None, 1)]
+    caches = CacheDirs()
+    try:
+        primed = caches.fresh()
+        (primed / "fxgraph").mkdir()
+        (primed / "fxgraph" / "entry").write_text("compiled")
+        caches.prime(("compile", "default"), primed, "cold run, repeat 0")
+        caches.prime(("compile", "default"), caches.fresh(), "a later cold run")  # the first one primes
+        one, by = caches.warm(("compile", "default"))
+        two, _ = caches.warm(("compile", "default"))
+        assert by == "cold run, repeat 0" and one != two != primed
+        assert (one / "fxgraph" / "entry").read_text() == (two / "fxgraph" / "entry").read_text() == "compiled"
+        root = caches.root
+    finally:
+        caches.cleanup()
+    assert not root.exists()
