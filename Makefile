@@ -144,7 +144,7 @@ model-steps-reference: $(STAMP)
 	$(BIN)/mfu-sweep validate sweeps/$(MACHINE)-model-steps-train.json sweeps/$(MACHINE)-model-steps-infer.json
 
 # The tool's step measurement against an independent script, and its cost against a cold GEMM sweep
-# (benchmarks/steps_accuracy.py; docs/time-to-steps.md has the figures). Quiet machine; about an hour.
+# (benchmarks/steps_accuracy.py; docs/time-to-steps.md gets the figures). Quiet machine; one to two hours.
 steps-accuracy: $(STAMP)
 	$(BIN)/python benchmarks/steps_accuracy.py --out $(OUT)/steps-accuracy
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -110,8 +110,6 @@ class StepFile:
     source: str = ""
 
     def with_runs(self, runs: Iterable[StepRun]) -> StepFile:
-        from dataclasses import replace
-
         return replace(self, runs=tuple(runs))
 
     def to_json(self) -> dict[str, Any]:
