@@ -22,7 +22,7 @@ XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
 
 .PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs \
-	steps-reference steps-calibration package-check
+	steps-reference steps-calibration package-check model-steps-reference steps-accuracy
 
 # pip prints only errors and warnings (no progress bars, no notice of a newer pip): the make log stays short.
 PIP_QUIET := --quiet --disable-pip-version-check --progress-bar off
@@ -48,7 +48,8 @@ sweep: $(STAMP)
 
 # The committed figures from the committed sweeps (--force: it redraws them). The time-to-N-steps sweeps are
 # left out: their model's layer shapes are no GEMM-size sweep, and steps-reference draws their own figure.
-PLOT_SWEEPS = $(filter-out %-steps-warm.json %-steps-cold.json,$(wildcard sweeps/*.json))
+PLOT_SWEEPS = $(filter-out %-steps-warm.json %-steps-cold.json %-model-steps-train.json %-model-steps-infer.json,\
+	$(wildcard sweeps/*.json))
 plots: $(STAMP)
 	$(BIN)/mfu-sweep plot $(PLOT_SWEEPS) -o plots/ --force
 
@@ -147,6 +148,23 @@ steps-reference: $(STAMP)
 	  -o sweeps/$(MACHINE)-steps-cold.json --force --quiet
 	$(BIN)/mfu-sweep predict $(STEPS_SWEEPS) --model $(STEPS_FAMILY) --dtype fp32 --steps 1-100000
 	$(BIN)/mfu-sweep plot $(STEPS_SWEEPS) --figure steps -o plots/ --force
+
+# A real model's steps on this CPU (docs/time-to-steps.md, "Measuring the real step"): the issue-45 decoder (21M
+# parameters: hidden 512, ffn 1536, 4 layers, 8 heads, 4 KV heads, vocab 8192, one sequence of 128 tokens), trained
+# and run forward, eager and compiled with cold and warm caches, three fresh-process runs each; tool output only,
+# into sweeps/. Run it on a quiet machine (tens of minutes: every cold run compiles the whole step).
+STEPS_MODEL ?= llm:llama-3-8b:hidden=512:ffn=1536:layers=4:heads=8:kv_heads=4:vocab=8192:seq=128:tokens=128
+MODEL_STEPS_ARGS ?= --device cpu --model $(STEPS_MODEL) --mode eager --mode compile --cache cold --cache warm \
+	--repeats 3 --timeout 600
+model-steps-reference: $(STAMP)
+	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind train -o sweeps/$(MACHINE)-model-steps-train.json --force --quiet
+	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind infer -o sweeps/$(MACHINE)-model-steps-infer.json --force --quiet
+	$(BIN)/mfu-sweep validate sweeps/$(MACHINE)-model-steps-train.json sweeps/$(MACHINE)-model-steps-infer.json
+
+# The tool's step measurement against an independent script, and its cost against a cold GEMM sweep
+# (benchmarks/steps_accuracy.py; docs/time-to-steps.md gets the figures). Quiet machine; one to two hours.
+steps-accuracy: $(STAMP)
+	$(BIN)/python benchmarks/steps_accuracy.py --out $(OUT)/steps-accuracy
 
 # The coverage of the break-even interval on SYNTHETIC sweeps with known compile costs and speeds, and of the
 # intervals of a measured step on SYNTHETIC step files with known truth (minutes).

@@ -276,7 +276,7 @@ def json_schema() -> dict[str, Any]:
 
 @cache
 def _validator(kind: str) -> Any:
-    """The compiled (Rust) validator of a sweep or merged document."""
+    """The compiled (Rust) validator of a sweep, merged or step document."""
     try:
         import jsonschema_rs
     except ImportError:
@@ -298,7 +298,8 @@ def _at(data: Any, path: Sequence[Any]) -> Any:
 
 def _schema_problems(data: Any) -> list[tuple[tuple[Any, ...], str]]:
     """``(path, "path: message")`` of every place ``data`` breaks the schema, in document order."""
-    validator = _validator("merged" if isinstance(data, dict) and data.get("kind") == "merged" else "sweep")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    validator = _validator(kind if kind in ("merged", "steps") else "sweep")
     if validator.is_valid(data):
         return []
     out = []
@@ -364,7 +365,11 @@ class Findings:
 
 
 def find_problems(data: Mapping[str, Any]) -> Findings:
-    """Everything in a version-1 document (sweep or merged) that fails the schema or a check of meaning."""
+    """Everything in a version-1 document (sweep, merged or steps) that fails the schema or a check of meaning;
+    a step file's problems are all fatal (its runs are few, and none is dropped)."""
+    if data.get("kind") == "steps":
+        fatal = [message for _, message in _schema_problems(data)]
+        return Findings(False, tuple(fatal or step_problems(data)))
     merged = data.get("kind") == "merged"
     fatal: list[str] = []
     sweeps: dict[int, str] = {}
@@ -394,3 +399,61 @@ def find_problems(data: Mapping[str, Any]) -> Findings:
         if j in records:
             records[j] = dict(sorted(records[j].items()))
     return Findings(merged, (), sweeps, records)
+
+
+# --------------------------------------------------------------------------- a step file's runs
+
+
+def _finite_numbers(value: Any, where: str) -> str | None:
+    """The first number under ``value`` that is not finite, as ``where/...: problem``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{where}: {value!r} is not a finite number"
+    if isinstance(value, Mapping):
+        return next(filter(None, (_finite_numbers(v, f"{where}/{k}") for k, v in value.items())), None)
+    if isinstance(value, list):
+        return next(filter(None, (_finite_numbers(v, f"{where}/{i}") for i, v in enumerate(value))), None)
+    return None
+
+
+def _run_problem(run: Mapping[str, Any]) -> str | None:
+    """What a schema-valid step run gets wrong in meaning, or None."""
+    steps, warmup = [float(x) for x in run["steps_s"]], int(run["warmup_steps"])
+    first, steady = run["first_step_s"], run["steady_step_s"]
+    if (first is None) != (not steps) or (steps and not math.isclose(first, steps[0], rel_tol=REL_TOL)):
+        return f"first_step_s: {first!r} is not steps_s[0] ({steps[0] if steps else None!r})"
+    after = steps[1 + warmup:]
+    want = float(np.median(after)) if after else None
+    if (steady is None) != (want is None) or (after and not math.isclose(steady, want, rel_tol=REL_TOL)):
+        return f"steady_step_s: {steady!r} is not the median of steps_s[1 + warmup_steps:] ({want!r})"
+    if run["status"] == "ok" and not steps:
+        return "steps_s: a run with status ok has no step"
+    if run["status"] != "ok" and not run["error"]:
+        return f"error: a run with status {run['status']} says nothing"
+    mode, cache, compile_mode = run["mode"], run["cache"], run["compile_mode"]
+    if (mode == "eager") != (cache is None) or (mode == "compile") != (compile_mode is not None):
+        return (f"cache/compile_mode: mode {mode} with cache {cache!r} and compile_mode {compile_mode!r} (eager "
+                "has no cache, compile and lazy have one; only compile has a compile mode)")
+    if bool(run["contended"]) != ("contended" in run["flags"]):
+        return f"contended: {run['contended']!r} disagrees with flags {run['flags']!r}"
+    return None
+
+
+def step_problems(data: Mapping[str, Any]) -> list[str]:
+    """The checks of meaning of a schema-valid step file: finite numbers, first and steady steps those of
+    ``steps_s``, a status with its error line, modes with their caches, one run per (mode, compile mode,
+    cache, repeat)."""
+    out = []
+    seen: dict[tuple, int] = {}
+    for i, run in enumerate(data["runs"]):
+        where = f"runs/{i}"
+        problem = _finite_numbers(dict(run), where)
+        if problem is None and (found := _run_problem(run)) is not None:
+            problem = f"{where}/{found}"
+        key = (run["mode"], run["compile_mode"], run["cache"], run["repeat"])
+        j = seen.setdefault(key, i)
+        if problem is None and j != i:
+            problem = (f"{where}: repeats runs/{j}: {run['mode']} {run['compile_mode'] or ''} {run['cache'] or ''} "
+                       f"repeat {run['repeat']} (one run per mode, compile mode, cache and repeat)")
+        if problem:
+            out.append(problem)
+    return out

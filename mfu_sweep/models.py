@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, fields, replace
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -103,3 +103,40 @@ def find_model(name: str) -> ModelConfig:
         if key == model.id or key in model.aliases:
             return model
     raise ShapeError(f"unknown model {name!r} (known: {', '.join(sorted(load_models()))})")
+
+
+# Size options of an ``llm:`` family (``mfu_sweep.llm_options``) and the config field each replaces.
+SIZE_OPTIONS = {"hidden": "hidden_size", "ffn": "intermediate_size", "layers": "num_hidden_layers",
+                "heads": "num_attention_heads", "kv_heads": "num_key_value_heads", "head_dim": "head_dim",
+                "vocab": "vocab_size"}
+
+
+def with_sizes(model: ModelConfig, **sizes: int) -> ModelConfig:
+    """``model`` with some sizes replaced (keys of :data:`SIZE_OPTIONS`), checked to make a transformer.
+
+    ``head_dim`` follows ``hidden / heads`` when the config's does (Llama) and either of them changes;
+    a config whose head_dim is its own (Qwen3: 128 whatever the hidden size) keeps it unless given.
+    ``kv_heads`` must divide ``heads`` (grouped-query attention). A :class:`ShapeError` names the option.
+    """
+    unknown = sorted(set(sizes) - set(SIZE_OPTIONS))
+    if unknown:
+        raise ShapeError(f"unknown size option {unknown[0]!r} (known: {', '.join(SIZE_OPTIONS)})")
+    if not sizes:
+        return model
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ShapeError(f"option {name}={value!r} must be a positive integer")
+    data = {field: sizes.get(name, getattr(model, field)) for name, field in SIZE_OPTIONS.items()}
+    follows = model.head_dim * model.num_attention_heads == model.hidden_size
+    if "head_dim" not in sizes and follows and ("hidden" in sizes or "heads" in sizes):
+        if data["hidden_size"] % data["num_attention_heads"]:
+            raise ShapeError(f"option hidden={data['hidden_size']} is not divisible by heads="
+                             f"{data['num_attention_heads']} (head_dim = hidden / heads in {model.id}); give "
+                             "head_dim too, or a hidden size divisible by heads")
+        data["head_dim"] = data["hidden_size"] // data["num_attention_heads"]
+    if data["num_attention_heads"] % data["num_key_value_heads"]:
+        raise ShapeError(f"option kv_heads={data['num_key_value_heads']} does not divide heads="
+                         f"{data['num_attention_heads']} (each KV head serves a whole group of query heads)")
+    if data["head_dim"] % 2:
+        raise ShapeError(f"option head_dim={data['head_dim']} must be even (rotary embeddings rotate pairs)")
+    return replace(model, **data)

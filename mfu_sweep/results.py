@@ -39,6 +39,8 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   runs, records since its start are lines of a journal beside the file
   (``mfu_sweep.journal``), which :func:`read_json` folds in; the folded
   document is a version-1 file like any other.
+* 1, added (issue 45) — step files, ``kind: "steps"``: a real model's steps on one device
+  (``mfu-sweep steps``; :mod:`mfu_sweep.step_files`). Readers of sweeps refuse them in one line.
 * 1, added (issue 41) — ``shape.layout`` (``nt``, ``tn``, ``tt``; absent means ``nn``, so files written
   before are unchanged) and ``shape.groups``/``shape.group_dim`` (a grouped GEMM); records of the scaled
   dtypes carry ``scales``, records measured with an energy counter ``energy``, and records of a sweep
@@ -334,6 +336,9 @@ def parse_document(data: Any, source: str = "<data>", validate: bool = True,
     a merged file) that fail are dropped and ``on_invalid`` gets one note saying how many and why.
     """
     version = _check_version(data, source)
+    if data.get("kind") == "steps":  # a real model's steps: mfu_sweep.step_files reads them
+        raise ResultError(f"{source}: a step file (kind 'steps', a real model's steps from `mfu-sweep steps`), not a "
+                          "GEMM sweep; this command reads sweeps")
     if validate:
         data = screen(data, source, on_invalid)
     if data.get("kind") == "merged":
@@ -425,7 +430,9 @@ def check_file(path: str | Path) -> tuple[list[str], list[Sweep]]:
         data = read_json(path)
         _check_version(data, str(path))
         problems = _findings(data).messages()
-        return problems, ([] if problems else parse_document(data, source=str(path), validate=False))
+        if problems or data.get("kind") == "steps":  # a valid step file has no sweeps: step_files reads it
+            return problems, []
+        return problems, parse_document(data, source=str(path), validate=False)
     except ResultError as exc:
         return [str(exc)], []
 

@@ -14,7 +14,10 @@ it stands for, each with a role, a pass and a count per step:
     ``moe=split|grouped`` (one GEMM per expert, or the experts of a layer as
     one grouped GEMM, ``torch._grouped_mm``), ``routing=balanced|skewed``,
     ``skew`` (Zipf exponent, default 1) and ``seed`` (of the skewed draw),
-    see :mod:`mfu_sweep.routing`.
+    see :mod:`mfu_sweep.routing`. Sizes replace the config's: ``hidden``,
+    ``ffn``, ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``vocab``
+    (:mod:`mfu_sweep.llm_options`); ``attn=sdpa`` counts no attention GEMMs
+    (a fused SDPA kernel, as ``mfu-sweep steps`` builds the model).
 ``deepbench:train|inference-server|inference-device|all``
     Baidu DeepBench's GEMM list (``data/deepbench.csv``, transcribed with citation).
 ``grid:M:N:K[:batch=B]``
@@ -53,19 +56,18 @@ import csv
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any
 
+from mfu_sweep.llm_options import LlmOptions, canonical_llm, parse_int, parse_llm_options, resized
 from mfu_sweep.models import ModelConfig, find_model, load_models
-from mfu_sweep.routing import DEFAULT_SKEW, ROUTINGS, local_expert_tokens
+from mfu_sweep.routing import local_expert_tokens
 from mfu_sweep.shapes import Shape, ShapeError, format_groups, grid_family, unique_in_order
 
 NO_PASS = "n/a"
 DEEPBENCH_SETS = ("train", "inference-server", "inference-device")
-DEFAULT_TOKENS = 4096
-DEFAULT_SEQ = 4096
 KINDS = ("llm", "deepbench", "grid")
 
 
@@ -110,105 +112,6 @@ class WorkloadGemm:
         return {"shape": self.shape.to_json(), "family": self.family, "role": self.role, "pass": self.pass_,
                 "count": self.count, "layout": self.layout, "groups": format_groups(self.shape) if self.shape.groups
                 else None}
-
-
-# ---------------------------------------------------------------------------
-# llm: options
-
-
-@dataclass(frozen=True)
-class LlmOptions:
-    """How one training step of one rank is laid out."""
-
-    tokens: int = DEFAULT_TOKENS
-    seq: int | None = None
-    tp: int = 1
-    ep: int = 1
-    lm_head: bool = True
-    attn: bool = True
-    qkv: str = "fused"
-    gate_up: str = "split"
-    moe: str = "split"
-    routing: str = "balanced"
-    skew: float = DEFAULT_SKEW
-    seed: int = 0
-
-    @property
-    def seq_len(self) -> int:
-        return self.seq if self.seq is not None else min(self.tokens, DEFAULT_SEQ)
-
-
-_CHOICES = {"qkv": ("fused", "split"), "gate_up": ("split", "fused"), "moe": ("split", "grouped"),
-            "routing": ROUTINGS}
-
-
-def _parse_int(key: str, text: str, family: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise ShapeError(f"family {family!r}: option {key}={text!r} must be a positive integer")
-    return int(text)
-
-
-def _parse_flag(key: str, text: str, family: str) -> bool:
-    if text not in ("0", "1"):
-        raise ShapeError(f"family {family!r}: option {key}={text!r} must be 0 or 1")
-    return text == "1"
-
-
-def _parse_skew(text: str, family: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (math.isfinite(value) and 0 <= value <= 10):
-        raise ShapeError(f"family {family!r}: option skew={text!r} must be a number from 0 to 10 (Zipf exponent)")
-    return value
-
-
-def parse_llm_options(parts: Sequence[str], family: str) -> LlmOptions:
-    """Parse ``key=value`` parts of an ``llm:`` family string."""
-    kwargs: dict[str, Any] = {}
-    known = [f.name for f in fields(LlmOptions)]
-    for part in parts:
-        key, sep, value = part.partition("=")
-        key, value = key.strip().lower().replace("-", "_"), value.strip().lower()
-        if not sep or key not in known:
-            raise ShapeError(f"family {family!r}: unknown option {part!r} (known: {', '.join(known)}; as key=value)")
-        if key in kwargs:
-            raise ShapeError(f"family {family!r}: option {key!r} given twice")
-        if key in ("lm_head", "attn"):
-            kwargs[key] = _parse_flag(key, value, family)
-        elif key == "skew":
-            kwargs[key] = _parse_skew(value, family)
-        elif key == "seed":
-            if not value.isdigit():
-                raise ShapeError(f"family {family!r}: option seed={value!r} must be a non-negative integer")
-            kwargs[key] = int(value)
-        elif key in _CHOICES:
-            if value not in _CHOICES[key]:
-                raise ShapeError(f"family {family!r}: option {key}={value!r} must be one of {', '.join(_CHOICES[key])}")
-            kwargs[key] = value
-        else:
-            kwargs[key] = _parse_int(key, value, family)
-    opts = LlmOptions(**kwargs)
-    if opts.tokens % opts.seq_len:
-        raise ShapeError(f"family {family!r}: tokens={opts.tokens} is not a multiple of seq={opts.seq_len}")
-    return opts
-
-
-def canonical_llm(model: ModelConfig, opts: LlmOptions) -> str:
-    """``llm:<id>`` plus the options that differ from their defaults, in a fixed order."""
-    default = LlmOptions()
-    parts = [f"llm:{model.id}"]
-    for f in fields(LlmOptions):
-        value = getattr(opts, f.name)
-        if f.name == "seq":
-            if value is None or value == min(opts.tokens, DEFAULT_SEQ):
-                continue
-        elif value == getattr(default, f.name):
-            continue
-        text = int(value) if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else value
-        parts.append(f"{f.name}={text}")
-    return ":".join(parts)
 
 
 # ---------------------------------------------------------------------------
@@ -290,6 +193,7 @@ def llm_gemms(model: ModelConfig, opts: LlmOptions, family: str | None = None) -
     if not model.is_moe and opts.moe == "grouped":  # no experts to group: refused, never ignored
         raise ShapeError(f"family {family!r}: moe=grouped groups a mixture-of-experts model's experts; {model.id} "
                          "is dense (no experts): drop moe=grouped")
+    model = resized(model, opts, family)
     tp, tokens, layers = opts.tp, opts.tokens, model.num_hidden_layers
     hidden, hd = model.hidden_size, model.head_dim
     heads = _shard(model.num_attention_heads, tp, "num_attention_heads", family)
@@ -300,7 +204,7 @@ def llm_gemms(model: ModelConfig, opts: LlmOptions, family: str | None = None) -
     else:
         col.linear("qkv", hidden, heads * hd, tokens, layers)
         col.linear("qkv", hidden, kv * hd, tokens, 2 * layers)
-    if opts.attn:
+    if opts.attn == "1":  # attn=sdpa: a fused kernel, no GEMM a sweep measures
         _attention_gemms(col, model, opts, heads)
     col.linear("attn-out", heads * hd, hidden, tokens, layers)
     if model.is_moe:
@@ -407,7 +311,7 @@ def grid_gemms(parts: Sequence[str], family: str) -> list[WorkloadGemm]:
     """``M:N:K[:batch=B]`` value lists to every combination."""
     batch = 1
     if len(parts) == 4 and parts[3].replace(" ", "").lower().startswith("batch="):
-        batch = _parse_int("batch", parts[3].split("=", 1)[1].strip(), family)
+        batch = parse_int("batch", parts[3].split("=", 1)[1].strip(), family)
         parts = parts[:3]
     if len(parts) != 3:
         raise ShapeError(f"family {family!r}: grid needs three lists, grid:M1,M2,...:N1,...:K1,...[:batch=B]")
@@ -420,16 +324,37 @@ def grid_gemms(parts: Sequence[str], family: str) -> list[WorkloadGemm]:
 # entry points
 
 
-def _resolve_llm(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:
+@dataclass(frozen=True)
+class LlmSpec:
+    """An ``llm:`` spec read: the shipped config, the options, the config with their sizes, the canonical name."""
+
+    shipped: ModelConfig
+    opts: LlmOptions
+    model: ModelConfig
+    family: str
+
+
+def read_llm_spec(spec: str) -> LlmSpec:
+    """Parse and check ``llm:<model>[:key=value]...`` (a :class:`ShapeError` names the bad part)."""
+    kind, _, rest = spec.strip().partition(":")
+    if kind.strip().lower() != "llm":
+        raise ShapeError(f"family {spec!r} is not an llm: family")
+    parts = rest.split(":") if rest else []
     if not parts or not parts[0].strip():
         known = ", ".join(sorted(load_models()))
         raise ShapeError(f"family {spec!r}: name a model, e.g. llm:qwen3-32b (known: {known})")
     try:
-        model = find_model(parts[0])
+        shipped = find_model(parts[0])
     except ShapeError as exc:
         raise ShapeError(f"family {spec!r}: {exc}") from None
-    opts = parse_llm_options(parts[1:], spec)
-    return llm_gemms(model, opts)
+    opts = parse_llm_options(parts[1:], spec.strip())
+    family = canonical_llm(shipped, opts)
+    return LlmSpec(shipped, opts, resized(shipped, opts, spec.strip()), family)
+
+
+def _resolve_llm(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:
+    read = read_llm_spec(spec)
+    return llm_gemms(read.shipped, read.opts, read.family)
 
 
 def _resolve_deepbench(parts: Sequence[str], spec: str) -> list[WorkloadGemm]:

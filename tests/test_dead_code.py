@@ -27,9 +27,14 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/verdicts/comparison.py", "trend_ratio"): "field written to --json through dataclasses.asdict",
     ("specs/__init__.py", "vendor_url"): "field read from chips.toml; the specs table's citation",
     ("workflow/loop.py", "shape_files"): "field of the loop's result: the shape file of every round",
-    ("models.py", "tie_word_embeddings"): "field read from models.toml (config.json's own key)",
     ("models.py", "source_read"): "field read from models.toml: the citation's date",
     ("models.py", "corroborated_by"): "field read from models.toml: the second source",
+    ("llm_options.py", "kv_heads"): "size option read by name (getattr over models.SIZE_OPTIONS)",
+    ("measure/step_models.py", "forward"): "torch.nn.Module.__call__ calls forward",
+    ("step_files.py", "warmup_steps"): "field of a step run, written to the file through dataclasses.fields",
+    ("step_files.py", "graph_breaks"): "field of a step run, written to the file through dataclasses.fields",
+    ("step_files.py", "recompiles"): "field of a step run, written to the file through dataclasses.fields",
+    ("step_files.py", "peak_memory_bytes"): "field of a step run, written to the file through dataclasses.fields",
 }
 
 

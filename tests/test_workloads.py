@@ -395,3 +395,65 @@ def test_grouped_gemm_runs_for_real_on_the_cpu_and_is_checked(spec: str) -> None
     inputs.offs = torch.tensor([24, 48, 72, 96], dtype=torch.int32)  # equal groups: every expert's rows moved
     wrong = backend.gemm_fn(shape, fp32, "eager", inputs)(0)
     assert relative_error(inputs, shape, 0, wrong) > 10 * fp32.rel_tolerance
+
+
+# --- the size options and attn=sdpa: what the model `mfu-sweep steps` builds really runs --------------------------
+
+
+@pytest.mark.parametrize("opts", [
+    "hidden=64:ffn=96:layers=2:heads=4:kv_heads=2:vocab=128:seq=16:tokens=32",
+    "hidden=64:ffn=96:layers=1:heads=4:kv_heads=4:vocab=100:tokens=16:qkv=split:gate_up=fused",
+    "hidden=48:ffn=64:layers=2:heads=2:kv_heads=1:head_dim=32:vocab=64:seq=8:tokens=24",
+])
+@pytest.mark.parametrize("model", ["llama-3-8b", "qwen3-32b"])
+def test_size_options_and_sdpa_are_the_gemms_the_built_model_runs(model: str, opts: str) -> None:
+    from mfu_sweep.measure.step_models import build
+    from mfu_sweep.measure.step_spec import parse_model_spec
+
+    spec = parse_model_spec(f"llm:{model}:{opts}")
+    work = build(spec, "train")
+    with _RecordGemms() as rec:
+        work.model(**work.batch).backward()
+    gemms = resolve_family(work.gemm_family)
+    assert ":attn=sdpa" in work.gemm_family and resolve_family(work.gemm_family)[0].family == work.gemm_family
+    assert not {"attn-score", "attn-value"} & {g.role for g in gemms}
+    want = sorted((g.shape.m, g.shape.n, g.shape.k, g.layout) for g in gemms for _ in range(g.count))
+    assert sorted(rec.seen) == want
+
+
+def test_size_options_replace_the_config() -> None:
+    gemms = resolve_family("llm:llama-3-8b:hidden=512:ffn=1536:layers=4:heads=8:kv_heads=4:vocab=8192:tokens=128")
+    qkv = next(g for g in gemms if g.role == "qkv" and g.pass_ == "fwd")
+    assert (qkv.shape.m, qkv.shape.n, qkv.shape.k, qkv.count) == (128, (8 + 2 * 4) * 64, 512, 4)   # head_dim 512/8
+    head = next(g for g in gemms if g.role == "lm-head" and g.pass_ == "fwd")
+    assert (head.shape.n, head.shape.k) == (8192, 512)
+    # Qwen3's head_dim is its own (128), not hidden/heads: kept unless given
+    qwen = next(g for g in resolve_family("llm:qwen3-32b:hidden=512:heads=8:kv_heads=2:layers=1:tokens=64")
+                if g.role == "attn-out" and g.pass_ == "fwd")
+    assert (qwen.shape.n, qwen.shape.k) == (512, 8 * 128)
+    assert resolve_family("llm:llama-3-8b:hidden=4096:layers=2")[0].family == "llm:llama-3-8b:layers=2"
+    assert resolve_family("llm:llama-3-8b:attn=sdpa:layers=1")[0].family == "llm:llama-3-8b:attn=sdpa:layers=1"
+
+
+@pytest.mark.parametrize(("spec", "fragment"), [
+    ("llm:llama-3-8b:hidden=0", "option hidden='0' must be a positive integer"),
+    ("llm:llama-3-8b:hidden=500", "hidden=500 is not divisible by heads=32"),
+    ("llm:llama-3-8b:heads=8:kv_heads=3", "kv_heads=3 does not divide heads=8"),
+    ("llm:llama-3-8b:head_dim=33", "head_dim=33 must be even"),
+    ("llm:llama-3-8b:attn=flash", "option attn='flash' must be one of 1, 0, sdpa"),
+    ("llm:llama-3-8b:layer=2", "unknown option 'layer=2'"),
+])
+def test_bad_size_options_name_the_option(spec: str, fragment: str) -> None:
+    with pytest.raises(ShapeError) as info:
+        resolve_family(spec)
+    assert fragment in str(info.value) and spec in str(info.value)
+
+
+def test_size_options_work_in_shapes_and_sweep() -> None:
+    spec = "llm:llama-3-8b:hidden=64:ffn=96:layers=1:heads=4:kv_heads=2:vocab=128:tokens=32:attn=sdpa"
+    out = CliRunner().invoke(main, ["shapes", spec, "--json"])
+    assert out.exit_code == 0, out.output
+    rows = json.loads(out.output)
+    assert {r["role"] for r in rows} == {"qkv", "attn-out", "mlp-gate", "mlp-up", "mlp-down", "lm-head"}
+    canonical = "llm:llama-3-8b:tokens=32:attn=sdpa:hidden=64:ffn=96:layers=1:heads=4:kv_heads=2:vocab=128"
+    assert sweep_shapes(spec)[0][1] == canonical

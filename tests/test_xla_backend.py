@@ -143,3 +143,27 @@ def test_soak_executes_every_call(backend: XlaBackend) -> None:
     executed = (met.metric_data("ExecuteTime") or (0,))[0] - before
     assert out["seconds"] >= 0.3 and out["timer"] == "xla" and out["shape"] == "512x512x512"
     assert executed >= out["calls"] >= 1
+
+
+def test_steps_on_xla_record_a_first_step_that_holds_the_graph_compile(tmp_path: Path) -> None:
+    from mfu_sweep.step_files import load_step_file
+
+    tiny = "llm:llama-3-8b:hidden=64:ffn=128:layers=2:heads=4:kv_heads=2:vocab=256:seq=32:tokens=64"
+    out = tmp_path / "xla-steps.json"
+    res = CliRunner().invoke(main, ["steps", "--device", "xla", "--model", tiny, "--cache", "cold", "--cache", "warm",
+                                    "--repeats", "1", "--steps", "4", "--warmup", "1", "--quiet", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    steps = load_step_file(out)
+    assert steps.device["backend"] == "xla" and steps.settings["modes"] == ["lazy"]
+    cold, warm = steps.runs
+    assert (cold.mode, cold.cache, warm.cache) == ("lazy", "cold", "warm") and cold.ok and warm.ok
+    assert warm.extra["primed_by"] == "cold run, repeat 0"
+    for run in (cold, warm):
+        xla = run.compile
+        # step 1 compiles its graph; AdamW creates its state in step 1, so step 2 is a second graph: the
+        # compiles happened inside the timed steps (two readings of one run, not a speed goal)
+        assert xla["xla_compile_count"] >= 1 and xla["xla_compile_s"] > 0
+        assert run.steps_s[0] + run.steps_s[1] >= xla["xla_compile_s"]
+        assert run.gemm_share is None and run.extra["gemm_share_note"]
+    # the cold run's persistent cache was asked and missed (an empty private folder)
+    assert cold.compile["cache_misses"] >= 1

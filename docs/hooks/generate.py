@@ -27,6 +27,8 @@ SECTIONS = [
     ("record", "Record", "One measured (pass, shape, dtype, mode): an element of `records`."),
     ("import", "Import block", "Provenance of an imported sweep (`device.backend = \"imported\"`)."),
     ("merged", "Merged file", "Several sweeps in one file, each with its provenance intact."),
+    ("steps", "Step file", "A real model's steps on one device (`mfu-sweep steps`)."),
+    ("step_run", "Step run", "One fresh-process run of a step file: an element of `runs`."),
 ]
 
 
@@ -96,7 +98,7 @@ def schema_markdown(schema: dict[str, Any]) -> str:
         "The prose guide to these fields is [Result format](../results.md).",
         "",
         "A file is one of: " + ", ".join(f"[{t.lower()}](#{t.lower().replace(' ', '-')})"
-                                         for key, t, _ in SECTIONS if key in ("sweep", "merged")) + ".",
+                                         for key, t, _ in SECTIONS if key in ("sweep", "merged", "steps")) + ".",
         "",
     ]
     for key, title, blurb in SECTIONS:

@@ -18,6 +18,7 @@ from mfu_sweep.cli.docs import docs
 from mfu_sweep.cli.export import export
 from mfu_sweep.cli.imports import import_
 from mfu_sweep.cli.info import specs, validate
+from mfu_sweep.cli.measure_steps import steps
 from mfu_sweep.cli.refine import refine
 from mfu_sweep.cli.repair import repair
 from mfu_sweep.cli.report import plot, report
@@ -42,6 +43,6 @@ def main() -> None:
     """
 
 
-for _command in (sweep, specs, validate, repair, shapes, predict, ceilings, selftest, merge, fit, compare, export,
-                 plot, report, import_, refine, docs):
+for _command in (sweep, steps, specs, validate, repair, shapes, predict, ceilings, selftest, merge, fit, compare,
+                 export, plot, report, import_, refine, docs):
     main.add_command(_command)

@@ -84,6 +84,9 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
     a file that fails (or, with --allow-invalid, drops the records that fail,
     with a note). An incomplete sweep (interrupted, or still running) is
     valid and says so; continue it with `mfu-sweep sweep --resume -o FILE`.
+    A step file (`mfu-sweep steps`) is checked too (first and steady steps
+    those of its step times, one run per mode, cache and repeat) and summed
+    up in one line: its runs by status.
 
     \b
     Example:
@@ -105,7 +108,16 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
             more = f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
             if not as_json:
                 click.echo(f"{f}: INVALID: {problems[0]}{more}")
-        elif not as_json:
+            continue
+        if not sweeps:  # a valid step file (`mfu-sweep steps`): its one-line summary
+            from mfu_sweep.step_files import load_step_file, summary_line
+
+            line = summary_line(load_step_file(f))
+            found[-1]["steps"] = line
+            if not as_json:
+                click.echo(f"{f}: ok, {line}")
+            continue
+        if not as_json:
             click.echo(f"{f}: ok" + (f", but {unfinished[0]}" if unfinished else ""))
     if as_json:
         click.echo(json.dumps({"files": found, "invalid": bad}, indent=1))

@@ -120,8 +120,9 @@ def shapes(families: tuple[str, ...], dtype: str, as_csv: bool, as_json: bool, l
 
     \b
     Families:
-      llm:<model>[:tokens=N][:seq=N][:tp=N][:ep=N][:lm_head=0|1][:attn=0|1]
+      llm:<model>[:tokens=N][:seq=N][:tp=N][:ep=N][:lm_head=0|1][:attn=0|1|sdpa]
           [:qkv=fused|split][:gate_up=split|fused]
+          [:hidden=N][:ffn=N][:layers=N][:heads=N][:kv_heads=N][:head_dim=N][:vocab=N]
       deepbench:train|inference-server|inference-device|all
       grid:M1,M2,..:N1,..:K1,..[:batch=B]   (lo-hi: powers of two from lo to hi)
 
