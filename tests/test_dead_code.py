@@ -30,11 +30,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("models.py", "source_read"): "field read from models.toml: the citation's date",
     ("models.py", "corroborated_by"): "field read from models.toml: the second source",
     ("llm_options.py", "kv_heads"): "size option read by name (getattr over models.SIZE_OPTIONS)",
-    ("measure/step_models.py", "forward"): "torch.nn.Module.__call__ calls forward",
     ("step_files.py", "warmup_steps"): "field of a step run, written to the file through dataclasses.fields",
-    ("step_files.py", "graph_breaks"): "field of a step run, written to the file through dataclasses.fields",
-    ("step_files.py", "recompiles"): "field of a step run, written to the file through dataclasses.fields",
-    ("step_files.py", "peak_memory_bytes"): "field of a step run, written to the file through dataclasses.fields",
 }
 
 

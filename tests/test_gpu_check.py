@@ -29,6 +29,8 @@ from gpu_check_eval import judge, summary  # noqa: E402
 
 NEEDS_BASH = pytest.mark.skipif(shutil.which("bash") is None or shutil.which("timeout") is None,
                                 reason="needs bash and timeout")
+# A decoder small enough for the CPU dry run (eager + compile cold and warm in seconds, not minutes).
+TINY_STEP_MODEL = "llm:llama-3-8b:hidden=64:ffn=128:layers=1:heads=2:kv_heads=1:vocab=256:seq=16:tokens=16"
 STEPS = ["environment", "detect", "selftest", "sweep-short", "layouts", "fp8", "scaled-mx", "moe-grouped",
          "throttle", "profiler-timer", "step", "sweep-bf16", "ceilings", "sweep-more-dtypes", "cache-policy",
          "validate"]
@@ -68,7 +70,7 @@ def test_gpu_check_dry_run_on_cpu(tmp_path: Path) -> None:
            "MAX_FLOP": "5e6", "SHAPES": "--shape 64x64x64", "THROTTLE_SHAPES": "--shape 64x64x64",
            "MOE_ARGS": "--shape 96x32x64:nt:m=32,48,16 --shape 32x64x96:tn:k=32,48,16", "DTYPES_MORE": "--dtype fp16",
            "CEILING_SIZES": "256", "CACHE_SIZES": "64", "PROFILER_SIZE": "128", "PROFILER_PAIRS": "1",
-           "SELFTEST_TOL": "10", "OUT": str(tmp_path), "PYTHON": sys.executable}
+           "SELFTEST_TOL": "10", "STEP_MODEL": TINY_STEP_MODEL, "OUT": str(tmp_path), "PYTHON": sys.executable}
     done = subprocess.run(["bash", "benchmarks/gpu_check.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=1900)
     log = done.stdout + done.stderr
