@@ -30,20 +30,31 @@ def cli(*args: str):
     return CliRunner().invoke(main, list(args))
 
 
-def other_device(tmp_path: Path) -> Path:
-    """SYNTHETIC: 100 us per call, then 1 PFLOP/s, against a made-up peak of 0.1 TFLOP/s: in TFLOP/s and in MFU
-    it is far behind a CPU core at 1e5 FLOP and far ahead at 3e7 (MFU above 1: flagged, and fine for a test)."""
-    doc = make_sweep_doc("slow-start", P_tflops=1000.0, W_tbs=100.0, t0_s=1e-4, dtype="fp32",
+def other_device(tmp_path: Path, t0_s: float = 1e-4) -> Path:
+    """SYNTHETIC: ``t0_s`` per call (100 us by default), then 1 PFLOP/s, against a made-up peak of 0.1 TFLOP/s: in
+    TFLOP/s and in MFU it is behind a CPU core on tiny GEMMs and ahead on larger ones (MFU above 1: flagged, and
+    fine for a test)."""
+    doc = make_sweep_doc("slow-start", P_tflops=1000.0, W_tbs=100.0, t0_s=t0_s, dtype="fp32",
                          flops=[float(f) for f in np.geomspace(5e4, 1e8, 16)], peak_tflops=0.1, seed=3)
     return write_sweep(tmp_path, doc)
 
 
+def other_device_crossing(tmp_path: Path, cpu_file: Path) -> Path:
+    """The SYNTHETIC device with its per-call time set to this CPU's measured time at the middle of the FLOP
+    range: its crossover with the CPU falls inside the range on any machine (a fixed 100 us missed it on a core
+    fast enough to beat 100 us at 3e7 FLOP: 'settled', nothing to propose)."""
+    [sweep] = load_sweeps([cpu_file])
+    middle = float(np.sqrt(1e5 * 3e7))
+    rec = min((r for r in sweep.records if r.status == "ok"), key=lambda r: abs(np.log(r.flops / middle)))
+    return other_device(tmp_path, t0_s=float(rec.median_s))
+
+
 def test_cross_machine_loop_refine_then_resume_two_files_then_compare(tmp_path: Path) -> None:
-    other = other_device(tmp_path)
     files = [tmp_path / "cpu-a.json", tmp_path / "cpu-b.json"]
     for path, label in zip(files, ("cpu-a", "cpu-b"), strict=True):
         res = cli("sweep", *FAST, *RANGE, "--label", label, "-o", str(path))
         assert res.exit_code == 0, res.output
+    other = other_device_crossing(tmp_path, files[0])
     shapes = tmp_path / "next.csv"
     res = cli("refine", *map(str, files), str(other), "--metric", "tflops", "-o", str(shapes))
     assert res.exit_code == 0, res.output
