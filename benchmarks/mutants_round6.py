@@ -36,7 +36,7 @@ LAYOUTS = (("tests/test_layouts.py",), ("tests/test_scaled.py",))
 STATS = (("tests/test_timing.py",), ("tests/test_long_samples.py",))
 
 SE_LINE = "se[j] = math.sqrt(fit.point_var + spread)"
-LEAD_P = "return np.minimum(1.0, 2 * student_t.sf((np.abs(est) - delta) / se, dof))"
+LEAD_P = "return np.minimum(1.0, 2 * t_sf((np.abs(est) - delta) / se, dof))"
 
 ROWS = (
     ("hull-upper-unchecked", MA, "if ((target < lo - 1e-9) | (target > hi + 1e-9)).any():",
@@ -48,13 +48,13 @@ ROWS = (
     ("dl-denominator-term", BT, "c = sw - (w**2).sum(-1) / sw", "c = sw",
      ((OR, "-k", "random_effects"), *VERDICTS),
      "DerSimonian-Laird's tau^2 without sum w^2 / sum w in its denominator"),
-    ("fleet-dof-no-band-means", FE, "dof[d] = float(np.sum(counts[counts > 1] - 1))",
-     "dof[d] = float(np.sum(counts[counts > 1]))", ((PE, "-k", "liberal"), *FLEET),
+    ("fleet-dof-no-band-means", FE, "dof = np.sum(np.where(counts > 1, counts - 1, 0), axis=1).astype(float)",
+     "dof = np.sum(np.where(counts > 1, counts, 0), axis=1).astype(float)", ((PE, "-k", "liberal"), *FLEET),
      "the fleet noise's df counts the shapes, not shapes minus the FLOP bands' means"),
-    ("fleet-shape-p-one-sided", FE, "return 2 * student_t.sf(np.abs(est) / se, dof)",
-     "return student_t.sf(np.abs(est) / se, dof)", ((PE, "-k", "liberal"), *FLEET),
+    ("fleet-shape-p-one-sided", FE, "return 2 * t_sf(np.abs(est) / se, dof)",
+     "return t_sf(np.abs(est) / se, dof)", ((PE, "-k", "liberal"), *FLEET),
      "a shape's one-sided p-value reported as two-sided"),
-    ("fleet-lead-p-one-sided", FC, LEAD_P, LEAD_P.replace("2 * student_t", "student_t"),
+    ("fleet-lead-p-one-sided", FC, LEAD_P, LEAD_P.replace("2 * t_sf", "t_sf"),
      ((PE, "-k", "liberal"), *FLEET), "a fleet cell's one-sided p-value beyond the margin read as two-sided"),
     ("fleet-pred-se-no-estimate", FE, SE_LINE, "se[j] = math.sqrt(fit.sigma2 + spread)",
      ((PE, "-k", "predicted"), *FLEET), "a predicted value's standard error without the estimate's variance"),
