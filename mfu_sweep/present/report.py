@@ -292,13 +292,27 @@ def _summary_table(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Swee
 
 
 def _summary_p(fit: RooflineFit | None) -> str:
+    """Fitted P with its interval; ``*`` and why where ``mfu-sweep fit`` marks it (a poor fit, P below the best
+    measured shape, P above the peak): such a P is no ceiling."""
     if fit is None:
         return "not fitted"
     if not fit.is_constrained:
         return "fit not constrained (see notes)"
     if not fit.constrained.get("p_tflops", True):
         return f"{significant(fit.p_tflops)} (not constrained)"
-    return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
+    text = f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
+    why = fit_marks(fit)
+    return f"{text} * {why}" if why else text
+
+
+def fit_marks(fit: RooflineFit) -> str:
+    """Why a fitted P is marked ``*`` (the marks of ``mfu-sweep fit``), in a few words; "" when it is not."""
+    why = ["poor fit"] if fit.poor else []
+    if fit.below_measured:
+        why.append(f"below the best measured {significant(fit.best_tflops)}")
+    if (fit.compute_fraction or 0) > 1:
+        why.append(f"{fit.compute_fraction:.0%} of the peak")
+    return ", ".join(why)
 
 
 def _series_blocks(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Sweep, Record]]],
@@ -360,10 +374,13 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
                           [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric)
     index = _records_index(sweeps)
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
+    if any(fit_marks(f) for f in analysis.fits.values() if f.is_constrained):
+        blocks.append(Para("*: P is no ceiling there (a poor fit, P below the best measured shape or above the "
+                           "peak; mfu-sweep fit marks it the same); the series' notes say more."))
     blocks += fleet_blocks(analysis.fleets, figures)
     blocks += _spread_blocks(sweeps, analysis.series)
     blocks += board_blocks(analysis.leaderboards, (), figures, analysis.fleets)
-    if analysis.comparisons or not analysis.leaderboards:
+    if analysis.comparisons:  # with none, the first section already says there is nothing to compare
         blocks += comparison_blocks(analysis.comparisons, ())
     blocks += steps_blocks(sweeps, step_files=analysis.step_files, exclude=analysis.exclude_contended)
     blocks.append(Heading(2, "Figures"))

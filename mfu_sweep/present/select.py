@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.summary import shape_point, shape_records
-from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
+from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, PALETTE, series_colors
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
 from mfu_sweep.summaries import available
@@ -41,10 +41,13 @@ def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) ->
 
 
 def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
-    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among the devices
-    of each dtype and mode (those that share a panel)."""
+    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among every device
+    when the palette has a colour for each (a figure's one legend lists the devices of all its panels), else
+    distinct among the devices of each dtype and mode (those that share a panel)."""
     if colors is not None:
         return colors
+    if len({sw.label for sw in sweeps}) <= len(PALETTE):
+        return series_colors(sw.label for sw in sweeps)
     panels: dict[tuple[str, str], set[str]] = {}
     for sw in sweeps:
         for key in {(r.dtype, r.series_mode) for r in sw.records}:
