@@ -27,7 +27,8 @@ PNG_DPI = 300
 # olive and wine, and black, then a dark green, a brown, a lavender, a violet and a salmon (so that the 15
 # published devices each have their own colour in a figure's one legend): every two of them differ by a
 # CIEDE2000 distance of at least 20 (tests/test_plot.py), none is pale on white or the annotation grey.
-# (Seaborn's palette had orange, vermillion and tan: B200 and gfx950, the headline crossover pair, came out in two near-identical oranges, 15 apart.)
+# (Seaborn's palette had orange, vermillion and tan: B200 and gfx950, the headline crossover pair, came out
+# in two near-identical oranges, 15 apart.)
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#cc3311", "#66ccee", "#000000", "#332288", "#999933",
            "#882255", "#335500", "#553300", "#9999ff", "#bb00ff", "#ff9977")
 MODE_STYLE = {
