@@ -42,6 +42,7 @@ from mfu_sweep.present.figures import blank_notes, heatmap_stem, make_figures, s
 from mfu_sweep.present.group_metric import GroupMetrics, group_metrics
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.render import to_html, to_markdown
+from mfu_sweep.present.report_caveats import caveats
 from mfu_sweep.present.report_compare import comparison_blocks, comparison_facts
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_leads import lead_blocks
@@ -49,6 +50,8 @@ from mfu_sweep.present.report_numbers import (
     bars_text,
     best_cell,
     fit_facts,
+    fit_marks,
+    fitted_p_cell,
     interval_kinds,
     mfu_range_cell,
     performance_facts,
@@ -286,33 +289,9 @@ def _summary_table(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Swee
         peak = s.peak if s else index[key][0][0].peak
         summary = analysis.summaries.get(key)
         rows.append((str(key), peak_kind(peak), summary_line(recs), mfu_range_cell(summary), best_cell(summary),
-                     _summary_p(fit)))
+                     fitted_p_cell(fit)))
     return Table(("series", "peak", "pass rate", "MFU range", "best TFLOP/s", "fitted P, TFLOP/s [95%]"),
                  tuple(rows))
-
-
-def _summary_p(fit: RooflineFit | None) -> str:
-    """Fitted P with its interval; ``*`` and why where ``mfu-sweep fit`` marks it (a poor fit, P below the best
-    measured shape, P above the peak): such a P is no ceiling."""
-    if fit is None:
-        return "not fitted"
-    if not fit.is_constrained:
-        return "fit not constrained (see notes)"
-    if not fit.constrained.get("p_tflops", True):
-        return f"{significant(fit.p_tflops)} (not constrained)"
-    text = f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
-    why = fit_marks(fit)
-    return f"{text} * {why}" if why else text
-
-
-def fit_marks(fit: RooflineFit) -> str:
-    """Why a fitted P is marked ``*`` (the marks of ``mfu-sweep fit``), in a few words; "" when it is not."""
-    why = ["poor fit"] if fit.poor else []
-    if fit.below_measured:
-        why.append(f"below the best measured {significant(fit.best_tflops)}")
-    if (fit.compute_fraction or 0) > 1:
-        why.append(f"{fit.compute_fraction:.0%} of the peak")
-    return ", ".join(why)
 
 
 def _series_blocks(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Sweep, Record]]],
@@ -371,7 +350,9 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
     blocks += lead_blocks(analysis.comparisons, analysis.leaderboards, [v.sentence() for v in analysis.fleets],
-                          [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric)
+                          [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric,
+                          caveats(sweeps, analysis.summaries, analysis.metrics, analysis.leaderboard_notes,
+                                  analysis.exclude_contended))
     index = _records_index(sweeps)
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
     if any(fit_marks(f) for f in analysis.fits.values() if f.is_constrained):
