@@ -63,7 +63,8 @@ class FigureChoice:
                          f"dtype and mode, at most {MAX_K} values of k)")
         if not parts:
             return None
-        return "; ".join(parts).capitalize() + "; mfu-sweep report --detail writes every figure beside the report."
+        text = "; ".join(parts)
+        return text[0].upper() + text[1:] + "; mfu-sweep report --detail writes every figure beside the report."
 
 
 def _flagged(views: Sequence[Any], dtype: str, mode: str) -> list[str]:
