@@ -88,6 +88,11 @@ def best_tflops(sweeps: Sequence[Sweep]) -> dict[tuple[str, str, str], float]:
     return best
 
 
+def _flagged_first(labels: Sequence[str], views: Sequence[Any], dtype: str, mode: str) -> list[str]:
+    """Labels of one dtype and mode, the flagged first (worst first), then by label."""
+    return list(dict.fromkeys([*(lab for lab in _flagged(views, dtype, mode) if lab in set(labels)), *labels]))
+
+
 def _ranked(labels: Sequence[str], views: Sequence[Any], dtype: str, mode: str,
             best: dict[tuple[str, str, str], float]) -> list[str]:
     """Labels of one dtype and mode: the flagged (worst first), the fastest by best TFLOP/s (the leader), then
@@ -111,9 +116,10 @@ def choose_figures(sweeps: Sequence[Sweep], fleets: Sequence[Any] = (), most: in
     for sw in sweeps:
         for key in {(r.dtype, r.series_mode) for r in sw.records}:
             labels.setdefault(key, set()).add(sw.label)
-    best = best_tflops(sweeps)
-    ranked = {key: _ranked(sorted(labs), fleets, *key, best) for key, labs in labels.items()}
-    many = any(len(labs) > most for labs in ranked.values())
+    many = any(len(labs) > most for labs in labels.values())
+    best = best_tflops(sweeps) if many else {}  # a few devices: every one drawn, the heatmaps' first by label
+    ranked = {key: _ranked(sorted(labs), fleets, *key, best) if many else _flagged_first(sorted(labs), fleets, *key)
+              for key, labs in labels.items()}
     featured = {key: tuple(labs[:most]) for key, labs in ranked.items()} if many else None
     flagged = many and any(set(_flagged(fleets, *key)) & set(labs[:most]) for key, labs in ranked.items())
     grids = heatmap_grids(sweeps)
