@@ -25,10 +25,12 @@ import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from synthetic import make_sweep_doc  # noqa: E402
+from synthetic_fleet import fleet_docs  # noqa: E402
 
 from mfu_sweep.analysis.fits.parallel import run_tasks  # noqa: E402
 from mfu_sweep.analysis.fleet.gate import Failure  # noqa: E402
-from mfu_sweep.analysis.series import SeriesKey  # noqa: E402
+from mfu_sweep.analysis.fleet.view import fleet_view  # noqa: E402
+from mfu_sweep.analysis.series import SeriesKey, group_series  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.contention import flag_record  # noqa: E402
 from mfu_sweep.present.figure_choice import best_tflops, choose_figures  # noqa: E402
@@ -207,3 +209,14 @@ def test_a_single_device_report_says_nothing_to_compare_once() -> None:
     blocks = build_report(sweeps, analyse(sweeps, fit_n_boot=5), [])
     assert to_markdown(blocks).count("Nothing to compare") == 1
     assert to_html(blocks, {}).count("Nothing to compare") == 1
+
+
+# -- item 15 (fleet sentence): by MFU the fleet names its lowest MFU, never its slowest ---------------------------
+
+def test_the_fleet_sentence_by_mfu_names_the_lowest_mfu_not_the_slowest() -> None:
+    """SYNTHETIC: eight replicate GPUs, one 6% behind; the sentence by MFU said "slowest h100.r3"."""
+    docs = fleet_docs(8, flops=tuple(float(f) for f in np.geomspace(1e6, 2e12, 25)), slow={3: (1.07, 1e6, 2e12)})
+    series = list(group_series([sw for d in docs for sw in parse_document(d, validate=False)]).values())
+    by_mfu, by_tflops = fleet_view(series, metric="mfu").sentence(), fleet_view(series).sentence()
+    assert "; lowest MFU synthetic-gpu.r3 (" in by_mfu and "slow" not in by_mfu
+    assert "; slowest synthetic-gpu.r3 (" in by_tflops
