@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import matplotlib
@@ -23,6 +24,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from synthetic import make_sweep_doc  # noqa: E402
 from synthetic_fleet import fleet_docs  # noqa: E402
@@ -31,15 +33,17 @@ from mfu_sweep.analysis.fits.parallel import run_tasks  # noqa: E402
 from mfu_sweep.analysis.fleet.gate import Failure  # noqa: E402
 from mfu_sweep.analysis.fleet.view import fleet_view  # noqa: E402
 from mfu_sweep.analysis.series import SeriesKey, group_series  # noqa: E402
+from mfu_sweep.analysis.verdicts.comparison import Crossover  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.contention import flag_record  # noqa: E402
+from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
 from mfu_sweep.present.figure_choice import best_tflops, choose_figures  # noqa: E402
-from mfu_sweep.present.figures import blank_notes, figure_legend, figure_stems  # noqa: E402
+from mfu_sweep.present.figures import blank_notes, figure_legend, figure_stems, make_figures  # noqa: E402
 from mfu_sweep.present.render import STYLE, to_html, to_markdown  # noqa: E402
 from mfu_sweep.present.report import analyse, build_report  # noqa: E402
 from mfu_sweep.present.report_caveats import contention_clause  # noqa: E402
 from mfu_sweep.present.report_numbers import fitted_p_cell  # noqa: E402
-from mfu_sweep.present.select import label_colors  # noqa: E402
+from mfu_sweep.present.select import curve_bytes, label_colors  # noqa: E402
 from mfu_sweep.results import load_sweeps, parse_document  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,6 +183,96 @@ def test_band_strips_are_never_wider_than_the_text_column() -> None:
     assert "overflow-wrap: anywhere" in next(line for line in STYLE.splitlines()
                                                if line.startswith("table.strip th, table.strip td"))
     assert "white-space: nowrap" not in "".join(line for line in STYLE.splitlines() if "strip" in line)
+
+
+# -- item 25: crossover labels never overlap each other or the strip; fitted curves are smooth in FLOPs ---------
+
+FOUR = [str(ROOT / "sweeps" / "published" / f"{n}.json") for n in ("sm_100_B200", "sm_90", "gfx950", "gfx942")]
+
+
+def _drawn(fig: Figure) -> Any:
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
+def _crowded_comparison() -> Any:
+    """SYNTHETIC crossovers over REAL bf16 sweeps: a shapes and a fit crossover 5% apart (the issue's picture), a
+    third beside them and one at the panel's left edge, under a leader strip over the whole range."""
+    lo, hi = 5e7, 1e12
+    segment = SimpleNamespace(start_flops=lo, end_flops=hi, leader="sm_90")
+    crossovers = [Crossover(flops, flops / 1.3, flops * 1.3, a, b, method) for flops, a, b, method in (
+        (1.0e9, "gfx950", "sm_100_B200", "shapes"), (1.05e9, "gfx950", "sm_100_B200", "fit"),
+        (1.2e9, "gfx942", "sm_100_B200", "shapes"), (lo * 1.05, "gfx942", "gfx950", "fit"))]
+    return SimpleNamespace(dtype="bf16", mode="compile", metric="mfu", a="sm_90", b="gfx950", segments=[segment],
+                           bands=[], runs_measured=True, crossovers=crossovers)
+
+
+def _label_boxes(ax: Any, renderer: Any) -> tuple[list[Any], int]:
+    labels = [t for t in ax.texts if str(t.get_gid()).startswith("crossover-label")]
+    return [t.get_window_extent(renderer) for t in labels if t.get_visible()], len(labels)
+
+
+@pytest.mark.parametrize("width", [3.5, 7.0])
+def test_crossover_labels_overlap_neither_each_other_nor_the_strip(width: float) -> None:
+    """Crossovers of fit and shapes at nearly the same FLOPs were labelled on top of each other."""
+    sweeps = load_sweeps(FOUR)
+    fig = Figure(figsize=(width, 3.0), layout="constrained")
+    ax = plot_mfu(sweeps, dtype="bf16", mode="compile", comparisons=[_crowded_comparison()], legend=False,
+                  ax=fig.add_subplot())
+    renderer = _drawn(fig)
+    boxes, n = _label_boxes(ax, renderer)
+    assert n == 4 and len(boxes) >= 3  # at most one left out (the report's table lists every crossover)
+    strips = [p.get_window_extent(renderer) for p in ax.patches if str(p.get_gid()).startswith("leader:")]
+    assert strips
+    frame = ax.get_window_extent(renderer)
+    for i, box in enumerate(boxes):
+        assert not any(box.overlaps(other) for other in boxes[i + 1:])
+        assert not any(box.overlaps(strip) for strip in strips)
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
+
+
+@pytest.fixture(scope="module")
+def four_panels() -> Figure:
+    return make_figures(load_sweeps(FOUR), kinds=["vs-flops"])["mfu-vs-flops"]
+
+
+def test_the_published_panels_label_every_crossover_without_overlap(four_panels: Figure) -> None:
+    """REAL: the report's four-device vs-flops figure keeps every label, none on another or on the strip."""
+    fig = four_panels
+    renderer = _drawn(fig)
+    total = 0
+    for ax in fig.axes:
+        boxes, n = _label_boxes(ax, renderer)
+        total += n
+        assert len(boxes) == n
+        strips = [p.get_window_extent(renderer) for p in ax.patches if str(p.get_gid()).startswith("leader:")]
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in [*boxes[i + 1:], *strips])
+    assert total >= 5
+
+
+def test_fitted_curves_are_smooth_functions_of_flops(four_panels: Figure) -> None:
+    """REAL: the fitted curves zig-zagged through shapes of different aspects at nearly equal FLOPs (the fp8 panel):
+    drawn along one representative aspect, each is sorted in FLOPs and never turns down (the roofline with
+    overhead rises with FLOPs when bytes grow slower than FLOPs)."""
+    lines = [ln for ax in four_panels.axes for ln in ax.get_lines() if str(ln.get_gid()).startswith("fit:")]
+    assert len(lines) == 13
+    for line in lines:
+        x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+        assert np.all(np.diff(x) > 0), line.get_gid()
+        assert np.all(np.diff(y) >= -1e-9 * y[:-1]), line.get_gid()
+
+
+def test_curve_bytes_follow_one_aspect_whatever_the_order_of_the_shapes() -> None:
+    """REAL: B200's fp8 shapes (several aspects at nearly equal FLOPs): the bytes along the curve are a power law of
+    FLOPs (monotone), not the shapes' own bytes joined in FLOP order, and do not depend on the records' order."""
+    sweep = load_sweeps(FOUR[:1])[0]
+    (series,) = [s for s in group_series([sweep]).values() if s.dtype == "fp8"]
+    grid = np.geomspace(min(r.flops for r in series.records), max(r.flops for r in series.records), 50)
+    b = curve_bytes(series, grid)
+    assert np.all(np.diff(b) > 0)
+    shuffled = dataclasses.replace(series, records=tuple(reversed(series.records)))
+    assert np.allclose(curve_bytes(shuffled, grid), b)
 
 
 # -- item 26: one colour per device, one legend entry per device --------------------------------------------------
