@@ -601,15 +601,17 @@ def test_a_figure_whose_metric_has_no_values_is_not_drawn_and_a_note_says_so() -
     two = FigureChoice(None, tuple(grids[:2]), tuple(grids))  # two are enough to see the metric they are drawn in
     drawn = P.make_figures(mi25, metric="mfu", kinds=["heatmap"], fits={}, comparisons=[], fleets=[],
                            metrics=by_group, choice=two)
-    assert len(drawn) == 2 and blank_notes(mi25, "mfu", metrics=by_group) == []
+    assert len(drawn) == 2  # (an imported table times no first call: that note stays, issue 47)
+    assert [n for n in blank_notes(mi25, "mfu", metrics=by_group) if "first-call" not in n] == []
     for fig in drawn.values():
         assert fig.axes[-1].get_ylabel() == "Throughput (TFLOP/s)"  # the colour bar: never "% of none peak"
-    assert blank_notes(mi25, "tflops") == []
+    assert [n for n in blank_notes(mi25, "tflops") if "first-call" not in n] == []
 
 
 def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
     """The report draws a choice of devices (four per dtype and mode, with their other dtypes): on the published
-    data seven share the fp32 eager panel; no two points of one panel share a colour."""
+    data five share the fp32 eager panel (seven before the choice drew the fastest and the slowest, issue 47);
+    no two points of one panel share a colour."""
     from mfu_sweep.present.figure_choice import choose_figures
     from mfu_sweep.results import load_sweeps
 
@@ -621,4 +623,4 @@ def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
         colors = [matplotlib.colors.to_hex(c.lines[0].get_color()) for c in labelled_errorbars(ax).values()]
         assert len(set(colors)) == len(colors), ax.get_title()
         sizes.append(len(colors))
-    assert max(sizes) == 7
+    assert max(sizes) == 5

@@ -77,6 +77,12 @@ def plot_first_call(sweeps: Sequence[Sweep], *, dtype: str | None = None, quanti
     return ax
 
 
+def first_call_dtypes(sweeps: Sequence[Sweep]) -> list[str]:
+    """The dtypes with a first-call time in some record (imported tables have none: their panels would be
+    blank, so the first-call figure draws only these, and none at all without them)."""
+    return sorted({r.dtype for sw in sweeps for r in sw.records if r.first_call_s})
+
+
 def first_call_points(series: Series, field: str) -> list[tuple[float, float, float, float]]:
     """``(flops, median, low, high)`` of ``field`` (first-call time or ratio) per shape over its passes.
 

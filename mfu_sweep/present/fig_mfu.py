@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.transforms import Bbox
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
@@ -55,7 +57,8 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     (ambiguous ranges stay blank; see :func:`leader_spans`; hatched where the lead is a run of adjacent
     bands' conclusion taken together, :func:`together_spans`) and a vertical line
     at each crossover (one per change of leader, from the data; the fits' crossings are its second estimate) with its
-    interval shaded.
+    interval shaded and a label that overlaps no other label nor the strip (:class:`CrossoverLabels`). Fitted
+    curves follow one representative aspect (:func:`~mfu_sweep.present.select.curve_bytes`).
 
     Parameters
     ----------
@@ -234,6 +237,7 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
         ax.axvspan(lo, hi, ymin=1 - LEADER_STRIP, ymax=1.0, facecolor="none", edgecolor="white", hatch="////",
                    linewidth=0, zorder=4.5, gid=f"leader-together:{lab}")
     methods = set()
+    labels = []
     for c in comps:
         for x in c.crossovers:
             methods.add(x.method)
@@ -241,10 +245,12 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
                        gid=f"crossover-interval:{x.method}")
             ax.axvline(x.flops, color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(x.method, ":"),
                        linewidth=0.9, zorder=1, gid=f"crossover:{x.method}")
-            ax.text(x.flops, 1 - 1.6 * LEADER_STRIP, f" {safe_text(x.from_label)} → {safe_text(x.to_label)} ",
-                    transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top", fontsize=5.5,
-                    color=ANNOTATION_GREY, zorder=5, gid=f"crossover-label:{x.method}",
-                    bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6})
+            labels.append(ax.text(x.flops, LABEL_TOP, f" {safe_text(x.from_label)} → {safe_text(x.to_label)} ",
+                                  transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
+                                  fontsize=5.5, color=ANNOTATION_GREY, zorder=5, gid=f"crossover-label:{x.method}",
+                                  bbox={"facecolor": "white", "alpha": 0.75, "linewidth": 0, "pad": 0.6}))
+    if labels:
+        ax.add_artist(CrossoverLabels(ax, sorted(labels, key=lambda t: t.get_position()[0])))
     proxies: list[Any] = []
     if spans:
         unmeasured = any(not c.runs_measured for c in comps)
@@ -258,3 +264,56 @@ def _draw_comparisons(ax: Axes, sweeps: Sequence[Sweep], dtype: str, mode: str, 
         proxies.append(Line2D([], [], color=ANNOTATION_GREY, linestyle=CROSSOVER_STYLE.get(m, ":"),
                               label=f"crossover ({m}) ± interval, labelled old leader → new leader"))
     return proxies
+
+
+LABEL_TOP = 1 - 1.6 * LEADER_STRIP  # axes fraction of the first row of crossover labels, below the leader strip
+LABEL_STEPS = 12  # rows tried below it before a label is left out (the report's crossover table lists it)
+
+
+class CrossoverLabels(Artist):
+    """Places an Axes' crossover labels when it is drawn, where they overlap neither each other nor the leader
+    strip and stay inside the Axes: each, in FLOP order, at the highest free row below the strip, left of its
+    line, else right of it; a label with no free place is left out. Drawn just before the labels (zorder),
+    with the renderer and the final layout, so a figure laid out again (a legend moved below) is placed again."""
+
+    def __init__(self, ax: Axes, texts: Sequence[Any]) -> None:
+        super().__init__()
+        self._ax, self._texts = ax, list(texts)
+        self.set_zorder(4.95)
+        self.set_in_layout(False)
+
+    def draw(self, renderer: Any) -> None:
+        box = self._ax.get_window_extent(renderer)
+        top = self._ax.transAxes.transform((0, LABEL_TOP))[1]
+        placed: list[Bbox] = []
+        for text in self._texts:
+            spot = _free_spot(text, renderer, box, top, placed)
+            if text.get_visible() != (spot is not None):
+                text.set_visible(spot is not None)
+            if spot is not None:
+                placed.append(spot)
+        self.stale = False
+
+
+def _free_spot(text: Any, renderer: Any, box: Bbox, top: float, placed: Sequence[Bbox]) -> Bbox | None:
+    """Moves ``text`` to its first free place (rows from ``top`` down, left then right of its line) and returns
+    its padded extent there; None (text unmoved) when no row has room."""
+    x = text.get_position()[0]
+    to_axes = text.axes.transAxes.inverted()
+    step = (top - box.y0) / LABEL_STEPS
+    for row in range(LABEL_STEPS):
+        y = to_axes.transform((0, top - row * step))[1]
+        for ha in ("right", "left"):
+            _move(text, (x, y), ha)
+            ext = text.get_window_extent(renderer).padded(2)
+            inside = box.x0 <= ext.x0 and ext.x1 <= box.x1 and box.y0 <= ext.y0 and ext.y1 <= top + 2
+            if inside and not any(ext.overlaps(p) for p in placed):
+                return ext
+    return None
+
+
+def _move(text: Any, xy: tuple[float, float], ha: str) -> None:
+    if tuple(text.get_position()) != xy:
+        text.set_position(xy)
+    if text.get_horizontalalignment() != ha:
+        text.set_horizontalalignment(ha)

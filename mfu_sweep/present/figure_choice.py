@@ -8,7 +8,8 @@ overview):
 
 * the overlays (MFU vs FLOPs, roofline, first call, compile speedup) of at most
   :data:`~mfu_sweep.analysis.fleet.leaderboard.HANDFUL` devices per dtype and mode when there are
-  more: the flagged devices first, worst first, then the slowest, then the others by label;
+  more: the flagged devices of a replicate run first, worst first, then the fastest (the leader) and the
+  slowest by best measured TFLOP/s, slowest first;
 * the m x n heatmaps, when there are more than :data:`MAX_HEATMAPS`, of one device per dtype and
   mode (the first featured one) at up to :data:`MAX_K` values of k, spread over the measured range.
 
@@ -42,6 +43,7 @@ class FigureChoice:
     featured: dict[tuple[str, str], tuple[str, ...]] | None
     heatmaps: tuple[Grid, ...]
     grids: tuple[Grid, ...]
+    flagged: bool = False  # whether a replicate run flagged any featured device
 
     @property
     def labels(self) -> set[str] | None:
@@ -52,29 +54,53 @@ class FigureChoice:
         """What was left out and how to get it, or None when nothing was."""
         parts = []
         if self.labels is not None and len(self.labels) < n_labels:
-            parts.append(f"the figures below draw {len(self.labels)} of the {n_labels} devices (flagged and "
-                         f"slowest first: {', '.join(sorted(self.labels))})")
+            first = "the flagged, then " if self.flagged else ""
+            named = dict.fromkeys(lab for labs in (self.featured or {}).values() for lab in labs)
+            parts.append(f"the figures below draw {len(self.labels)} of the {n_labels} devices ({first}per dtype "
+                         f"and mode the fastest and the slowest by best measured TFLOP/s: {', '.join(named)})")
         if len(self.heatmaps) < len(self.grids):
             parts.append(f"{len(self.heatmaps)} of {len(self.grids)} m x n heatmaps are drawn (one device per "
                          f"dtype and mode, at most {MAX_K} values of k)")
         if not parts:
             return None
-        return "; ".join(parts).capitalize() + "; mfu-sweep report --detail writes every figure beside the report."
+        text = "; ".join(parts)
+        return text[0].upper() + text[1:] + "; mfu-sweep report --detail writes every figure beside the report."
 
 
-def _ranked(label_order: Sequence[str], views: Sequence[Any], dtype: str, mode: str) -> list[str]:
-    """Labels of one dtype and mode, flagged (worst first) and slowest first, then by label."""
-    first: list[str] = []
+def _flagged(views: Sequence[Any], dtype: str, mode: str) -> list[str]:
+    """The devices the replicate runs' fleet views of one dtype and mode flag, worst first."""
+    out: list[str] = []
     for view in views:
-        if (view.dtype, view.mode) != (dtype, mode):
-            continue
-        health = getattr(view, "health", ())
-        flagged = sorted((h for h in health if h.flagged), key=lambda h: (h.mean_ratio, h.label))
-        first += [h.label for h in [*flagged, *health]]
-    known = set(label_order)
-    order = [lab for lab in dict.fromkeys(first) if lab in known]
-    taken = set(order)
-    return order + [lab for lab in label_order if lab not in taken]
+        if (view.dtype, view.mode) == (dtype, mode):
+            health = getattr(view, "health", ())
+            out += [h.label for h in sorted((h for h in health if h.flagged), key=lambda h: (h.mean_ratio, h.label))]
+    return out
+
+
+def best_tflops(sweeps: Sequence[Sweep]) -> dict[tuple[str, str, str], float]:
+    """``(label, dtype, mode) -> `` the best TFLOP/s of its ok records (0 without one)."""
+    best: dict[tuple[str, str, str], float] = {}
+    for sw in sweeps:
+        for r in sw.records:
+            key = (sw.label, r.dtype, r.series_mode)
+            value = r.tflops if r.status == "ok" and r.tflops else 0.0
+            best[key] = max(best.get(key, 0.0), value)
+    return best
+
+
+def _flagged_first(labels: Sequence[str], views: Sequence[Any], dtype: str, mode: str) -> list[str]:
+    """Labels of one dtype and mode, the flagged first (worst first), then by label."""
+    return list(dict.fromkeys([*(lab for lab in _flagged(views, dtype, mode) if lab in set(labels)), *labels]))
+
+
+def _ranked(labels: Sequence[str], views: Sequence[Any], dtype: str, mode: str,
+            best: dict[tuple[str, str, str], float]) -> list[str]:
+    """Labels of one dtype and mode: the flagged (worst first), the fastest by best TFLOP/s (the leader), then
+    the others slowest first."""
+    speed = sorted(labels, key=lambda lab: (best.get((lab, dtype, mode), 0.0), lab))
+    first = [lab for lab in _flagged(views, dtype, mode) if lab in set(labels)]
+    order = [*first, *speed[-1:], *speed[:-1]]
+    return list(dict.fromkeys(order))
 
 
 def _spread(ks: Sequence[int], most: int) -> list[int]:
@@ -90,12 +116,15 @@ def choose_figures(sweeps: Sequence[Sweep], fleets: Sequence[Any] = (), most: in
     for sw in sweeps:
         for key in {(r.dtype, r.series_mode) for r in sw.records}:
             labels.setdefault(key, set()).add(sw.label)
-    ranked = {key: _ranked(sorted(labs), fleets, *key) for key, labs in labels.items()}
-    many = any(len(labs) > most for labs in ranked.values())
+    many = any(len(labs) > most for labs in labels.values())
+    best = best_tflops(sweeps) if many else {}  # a few devices: every one drawn, the heatmaps' first by label
+    ranked = {key: _ranked(sorted(labs), fleets, *key, best) if many else _flagged_first(sorted(labs), fleets, *key)
+              for key, labs in labels.items()}
     featured = {key: tuple(labs[:most]) for key, labs in ranked.items()} if many else None
+    flagged = many and any(set(_flagged(fleets, *key)) & set(labs[:most]) for key, labs in ranked.items())
     grids = heatmap_grids(sweeps)
     if len(grids) <= MAX_HEATMAPS:
-        return FigureChoice(featured, tuple(grids), tuple(grids))
+        return FigureChoice(featured, tuple(grids), tuple(grids), flagged)
     chosen: list[Grid] = []
     for (dtype, mode), labs in ranked.items():
         for label in labs:
@@ -103,4 +132,4 @@ def choose_figures(sweeps: Sequence[Sweep], fleets: Sequence[Any] = (), most: in
             if ks:
                 chosen += [(label, dtype, mode, k) for k in _spread(ks, MAX_K)]
                 break
-    return FigureChoice(featured, tuple(sorted(chosen)), tuple(grids))
+    return FigureChoice(featured, tuple(sorted(chosen)), tuple(grids), flagged)

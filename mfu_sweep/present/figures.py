@@ -21,7 +21,7 @@ from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.names import check_distinct_names, safe_name
 from mfu_sweep.outputs import replacing
 from mfu_sweep.present import FIGURE_KINDS
-from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
+from mfu_sweep.present.fig_compile import first_call_dtypes, has_speedup, plot_first_call, plot_speedup
 from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
 from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
 from mfu_sweep.present.fig_mfu import plot_mfu
@@ -86,7 +86,11 @@ def figure_legend(fig: Figure, axes: Sequence[Axes]) -> None:
     if not entries:
         return
     entries = _merge_bar_keys(entries)
-    devices = sorted(t for t in entries if t in _series_texts(axes))
+    series = _series_texts(axes)
+    for text in [t for t in entries if t in series]:  # "cpu" beside "cpu (estimated peak)": one device, one entry
+        if any(o != text and o.startswith(f"{text} (") for o in entries if o in series):
+            del entries[text]
+    devices = sorted(t for t in entries if t in series)
     order = devices + [t for t in entries if t not in devices]
     # ~0.055 in per character at 7 pt, plus the handle and padding
     per_entry = 0.45 + 0.055 * max(len(t) for t in entries)
@@ -229,7 +233,7 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
         if keys and "roofline" in want:
             figs["roofline"] = _panels(shown, lambda ax, k: plot_roofline(
                 shown, dtype=k[0], mode=k[1], fits=fits, colors=colors, ax=ax), keys)
-        if keys and "first-call" in want:
+        if keys and "first-call" in want and first_call_dtypes(shown):
             figs["first-call"] = _first_call_figure(shown, colors)
         speed = [d for d in available(shown, "dtype") if has_speedup(shown, d)] if "speedup" in want else []
         if speed:
@@ -289,6 +293,8 @@ def blank_notes(sweeps: Sequence[Sweep], metric: str = "mfu", *, metrics: GroupM
     panels = {(d, m) for _, d, m in have}
     notes = [f"no {metric_name(of(d, m))} panel for {d} · {m} in the vs-flops figure: no device has a peak for {d} "
              "(--metric tflops draws it)" for d, m in panel_keys(sweeps) if "vs-flops" in want and (d, m) not in panels]
+    if "first-call" in want and panel_keys(sweeps) and not first_call_dtypes(sweeps):
+        notes.append("no first-call figure: no record has a first-call time (an imported table has none)")
     skipped: dict[tuple[str, str, str], list[int]] = {}
     for label, d, m, k in (heatmap_grids(sweeps) if heatmaps is None else heatmaps) if "heatmap" in want else []:
         if (label, d, m) not in have:
@@ -310,6 +316,8 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
     have = valued(sweeps, _metric_of(metric, None))
     stems = [stem for kind, stem in (("vs-flops", f"{metric}-vs-flops"), ("roofline", "roofline"),
                                      ("first-call", "first-call")) if keys and kind in want]
+    if "first-call" in stems and not first_call_dtypes(sweeps):  # imported tables: no first call was timed
+        stems.remove("first-call")
     if not have and f"{metric}-vs-flops" in stems:
         stems.remove(f"{metric}-vs-flops")
     if "speedup" in want and any(has_speedup(sweeps, d) for d in available(sweeps, "dtype")):
@@ -327,7 +335,8 @@ def figure_stems(sweeps: Sequence[Sweep], *, metric: str = "mfu", kinds: Collect
 
 
 def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Figure:
-    dtypes = [d for d in available(sweeps, "dtype") if any(k.dtype == d for k in group_series(sweeps))]
+    timed = set(first_call_dtypes(sweeps))
+    dtypes = [d for d in available(sweeps, "dtype") if d in timed and any(k.dtype == d for k in group_series(sweeps))]
     fig, axes = _figure(len(dtypes), 2)
     for i, d in enumerate(dtypes):
         plot_first_call(sweeps, dtype=d, quantity="time", colors=colors, ax=axes[2 * i])

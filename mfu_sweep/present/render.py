@@ -79,9 +79,12 @@ def to_markdown(blocks: Sequence[Block], figure_dir: str = "figures") -> str:
 
 
 STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 60rem; margin: 2rem auto;
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 60rem; margin: 1rem auto;
        padding: 0 1rem; color: #222; line-height: 1.45; }
 h1, h2, h3 { line-height: 1.2; } h2 { border-bottom: 1px solid #ddd; padding-bottom: .2rem; margin-top: 2.2rem; }
+h1 { font-size: 1.5rem; margin: 0 0 .25rem; } h1 + p { margin: 0 0 .4rem; font-size: .9rem; color: #444; }
+h1 + p + h2, h1 + p + p + h2 { font-size: 1.25rem; margin: .4rem 0 .3rem; }
+p.intro { font-size: .85rem; margin: .2rem 0 .3rem; color: #444; line-height: 1.3; }
 table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .9rem; }
 th, td { border: 1px solid #ddd; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f5f5f5; } td { overflow-wrap: break-word; }
@@ -89,8 +92,9 @@ table.kv td:first-child { white-space: nowrap; color: #555; }
 figure { margin: 1rem 0 2rem; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: .9rem; color: #444; }
 .warn { background: #fff3cd; border: 1px solid #e0c36c; padding: .5rem .75rem; font-weight: 600; }
-table.strip { margin: .3rem 0 .5rem; font-size: .8rem; }
-table.strip th, table.strip td { padding: .1rem .4rem; } table.strip th { white-space: nowrap; }
+p.intro + .warn { font-size: .85rem; line-height: 1.3; padding: .2rem .5rem; margin: .3rem 0; }
+table.strip { margin: .2rem 0 .3rem; font-size: .75rem; line-height: 1.25; max-width: 100%; }
+table.strip th, table.strip td { padding: .05rem .25rem; overflow-wrap: anywhere; }
 table.strip td:first-child { color: #555; }
 """.strip()
 

@@ -42,6 +42,7 @@ from mfu_sweep.present.figures import blank_notes, heatmap_stem, make_figures, s
 from mfu_sweep.present.group_metric import GroupMetrics, group_metrics
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
 from mfu_sweep.present.render import to_html, to_markdown
+from mfu_sweep.present.report_caveats import caveats
 from mfu_sweep.present.report_compare import comparison_blocks, comparison_facts
 from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
 from mfu_sweep.present.report_leads import lead_blocks
@@ -49,6 +50,8 @@ from mfu_sweep.present.report_numbers import (
     bars_text,
     best_cell,
     fit_facts,
+    fit_marks,
+    fitted_p_cell,
     interval_kinds,
     mfu_range_cell,
     performance_facts,
@@ -286,19 +289,9 @@ def _summary_table(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Swee
         peak = s.peak if s else index[key][0][0].peak
         summary = analysis.summaries.get(key)
         rows.append((str(key), peak_kind(peak), summary_line(recs), mfu_range_cell(summary), best_cell(summary),
-                     _summary_p(fit)))
+                     fitted_p_cell(fit)))
     return Table(("series", "peak", "pass rate", "MFU range", "best TFLOP/s", "fitted P, TFLOP/s [95%]"),
                  tuple(rows))
-
-
-def _summary_p(fit: RooflineFit | None) -> str:
-    if fit is None:
-        return "not fitted"
-    if not fit.is_constrained:
-        return "fit not constrained (see notes)"
-    if not fit.constrained.get("p_tflops", True):
-        return f"{significant(fit.p_tflops)} (not constrained)"
-    return f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
 
 
 def _series_blocks(analysis: Analysis, index: Mapping[SeriesKey, list[tuple[Sweep, Record]]],
@@ -357,13 +350,18 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
     if any(sw.device.get("synthetic") or sw.device.get("backend") == "synthetic" for sw in sweeps):
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
     blocks += lead_blocks(analysis.comparisons, analysis.leaderboards, [v.sentence() for v in analysis.fleets],
-                          [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric)
+                          [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric,
+                          caveats(sweeps, analysis.summaries, analysis.metrics, analysis.leaderboard_notes,
+                                  analysis.exclude_contended))
     index = _records_index(sweeps)
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
+    if any(fit_marks(f) for f in analysis.fits.values() if f.is_constrained):
+        blocks.append(Para("*: P is no ceiling there (a poor fit, P below the best measured shape or above the "
+                           "peak; mfu-sweep fit marks it the same); the series' notes say more."))
     blocks += fleet_blocks(analysis.fleets, figures)
     blocks += _spread_blocks(sweeps, analysis.series)
     blocks += board_blocks(analysis.leaderboards, (), figures, analysis.fleets)
-    if analysis.comparisons or not analysis.leaderboards:
+    if analysis.comparisons:  # with none, the first section already says there is nothing to compare
         blocks += comparison_blocks(analysis.comparisons, ())
     blocks += steps_blocks(sweeps, step_files=analysis.step_files, exclude=analysis.exclude_contended)
     blocks.append(Heading(2, "Figures"))

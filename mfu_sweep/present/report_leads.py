@@ -26,6 +26,7 @@ from mfu_sweep.text import format_flops
 
 HEADING = "Who leads where"
 STRIP = "strip"  # the css class of a band strip
+INTRO = "intro"  # the css class of the strips' one-line key
 NO_LEADER = "–"  # a band no device leads beyond the margin
 NOT_SHARED = ""  # a band the pair does not both cover
 
@@ -153,11 +154,12 @@ def pair_sentence(c: Comparison) -> str:
 
 
 def lead_blocks(comparisons: Sequence[Comparison], boards: Sequence[Leaderboard], fleet_sentences: Sequence[str],
-                notes: Sequence[str], metric: str) -> list[Block]:
+                notes: Sequence[str], metric: str, caveat: str | None = None) -> list[Block]:
     """The first section of the report: the band strips, one sentence per dtype and mode, the notes.
 
     ``fleet_sentences`` are the fleet views' own sentences (replicate runs); ``notes`` what changes the
-    reading (devices left out and why, dtypes and modes compared by TFLOP/s, figures not drawn).
+    reading (devices left out and why, dtypes and modes compared by TFLOP/s, figures not drawn); ``caveat``
+    the warning line said before the strips (:func:`~mfu_sweep.present.report_caveats.caveats`).
     """
     blocks: list[Block] = [Heading(2, HEADING)]
     groups: dict[Group, list[Any]] = {}
@@ -168,12 +170,13 @@ def lead_blocks(comparisons: Sequence[Comparison], boards: Sequence[Leaderboard]
         blocks.append(Para("Nothing to compare: no two devices share a dtype and mode."))
     else:
         blocks.append(Para(f"The device that leads each FLOP band, by {metric_phrase(metric)}"
-                           + (" where every device of the dtype and mode has a peak, else by TFLOP/s (speed)"
-                              if metric == "mfu" else "")
-                           + "; with many devices, x: the leader against the median of the others, +N: N more "
-                           "ahead of it too; –: no device leads beyond the margin"
-                           + (" in the band alone (a lead over adjacent bands taken together is said in the "
-                              "sentences below)." if any(c.runs for c in comparisons) else ".")))
+                           + (" where every device has one, else TFLOP/s" if metric == "mfu" else "")
+                           + "; x: against the median of the others (or the pair's other); +N: N more ahead too; "
+                           "–: none beyond the margin"
+                           + (" in the band alone (a lead over a run of bands: sentences below)."
+                              if any(c.runs for c in comparisons) else "."), css=INTRO))
+    if caveat:
+        blocks.append(Para(caveat, css="warn"))
     sentences: list[str] = []
     for group in order:
         items = groups[group]

@@ -106,3 +106,27 @@ def fit_facts(fit: RooflineFit) -> list[tuple[str, str]]:
     ]
     rows += [("note", n) for n in fit.notes]
     return rows
+
+
+def fitted_p_cell(fit: RooflineFit | None) -> str:
+    """Fitted P with its interval; ``*`` and why where ``mfu-sweep fit`` marks it (a poor fit, P below the best
+    measured shape, P above the peak): such a P is no ceiling."""
+    if fit is None:
+        return "not fitted"
+    if not fit.is_constrained:
+        return "fit not constrained (see notes)"
+    if not fit.constrained.get("p_tflops", True):
+        return f"{significant(fit.p_tflops)} (not constrained)"
+    text = f"{significant(fit.p_tflops)} [{significant(fit.p_tflops_ci[0])}, {significant(fit.p_tflops_ci[1])}]"
+    why = fit_marks(fit)
+    return f"{text} * {why}" if why else text
+
+
+def fit_marks(fit: RooflineFit) -> str:
+    """Why a fitted P is marked ``*`` (the marks of ``mfu-sweep fit``), in a few words; "" when it is not."""
+    why = ["poor fit"] if fit.poor else []
+    if fit.below_measured:
+        why.append(f"below the best measured {significant(fit.best_tflops)}")
+    if (fit.compute_fraction or 0) > 1:
+        why.append(f"{fit.compute_fraction:.0%} of the peak")
+    return ", ".join(why)

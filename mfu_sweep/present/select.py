@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.summary import shape_point, shape_records
-from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
+from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, PALETTE, series_colors
 from mfu_sweep.results import Record, Sweep
 from mfu_sweep.specs import Peak
 from mfu_sweep.summaries import available
@@ -41,10 +41,13 @@ def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) ->
 
 
 def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
-    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among the devices
-    of each dtype and mode (those that share a panel)."""
+    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among every device
+    when the palette has a colour for each (a figure's one legend lists the devices of all its panels), else
+    distinct among the devices of each dtype and mode (those that share a panel)."""
     if colors is not None:
         return colors
+    if len({sw.label for sw in sweeps}) <= len(PALETTE):
+        return series_colors(sw.label for sw in sweeps)
     panels: dict[tuple[str, str], set[str]] = {}
     for sw in sweeps:
         for key in {(r.dtype, r.series_mode) for r in sw.records}:
@@ -135,13 +138,27 @@ def is_family(series: Series) -> bool:
     return len({r.flops for r in series.records}) == len({r.shape for r in series.records})
 
 
+def curve_bytes(series: Series, grid: np.ndarray) -> np.ndarray:
+    """Bytes moved along one representative aspect at each FLOP count of ``grid`` (sorted): a power law
+    ln bytes = a + c ln FLOPs fitted over the series' shapes (exact for shapes of one aspect, e.g. squares).
+
+    Interpolating the shapes' own bytes zig-zagged where shapes of different aspects have nearly equal FLOPs;
+    a fit drawn along this path is a smooth function of FLOPs.
+    """
+    log_f = np.log([r.flops for r in series.records])
+    log_b = np.log([r.bytes for r in series.records])
+    if np.ptp(log_f) == 0:  # one FLOP count: its median bytes
+        return np.full(len(grid), math.exp(float(np.median(log_b))))
+    slope, intercept = np.polyfit(log_f, log_b, 1)
+    return np.exp(intercept + slope * np.log(grid))
+
+
 def fit_curve(series: Series, fit: RooflineFit, metric: str, n: int = 200
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Fitted metric along the series: bytes follow the measured shapes (log-interpolated in FLOPs)."""
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Fitted metric along the series on a sorted FLOP grid, bytes along :func:`curve_bytes`."""
     f = np.array([r.flops for r in series.records])
-    b = np.array([r.bytes for r in series.records])
     grid = np.geomspace(f.min(), f.max(), n)
-    bytes_grid = np.exp(np.interp(np.log(grid), np.log(f), np.log(b)))
+    bytes_grid = curve_bytes(series, grid)
     scale = 1e12 * (1.0 if metric == "tflops" else (series.peak_tflops or math.nan))
     y = grid / fit.predict_time(grid, bytes_grid) / scale
     band = None

@@ -24,11 +24,13 @@ DOUBLE_IN = 7.0
 PANEL_H_IN = 2.6
 PNG_DPI = 300
 # Okabe-Ito's colour-blind-safe blue, orange, green and reddish purple first, then Paul Tol's red, sky, indigo,
-# olive and wine, and black: every two of them differ by a CIEDE2000 distance of at least 20 (tests/test_plot.py),
-# none is pale on white or the annotation grey. (Seaborn's palette had orange, vermillion and tan: B200 and
-# gfx950, the headline crossover pair, came out in two near-identical oranges, 15 apart.)
+# olive and wine, and black, then a dark green, a brown, a lavender, a violet and a salmon (so that the 15
+# published devices each have their own colour in a figure's one legend): every two of them differ by a
+# CIEDE2000 distance of at least 20 (tests/test_plot.py), none is pale on white or the annotation grey.
+# (Seaborn's palette had orange, vermillion and tan: B200 and gfx950, the headline crossover pair, came out
+# in two near-identical oranges, 15 apart.)
 PALETTE = ("#0072b2", "#e69f00", "#009e73", "#cc79a7", "#cc3311", "#66ccee", "#000000", "#332288", "#999933",
-           "#882255")
+           "#882255", "#335500", "#553300", "#9999ff", "#bb00ff", "#ff9977")
 MODE_STYLE = {
     "eager": {"marker": "o", "linestyle": "-"},
     "compile": {"marker": "s", "linestyle": "--"},

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
@@ -38,6 +39,25 @@ def cores() -> int:
 def can_fork() -> bool:
     """Whether workers can be forked (they then share this process's data; elsewhere they are spawned)."""
     return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _start_worker() -> None:
+    """A worker's start: Ctrl-C is the parent's to handle (it ends the workers, :func:`_end_workers`); a worker
+    that took it too would die or block mid-task, and the parent could wait on it forever."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keep_freed_memory()
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Stop ``pool`` now: its queued chunks cancelled, its running workers terminated (after an error or Ctrl-C
+    in the parent, whose ``with`` would otherwise wait for every running chunk to finish)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(timeout=5)
 
 
 def _run_chunk(start: int, stop: int) -> list[Any]:
@@ -84,18 +104,18 @@ def map_chunks(fn: Callable[[Sequence[K]], list[T]], items: Sequence[K], chunk: 
         gc.freeze()  # a worker's collections then skip the parent's objects instead of copying every page
     try:
         context = multiprocessing.get_context("fork" if fork else None)
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=keep_freed_memory) as pool:
-            futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
-            if meanwhile is not None:
-                try:
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker) as pool:
+            try:
+                futures = [pool.submit(_run_chunk, a, b) if fork else pool.submit(fn, items[a:b]) for a, b in bounds]
+                if meanwhile is not None:
                     meanwhile()
-                except BaseException:
-                    pool.shutdown(wait=True, cancel_futures=True)  # the error, not the rest of the chunks
-                    raise
-            for (_, b), future in zip(bounds, futures, strict=True):
-                out += future.result()
-                if progress is not None:
-                    progress(b, len(items))
+                for (_, b), future in zip(bounds, futures, strict=True):
+                    out += future.result()
+                    if progress is not None:
+                        progress(b, len(items))
+            except BaseException:  # Ctrl-C or an error: the workers end now, not after the rest of the chunks
+                _end_workers(pool)
+                raise
     finally:
         _JOB = None
         if fork:

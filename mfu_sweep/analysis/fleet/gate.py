@@ -40,11 +40,13 @@ class Failure:
     mode: str
     reference: str
     mean_ratio: float
-    reason: str  # "slower" or "ambiguous"
+    reason: str  # "slower" or "ambiguous" (by MFU too: the JSON's key; the text says "lower MFU")
+    metric: str = "tflops"
 
     def text(self) -> str:
         ref = "the rest" if self.reference == REST else self.reference
-        return f"{self.label} ({self.dtype} {self.mode}, x{self.mean_ratio:.3f} of {ref}, {self.reason})"
+        reason = "lower MFU" if self.reason == "slower" and self.metric == "mfu" else self.reason
+        return f"{self.label} ({self.dtype} {self.mode}, x{self.mean_ratio:.3f} of {ref}, {reason})"
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -126,7 +128,7 @@ def gate(fleets: Sequence[FleetView], boards: Sequence[Leaderboard], fail_on: st
             key = (label, board.dtype, board.mode)
             if reason and (key not in failures or failures[key].reason != "slower"):
                 failures[key] = Failure(label, board.dtype, board.mode, board.reference,
-                                        board.overall.get(label, float("nan")), reason)
+                                        board.overall.get(label, float("nan")), reason, board.metric)
     checked = len({lbl for b in every for lbl in b.devices})
     ordered = sorted(failures.values(), key=lambda f: (f.reason != "slower", f.mean_ratio, f.label))
     metrics = {b.metric for b in every}

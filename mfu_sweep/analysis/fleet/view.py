@@ -126,7 +126,7 @@ class FleetView:
 
     def sentence(self, most: int = 5) -> str:
         """E.g. "h100 (bf16, eager, by TFLOP/s) over 8 devices: flagged h100.r5 (slower by more than 2% in 2 FLOP
-        band(s) ...)"."""
+        band(s) ...); slowest h100.r5 (...)" ("lowest MFU" by MFU: never slower or faster by MFU)."""
         m = margin_words(self.margin)
         metric = self.board.metric
         name = "MFU" if metric == "mfu" else "TFLOP/s"
@@ -144,7 +144,8 @@ class FleetView:
             same = sum(h.same_bands == h.n_bands > 0 for h in self.health)
             text += f"; {same} of {len(self.health)} the same as the rest within {m} in every band"
         s = self.slowest
-        return (head + text + f"; slowest {s.label} (x{s.mean_ratio:.3f} of the rest on average, "
+        lowest = "lowest MFU" if metric == "mfu" else "slowest"
+        return (head + text + f"; {lowest} {s.label} (x{s.mean_ratio:.3f} of the rest on average, "
                 f"worst x{s.worst_ratio:.3f} at {s.worst_shape}).")
 
     def to_json(self, leaderboard: int | None = None) -> dict[str, Any]:
