@@ -23,7 +23,8 @@ from mfu_sweep.cli import main
 from mfu_sweep.journal import Journal, journal_path, parse_journal, read_journal
 from mfu_sweep.measure.checkpoint import Checkpoint
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.measure.sweep import SweepPlan, make_tasks, run_sweep
+from mfu_sweep.measure.planning import make_tasks
+from mfu_sweep.measure.sweep import SweepPlan, run_sweep
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.results import ResultError, load_sweeps, parse_document, read_json, save_sweep, validate_file
 from mfu_sweep.shapes import parse_shape

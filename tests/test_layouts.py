@@ -18,9 +18,10 @@ from mfu_sweep.dtypes import get_dtype
 from mfu_sweep.measure.backends.cpu import CpuBackend
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
-from mfu_sweep.measure.sweep import make_tasks
+from mfu_sweep.measure.planning import make_tasks
 from mfu_sweep.results import load_sweeps, parse_document, validate_file
-from mfu_sweep.shapes import LAYOUTS, Shape, ShapeError, parse_layouts, parse_shape, read_shape_rows, with_layout
+from mfu_sweep.shape_files import read_shape_rows
+from mfu_sweep.shapes import LAYOUTS, Shape, ShapeError, parse_layouts, parse_shape, with_layout
 
 
 # ----- the shape carries its layout ------------------------------------------------------------------------

@@ -17,7 +17,8 @@ from mfu_sweep.analysis.refine.regions import trend_regions
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.measure.passes import plan_passes
-from mfu_sweep.shapes import Shape, ShapeError, points_for_range, read_shape_rows, square_family
+from mfu_sweep.shape_files import read_shape_rows
+from mfu_sweep.shapes import Shape, ShapeError, points_for_range, square_family
 
 TRUTH = (8.5, 11.0)
 GRID = square_family(1e6, 1e13, points_for_range(1e6, 1e13))

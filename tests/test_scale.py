@@ -29,7 +29,8 @@ from mfu_sweep.measure.estimate import estimate_sweep
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.results import Record, ResultError, load_sweeps, parse_document
-from mfu_sweep.shapes import PLAIN_HEADER, Shape, ShapeError, _csv_values, _plain_row, _shape_row, read_shape_rows
+from mfu_sweep.shape_files import PLAIN_HEADER, _csv_values, _plain_row, _shape_row, read_shape_rows
+from mfu_sweep.shapes import Shape, ShapeError
 
 ROOT = Path(__file__).resolve().parents[1]
 XLA_TABLE = ROOT / "data/published/xla/openxla-main/default_matmul_perf_table.txtpb"

@@ -7,15 +7,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfu_sweep.dtypes import DTYPES, get_dtype
+from mfu_sweep.shape_files import ShapeRow, read_shape_rows
 from mfu_sweep.shapes import (
     Shape,
     ShapeError,
-    ShapeRow,
     check_memory,
     fits_device,
     parse_shape,
     points_for_range,
-    read_shape_rows,
     size_align,
     square_family,
     unique_in_order,

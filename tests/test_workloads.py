@@ -15,7 +15,8 @@ from mfu_sweep.cli import main
 from mfu_sweep.models import find_model, load_models
 from mfu_sweep.results import load_sweeps
 from mfu_sweep.routing import local_expert_tokens
-from mfu_sweep.shapes import Shape, ShapeError, read_shape_rows
+from mfu_sweep.shape_files import read_shape_rows
+from mfu_sweep.shapes import Shape, ShapeError
 from mfu_sweep.workloads import (
     DEEPBENCH_SETS,
     _Collector,

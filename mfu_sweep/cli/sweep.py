@@ -21,9 +21,10 @@ from mfu_sweep.cli.common import (
     require_torch,
     spec_file_option,
 )
+from mfu_sweep.cli.progress import SweepProgress
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
 from mfu_sweep.errors import BackendError, with_hint
-from mfu_sweep.measure.sweep import (
+from mfu_sweep.measure.planning import (
     ACCEL_RANGE,
     ACCEL_REPEATS,
     BUDGET_ONE_PASS_S,
@@ -193,20 +194,17 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
-    from mfu_sweep.measure.sweep import (
-        SweepError,
-        SweepPlan,
+    from mfu_sweep.measure.planning import (
         default_budget,
-        default_label,
         limit_passes,
         make_tasks,
-        run_sweep,
         select_shapes,
         shape_file_passes,
         sweep_repeats,
     )
+    from mfu_sweep.measure.sweep import SweepError, SweepPlan, default_label, run_sweep
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.shapes import forget_shape_files
+    from mfu_sweep.shape_files import forget_shape_files
     from mfu_sweep.specs import load_chips
 
     if resume and force:
@@ -291,7 +289,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if loop:
         _check_loop(loop, plan, budget_s, place)
     started = time.monotonic()
-    bar = _Progress(quiet)
+    bar = SweepProgress(quiet)
     try:
         with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
@@ -394,7 +392,7 @@ def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | Non
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.sweep import SweepError, run_sweep
 
-    bar = _Progress(quiet)
+    bar = SweepProgress(quiet)
     try:
         with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
@@ -477,49 +475,3 @@ def _default_output(device: str, label: str | None, cache: str = "rotate", suffi
         picked = auto_backend() if device == "auto" else device
         label = default_cpu_label() if picked.startswith("cpu") else picked.replace(":", "-")
     return Path("sweeps") / f"{safe_name(label + suffix)}.json"
-
-
-LINE_WIDTH = 160  # the peak's basis runs to ~550 characters; wrapped, a log stays readable
-
-
-class _Progress:
-    """The sweep's progress per pass on stderr (``mfu_sweep.progress``): a bar on a terminal, a line per pass
-    (and one every few seconds in a long pass) in a log: "pass i/R", shapes done, the shape and its MFU."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bar: Any = None
-        self.left = 0  # shapes of the passes not started yet: the ETA counts them
-        self.before = 0  # records in the file before this run
-
-    def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
-        from mfu_sweep.progress import Progress
-
-        self.close()
-        desc = f"pass {index + 1}/{repeats}" if repeats > 1 else "sweep"
-        self.left = max(0, self.left - (todo or 0))
-        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True, after=self.left)
-
-    def start(self, sweep: Any, total: int) -> None:
-        import textwrap
-
-        self.left, self.before = total, len(sweep.records)
-
-        line = f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}"
-        click.echo(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False), err=True)
-
-    def update(self, task: Any, record: Any) -> None:
-        if self.bar is None:
-            return
-        if record is None:
-            self.bar.describe(f"{task.shape} {task.dtype} {task.mode}")
-            return
-        mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
-        tf = f"{record.tflops:.3g} TFLOP/s " if record.tflops is not None else ""
-        busy = (record.extra.get("machine") or {}).get("other_share") if "contended" in record.flags else None
-        self.bar.advance(note=f"{tf}MFU {mfu}" + (f" contended (others {busy:.0%})" if busy is not None else ""))
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
