@@ -31,7 +31,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mfu_sweep.results import Sweep, load_sweeps
+from mfu_sweep.records.results import Sweep, load_sweeps
 
 if TYPE_CHECKING:  # pandas is imported when a table is built (pandas_module)
     import pandas as pd
@@ -94,14 +94,14 @@ def load(paths: Paths, *, dtype: str | Sequence[str] | None = None, mode: str | 
     """
     import warnings
 
-    from mfu_sweep.contention import exclude_contended as without_contended
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.contention import exclude_contended as without_contended
+    from mfu_sweep.records.summaries import filter_sweeps
 
     on_invalid = (lambda note: warnings.warn(note, stacklevel=3)) if allow_invalid else None
     sweeps = load_sweeps(_paths(paths), on_invalid=on_invalid)
     dtypes, modes = _names(dtype), _names(mode)
     if dtypes or modes:
-        from mfu_sweep.dtypes import canonical_dtype
+        from mfu_sweep.gemm.dtypes import canonical_dtype
 
         sweeps = filter_sweeps(sweeps, [canonical_dtype(d) for d in dtypes], modes)
     if exclude_contended:
@@ -178,7 +178,7 @@ def _comparisons(paths: Paths, metric: str, margin: float, use_fit: bool, option
     """``compare``'s pairs (``a``/``b`` select them) and its notes (pairs skipped, contention)."""
     from mfu_sweep.analysis.sources.runs import check_pooling, pick_runs
     from mfu_sweep.analysis.verdicts.compare import compare_all
-    from mfu_sweep.contention import contention_reason
+    from mfu_sweep.records.contention import contention_reason
 
     a, b = options.pop("a", None), options.pop("b", None)
     compare_kw = {k: options.pop(k) for k in ("alpha", "min_run", "seed", "fit_n_boot") if k in options}
@@ -276,10 +276,10 @@ def steps(paths: Paths, steps: int | str | Iterable[int | str] | None = None, *,
 
 def _workloads(sweeps: Sequence[Sweep], model: str | None, dtype: str | None) -> list[tuple[str, Any]]:
     """(dtype, GEMMs) of ``model`` (in ``dtype``, or each dtype its records hold), or of every family held."""
-    from mfu_sweep.dtypes import canonical_dtype
+    from mfu_sweep.gemm.dtypes import canonical_dtype
+    from mfu_sweep.gemm.workloads import resolve_family
     from mfu_sweep.present.export_steps import NO_FAMILY
     from mfu_sweep.present.report_steps import family_workloads
-    from mfu_sweep.workloads import resolve_family
 
     want = None if dtype is None else canonical_dtype(dtype)
     if model is None:

@@ -19,7 +19,8 @@ import torch
 from cuda_fakes import FakeGpu, NvmlState, fake_cuda, fake_nvml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import parse_shape
 from mfu_sweep.measure import selftest
 from mfu_sweep.measure.backends import cuda as cuda_mod
 from mfu_sweep.measure.backends import operands
@@ -31,7 +32,6 @@ from mfu_sweep.measure.gpu_neighbours import GpuNeighbours
 from mfu_sweep.measure.layouts import grouped_problem
 from mfu_sweep.measure.task import FAST_ACCUM_ENV, ON_THROTTLE_ENV, TIMER_ENV, Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.shapes import parse_shape
 from mfu_sweep.specs import load_chips
 
 QUICK = TimingConfig(budget_s=0.05, min_samples=3, max_samples=5, min_block_s=1e-3, warmup_s=0.0)
@@ -386,7 +386,7 @@ def test_defect_9_sweep_option_reaches_the_records_and_settings(tmp_path: Any) -
     from click.testing import CliRunner
 
     from mfu_sweep.cli import main
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     out = tmp_path / "fp8.json"
     run = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--dtype", "fp8", "--shape", "64x64x64:nt",

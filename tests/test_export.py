@@ -15,7 +15,7 @@ from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, write_sweep
 from mfu_sweep.analysis.verdicts.compare import CompareError
 from mfu_sweep.cli import main
 from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
@@ -155,7 +155,7 @@ def test_cli_export_format_follows_the_suffix_and_a_contradiction_is_refused(tmp
 
 
 def test_table_format_rules() -> None:
-    from mfu_sweep.outputs import OutputError, table_format
+    from mfu_sweep.util.outputs import OutputError, table_format
 
     assert [table_format(None, None), table_format(None, "latex")] == ["csv", "latex"]
     assert [table_format(f"t{s}", None) for s in (".csv", ".md", ".markdown", ".tex", ".TEX", ".txt", "")] == \
@@ -173,7 +173,7 @@ def test_plot_and_report_refuse_a_file_name_for_their_directory(tmp_path: Path) 
         line = _refused(CliRunner().invoke(main, [cmd, *paths, "-o", str(target)]),
                         f"ends in {target.suffix}", "-o " + str(target.with_suffix("")))
         assert "end the name with /" in line and not target.exists()
-    from mfu_sweep.outputs import check_output_dir
+    from mfu_sweep.util.outputs import check_output_dir
 
     assert check_output_dir(str(tmp_path / "fig.png") + "/").is_dir()  # a trailing / says: a directory
     assert check_output_dir(tmp_path / "fig.png") == tmp_path / "fig.png"  # it exists as one now
@@ -210,7 +210,7 @@ def test_csv_columns_are_the_union_over_rows_in_first_seen_order() -> None:
 
 @pytest.mark.parametrize("what", ["records", "fits", "crossovers", "bands"])
 def test_every_what_exports_the_reference_sweeps_in_every_format(what: str) -> None:
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(REFERENCE)
     kw = {"records": {}, "fits": {"n_boot": 20}, "crossovers": {"fit_n_boot": 20}, "bands": {}}[what]
@@ -268,7 +268,7 @@ def test_export_of_many_files_keeps_the_pairs_it_can_compare_and_notes_the_other
 
 
 def test_records_and_fits_export_every_committed_and_published_sweep() -> None:
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps([*REFERENCE, *PUBLISHED])
     _, rows = _csv(export_table(sweeps, "records", "csv"))

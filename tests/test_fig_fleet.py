@@ -15,7 +15,7 @@ from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.present.fig_fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
 from mfu_sweep.present.figures import make_figures, save_figure  # noqa: E402
-from mfu_sweep.results import parse_document  # noqa: E402
+from mfu_sweep.records.results import parse_document  # noqa: E402
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 2e12, 16)]
 

@@ -29,8 +29,8 @@ from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
 from mfu_sweep.present.fig_roofline import plot_roofline  # noqa: E402
 from mfu_sweep.present.report import analyse  # noqa: E402
 from mfu_sweep.present.theme import SHARED_ROOF_COLOR, UNCONSTRAINED_FIT  # noqa: E402
-from mfu_sweep.results import Sweep, load_sweeps
-from mfu_sweep.summaries import filter_sweeps
+from mfu_sweep.records.results import Sweep, load_sweeps
+from mfu_sweep.records.summaries import filter_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "sweeps"

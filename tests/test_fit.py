@@ -14,7 +14,7 @@ from synthetic import make_sweep_doc, roofline_time
 
 from mfu_sweep.analysis.fits.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
 from mfu_sweep.analysis.series import SeriesError, SeriesKey, group_series
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 # Mixed aspect ratios, so overhead-, memory- and compute-bound shapes all occur.
 MIXED = [f"{m}x{m}x{k}" for m in (256, 1024, 4096, 8192) for k in (64, 512, 4096)]

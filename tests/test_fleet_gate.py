@@ -18,7 +18,7 @@ from mfu_sweep.analysis.fleet.gate import GateError, gate
 from mfu_sweep.analysis.fleet.view import replicate_fleets
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.cli import main
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 DATA = Path(__file__).parent / "data" / "import"
 LOGS = [DATA / f"mamf_finder_shisa_node_gpu{i}_bf16_every25.txt" for i in range(8)]

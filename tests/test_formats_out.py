@@ -19,10 +19,10 @@ from synthetic import example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.analysis.series import shape_seconds
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
 from mfu_sweep.present.export_nvbench import nvbench_document, write_nvbench
-from mfu_sweep.results import load_sweeps, parse_document
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_PASS = REPO / "sweeps" / "amd-epyc-cpu.json"  # fp32 and bf16, one pass

@@ -17,7 +17,7 @@ from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.cli import main
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.headline import sweep_headline
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = ROOT / "sweeps" / "amd-epyc-zen5-cpu.json"

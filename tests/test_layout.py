@@ -149,12 +149,13 @@ def test_cycle_finder_finds_cycles(edges: dict[str, set[str]], cycle: bool) -> N
 
 
 def test_rules_catch_a_forbidden_edge() -> None:
-    edges = {"mfu_sweep.analysis.fits.fit": {"torch", "mfu_sweep.results"}, "mfu_sweep.measure.sweep": {"matplotlib"},
-             "mfu_sweep.results": {"mfu_sweep.analysis.fits.fit"}}
+    edges = {"mfu_sweep.analysis.fits.fit": {"torch", "mfu_sweep.records.results"},
+             "mfu_sweep.measure.sweep": {"matplotlib"},
+             "mfu_sweep.records.results": {"mfu_sweep.analysis.fits.fit"}}
     assert violations(edges) == [
         "mfu_sweep.analysis.fits.fit (analysis) imports torch",
         "mfu_sweep.measure.sweep (measure) imports matplotlib",
-        "mfu_sweep.results (ground) imports mfu_sweep.analysis.fits.fit",
+        "mfu_sweep.records.results (ground) imports mfu_sweep.analysis.fits.fit",
     ]
 
 

@@ -11,7 +11,7 @@ from synthetic import make_sweep_doc, write_sweep
 
 from mfu_sweep.analysis.sources.merge import Relabel, merge_files
 from mfu_sweep.cli import main
-from mfu_sweep.results import ResultError, load_sweeps, write_json_atomic
+from mfu_sweep.records.results import ResultError, load_sweeps, write_json_atomic
 
 FLOPS = [1e8, 1e9, 1e10, 1e11]
 

@@ -26,7 +26,7 @@ from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.present import plot as P  # noqa: E402
-from mfu_sweep.results import Sweep, parse_document  # noqa: E402
+from mfu_sweep.records.results import Sweep, parse_document  # noqa: E402
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 # the pair's 40 shapes: its FLOP bands lean each way, so its crossover is the data's (a fit crossover needs
@@ -167,7 +167,7 @@ def test_the_leader_strip_hatches_a_lead_that_only_adjacent_bands_taken_together
     sentence says "taken together", and NV_TitanX_Pascal's own-band lead above 100 GFLOP plain."""
     from mfu_sweep.analysis.verdicts.compare import compare_series
     from mfu_sweep.present.fig_mfu import together_spans
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     sweeps = load_sweeps([str(published / f"{n}.json") for n in ("AMD_MI25", "NV_TitanX_Pascal")])
@@ -555,7 +555,7 @@ def test_devices_drawn_together_get_distinct_colours_b200_and_gfx950_above_all()
     """On the published data the headline crossover pair (B200, gfx950) were two near-identical oranges
     (CIEDE2000 15); every two devices that share a dtype and mode now differ by at least 20."""
     from mfu_sweep.present.select import label_colors
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
     colors = label_colors(sweeps, None)
@@ -586,7 +586,7 @@ def test_a_figure_whose_metric_has_no_values_is_not_drawn_and_a_note_says_so() -
     from mfu_sweep.present.figure_choice import FigureChoice
     from mfu_sweep.present.figures import blank_notes, figure_stems
     from mfu_sweep.present.group_metric import group_metrics
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     mi25 = load_sweeps([str(PUBLISHED / "AMD_MI25.json")])
     grids = P.heatmap_grids(mi25)
@@ -611,7 +611,7 @@ def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
     """The report draws a choice of devices (four per dtype and mode, with their other dtypes): on the published
     data seven share the fp32 eager panel; no two points of one panel share a colour."""
     from mfu_sweep.present.figure_choice import choose_figures
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
     figs = P.make_figures(sweeps, metric="tflops", kinds=["vs-flops"], fits={}, comparisons=[], fleets=[],

@@ -13,9 +13,9 @@ from synthetic import make_sweep_doc, roofline_time, write_sweep
 
 from mfu_sweep.analysis.steps.gemm_sum import PredictError, predict_step
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import load_sweeps, parse_document
-from mfu_sweep.workloads import resolve_family, sweep_shapes
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.workloads import resolve_family, sweep_shapes
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 FAMILY = "llm:llama-3-8b:tokens=256"
 PEAK = 100.0  # SYNTHETIC peak TFLOP/s

@@ -25,7 +25,7 @@ from mfu_sweep.analysis.fleet.leaderboard import Profile, align, leaderboard
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.verdicts.bands import band_verdicts
 from mfu_sweep.analysis.verdicts.matching import ShapeModel, features
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 # -- the local model -------------------------------------------------------------------------------------------
 

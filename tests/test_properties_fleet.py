@@ -24,7 +24,7 @@ from mfu_sweep.analysis.fleet.leaderboard import leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.verdicts.margin import log_margin
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 SHAPES = aspect_shapes()
 COUNTS = np.unique([s.flops for s in SHAPES])

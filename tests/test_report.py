@@ -25,8 +25,8 @@ from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.present.render import md_text  # noqa: E402
 from mfu_sweep.present.report import analyse, write_report  # noqa: E402
 from mfu_sweep.present.report_compare import adds_segments  # noqa: E402
-from mfu_sweep.results import Sweep, parse_document
-from mfu_sweep.summaries import summary_line
+from mfu_sweep.records.results import Sweep, parse_document
+from mfu_sweep.records.summaries import summary_line
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 ODD_LABEL = 'chip-c<b>&"$x'
@@ -169,7 +169,7 @@ def test_report_command_on_one_series(tmp_path: Path) -> None:
 
 def test_report_shows_replicate_spread(tmp_path: Path) -> None:
     """SYNTHETIC: two ranks of one chip, rank 1 slower; the report has a spread section naming it."""
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.records.results import parse_document
 
     flops = list(np.geomspace(1e8, 1e11, 5))
     r0 = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r0")

@@ -21,7 +21,7 @@ from mfu_sweep.analysis.series import group_series  # noqa: E402
 from mfu_sweep.present import figure_choice  # noqa: E402
 from mfu_sweep.present.figure_choice import choose_figures  # noqa: E402
 from mfu_sweep.present.report import analyse, write_report  # noqa: E402
-from mfu_sweep.results import parse_document  # noqa: E402
+from mfu_sweep.records.results import parse_document  # noqa: E402
 
 TRUTH = {"P_tflops": 300.0, "W_tbs": 2.0, "t0_s": 5e-6}
 

@@ -25,7 +25,7 @@ from mfu_sweep.present.headline import pair_sentences
 from mfu_sweep.present.render import to_html, to_markdown
 from mfu_sweep.present.report import analyse, build_report
 from mfu_sweep.present.report_leads import HEADING, NO_LEADER, board_cells, pair_cells
-from mfu_sweep.results import load_sweeps, parse_document
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 PUBLISHED = sorted((Path(__file__).resolve().parents[1] / "sweeps" / "published").glob("*.json"))
 SCREEN = (1280, 800)

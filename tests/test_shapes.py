@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_sweep.dtypes import DTYPES, get_dtype
-from mfu_sweep.shape_files import ShapeRow, read_shape_rows
-from mfu_sweep.shapes import (
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
+from mfu_sweep.gemm.shape_files import ShapeRow, read_shape_rows
+from mfu_sweep.gemm.shapes import (
     Shape,
     ShapeError,
     check_memory,

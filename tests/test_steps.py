@@ -20,9 +20,9 @@ from mfu_sweep.analysis.steps.counts import StepsError, auto_steps, parse_steps
 from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.time_to_n import STEPS_VERSION, predict_steps
 from mfu_sweep.cli import main
-from mfu_sweep.results import Sweep, load_sweeps
-from mfu_sweep.shapes import Shape
-from mfu_sweep.workloads import resolve_family
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import resolve_family
+from mfu_sweep.records.results import Sweep, load_sweeps
 
 GEMMS = resolve_family(FAMILY)
 QUIET = NoiseModel("none", sample=0.0)

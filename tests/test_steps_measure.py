@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.results import ResultError, load_sweeps
-from mfu_sweep.step_files import load_step_file, steady_of
+from mfu_sweep.records.results import ResultError, load_sweeps
+from mfu_sweep.records.step_files import load_step_file, steady_of
 
 TINY = "llm:llama-3-8b:hidden=64:ffn=128:layers=2:heads=4:kv_heads=2:vocab=256:seq=32:tokens=64"
 FAST = ["--device", "cpu", "--steps", "4", "--warmup", "1", "--profile-steps", "1", "--quiet"]

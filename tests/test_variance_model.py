@@ -21,7 +21,7 @@ from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.bands import band_verdicts
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT, choose_method, run_side
 from mfu_sweep.analysis.verdicts.pair import compare_series
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 DRIFT_NOTE = "neighbouring shapes' ratios are correlated (drift"
 

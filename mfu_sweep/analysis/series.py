@@ -8,7 +8,7 @@ curve, and compare, fits and figures treat each as its own series. ``group_serie
 usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
 series sorted by FLOPs; fitting, comparison, plots and reports start from here::
 
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
     from mfu_sweep.analysis.series import group_series
 
     for key, series in group_series(load_sweeps(["a.json", "b.json"])).items():
@@ -32,10 +32,10 @@ from operator import attrgetter
 from typing import Any
 
 from mfu_sweep.analysis.sources.medians import ShapeTable
-from mfu_sweep.fingerprint import describe as describe_fingerprint
-from mfu_sweep.fingerprint import fingerprint_of
-from mfu_sweep.results import Record, ResultError, Sweep
-from mfu_sweep.shards import parse_shard, shard_plan
+from mfu_sweep.records.fingerprint import describe as describe_fingerprint
+from mfu_sweep.records.fingerprint import fingerprint_of
+from mfu_sweep.records.results import Record, ResultError, Sweep
+from mfu_sweep.records.shards import parse_shard, shard_plan
 from mfu_sweep.specs import Peak
 
 
@@ -307,7 +307,7 @@ def group_series(sweeps: Iterable[Sweep]) -> dict[SeriesKey, Series]:
     Parameters
     ----------
     sweeps:
-        Sweeps as returned by ``mfu_sweep.results.load_sweeps`` (sweep and
+        Sweeps as returned by ``mfu_sweep.records.results.load_sweeps`` (sweep and
         merged files alike).
 
     Returns

@@ -6,7 +6,7 @@ with) takes them from here, so they cannot disagree::
 
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.summary import summarise
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     for key, series in group_series(load_sweeps(["sweeps/amd-epyc-zen5-cpu.json"])).items():
         s = summarise(series)
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mfu_sweep.analysis.series import Series, SeriesKey, shape_seconds
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
 
 
 def shape_records(series: Series) -> list[list[Record]]:

@@ -31,8 +31,8 @@ from mfu_sweep.cli.common import (
     seed_option,
 )
 from mfu_sweep.cli.progress import load_files, step
-from mfu_sweep.outputs import check_output_file, is_stdout
-from mfu_sweep.text import counted
+from mfu_sweep.util.outputs import check_output_file, is_stdout
+from mfu_sweep.util.text import counted
 
 FILES = result_files
 
@@ -68,8 +68,8 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
         mfu-sweep merge sweeps/*.json -o sweeps/all.json --json
     """
     from mfu_sweep.analysis.sources.merge import Relabel, merge_files
-    from mfu_sweep.filelock import output_lock
-    from mfu_sweep.results import write_json_atomic
+    from mfu_sweep.records.results import write_json_atomic
+    from mfu_sweep.util.filelock import output_lock
 
     rules = [Relabel.parse(r) for r in relabels]
     check_output_file(output, force)
@@ -375,8 +375,8 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
     from mfu_sweep.cli import board as ranked
-    from mfu_sweep.contention import contention_reason
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.contention import contention_reason
+    from mfu_sweep.records.summaries import filter_sweeps
 
     whole = label_a is None and label_b is None
     fast = ranked.fleet_inputs(files, exclude_contended, baseline, not no_cache) \

@@ -9,14 +9,14 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, margin_option, result_files, seed_option
 from mfu_sweep.cli.progress import load_files
-from mfu_sweep.outputs import OutputError, check_output_file, is_stdout, table_format
+from mfu_sweep.util.outputs import OutputError, check_output_file, is_stdout, table_format
 
 
 def _write_or_echo(text: str, output: str | None, force: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from mfu_sweep.results import write_text_atomic
+    from mfu_sweep.records.results import write_text_atomic
 
     write_text_atomic(check_output_file(output, force), text)  # -o -: standard output
     if not is_stdout(output):

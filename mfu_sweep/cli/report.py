@@ -16,8 +16,8 @@ import click
 from mfu_sweep.cli.common import allow_invalid_option, domain_errors, dtype_aliases, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.cli.progress import load_inputs, step
-from mfu_sweep.manifest import left_note
 from mfu_sweep.present import FIGURE_KINDS
+from mfu_sweep.util.manifest import left_note
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
 
@@ -35,8 +35,8 @@ FORCE = click.option("--force", is_flag=True,
 
 
 def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -> Path:
-    """Create ``path`` if needed and check it takes ``products`` (``mfu_sweep.outputs``); a one-line error."""
-    from mfu_sweep.outputs import check_output_dir
+    """Create ``path`` if needed and check it takes ``products`` (``mfu_sweep.util.outputs``); a one-line error."""
+    from mfu_sweep.util.outputs import check_output_dir
 
     return check_output_dir(path, force, products)
 
@@ -74,7 +74,7 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.analysis.steps.step_files import select_runs
     from mfu_sweep.cli.contended import apply
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.summaries import filter_sweeps
 
     loaded, step_files = load_inputs(files)
     step_files = select_runs(step_files, dtypes, modes)

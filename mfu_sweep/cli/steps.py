@@ -15,6 +15,7 @@ import click
 
 from mfu_sweep.analysis.steps.costs import INCOMPLETE
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult
+from mfu_sweep.gemm.workloads import WorkloadGemm
 from mfu_sweep.present.blocks import Table
 from mfu_sweep.present.report_steps import (
     method_note,
@@ -23,7 +24,6 @@ from mfu_sweep.present.report_steps import (
     series_table,
     times_table,
 )
-from mfu_sweep.workloads import WorkloadGemm
 
 
 def text_table(table: Table) -> str:

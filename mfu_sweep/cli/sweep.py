@@ -23,7 +23,7 @@ from mfu_sweep.cli.common import (
 )
 from mfu_sweep.cli.progress import SweepProgress
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
-from mfu_sweep.errors import BackendError, with_hint
+from mfu_sweep.gemm.shapes import MAX_PASSES
 from mfu_sweep.measure.planning import (
     ACCEL_RANGE,
     ACCEL_REPEATS,
@@ -33,8 +33,8 @@ from mfu_sweep.measure.planning import (
     CPU_REPEATS,
     POINTS_PER_DECADE,
 )
-from mfu_sweep.shapes import MAX_PASSES
-from mfu_sweep.text import counted
+from mfu_sweep.util.errors import BackendError, with_hint
+from mfu_sweep.util.text import counted
 
 
 def _range_default(end: int) -> str:
@@ -182,7 +182,6 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     require_torch("sweep")
-    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import (
         check_resume_device,
@@ -191,6 +190,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         records_done,
         resumed_params,
     )
+    from mfu_sweep.gemm.shape_files import forget_shape_files
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
@@ -204,8 +204,8 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     )
     from mfu_sweep.measure.sweep import SweepError, SweepPlan, default_label, run_sweep
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.shape_files import forget_shape_files
     from mfu_sweep.specs import load_chips
+    from mfu_sweep.util.allocator import paused_gc
 
     if resume and force:
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
@@ -309,7 +309,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     finally:
         bar.close()
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.summaries import compile_summary, summary_line
+    from mfu_sweep.records.summaries import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
@@ -325,7 +325,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
                    f"{'needs' if one else 'need'} more than {cap['fraction']:.0%} of "
                    f"{cap['memory_bytes'] / 2**30:.0f} GiB and {'was' if one else 'were'} left out; the largest "
                    f"kept is {cap['max_flops_kept'] or 0:.3g} FLOP", err=True)
-    from mfu_sweep.contention import contention_note
+    from mfu_sweep.records.contention import contention_note
 
     busy = contention_note([result])
     if busy:
@@ -367,7 +367,7 @@ def _check_timer(timer: str, backend: str) -> None:
 
 def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:
     """``--layout`` values (comma-separated or repeated), validated; None when not given."""
-    from mfu_sweep.shapes import ShapeError, parse_layouts
+    from mfu_sweep.gemm.shapes import ShapeError, parse_layouts
 
     if not given:
         return None
@@ -404,7 +404,7 @@ def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | Non
 
 def _write_failed(exc: OSError, output: Path) -> str:
     """One line for a write that failed mid-sweep: why, and that the finished shapes are kept."""
-    from mfu_sweep.outputs import os_error_message
+    from mfu_sweep.util.outputs import os_error_message
 
     line = os_error_message(exc, exc.filename or output)
     if output.exists():
@@ -415,7 +415,7 @@ def _write_failed(exc: OSError, output: Path) -> str:
 def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:
     """Rank 0: merge every rank's sweep into one file."""
     from mfu_sweep.analysis.sources.merge import merge_sweeps
-    from mfu_sweep.results import parse_document, write_json_atomic
+    from mfu_sweep.records.results import parse_document, write_json_atomic
 
     # the ranks' live sweeps, not files: an unknown value may still be NaN here (writing makes it null), which
     # the checks of a file would refuse
@@ -454,7 +454,7 @@ def _refuse_early(output: str) -> None:
     """``-o -``, a name too long, and a device node, FIFO or socket at ``-o`` are refused before anything else
     (before ``--resume`` reads the file)."""
     from mfu_sweep.measure.sweep import NO_STDOUT
-    from mfu_sweep.outputs import OutputError, check_name, check_replaceable, is_stdout
+    from mfu_sweep.util.outputs import OutputError, check_name, check_replaceable, is_stdout
 
     if is_stdout(output):
         raise OutputError(f"-o - means standard output, but {NO_STDOUT}")
@@ -464,10 +464,10 @@ def _refuse_early(output: str) -> None:
 
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:
     """``sweeps/<label>.json`` for ``--device`` and ``--label`` (plus :func:`cache_suffix` of ``--cache``), the
-    label made a safe file name (:func:`mfu_sweep.names.safe_name`: never outside ``sweeps/``)."""
+    label made a safe file name (:func:`mfu_sweep.util.names.safe_name`: never outside ``sweeps/``)."""
     from mfu_sweep.measure.backends import auto_backend
-    from mfu_sweep.names import safe_name
     from mfu_sweep.specs.cpu import default_cpu_label
+    from mfu_sweep.util.names import safe_name
 
     if suffix is None:
         suffix = cache_suffix(cache) if label is None else ""

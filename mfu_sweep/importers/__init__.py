@@ -15,14 +15,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mfu_sweep.dtypes import DTYPES, canonical_dtype
-from mfu_sweep.foreign import NOT_IMPORTED, describe
+from mfu_sweep.gemm.dtypes import DTYPES, canonical_dtype
 from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, values, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip
 from mfu_sweep.importers.sniff import sniff
-from mfu_sweep.names import safe_name
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.foreign import NOT_IMPORTED, describe
+from mfu_sweep.records.results import Sweep
 from mfu_sweep.specs import ChipSpec, load_chips
+from mfu_sweep.util.names import safe_name
 
 READERS: dict[str, Callable[..., list[SourceDevice]]] = {
     xla_perf_table.FORMAT: xla_perf_table.read,

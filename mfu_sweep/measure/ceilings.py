@@ -20,13 +20,13 @@ from typing import Any
 import torch
 
 from mfu_sweep import __version__
-from mfu_sweep.filelock import output_lock
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import TorchBackend
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig, measure
-from mfu_sweep.results import ResultError, finish_record, parse_document, read_json, write_json_atomic
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import ResultError, finish_record, parse_document, read_json, write_json_atomic
 from mfu_sweep.specs import Peak, load_chips
+from mfu_sweep.util.filelock import output_lock
 
 # Version history of the ceilings block:
 # * 1 - first version: memory_bandwidth, gemm (per dtype), device, peak, timing.
@@ -120,7 +120,7 @@ def add_to_result(path: str | Path, block: dict[str, Any], force: bool = False) 
     """Store ``block`` under ``ceilings`` in the sweep file ``path``, atomically.
 
     Refuses merged files, and a device other than the sweep's unless ``force``.
-    Holds the file's one-writer lock (``mfu_sweep.filelock``) from read to write, so a
+    Holds the file's one-writer lock (``mfu_sweep.util.filelock``) from read to write, so a
     sweep still writing the file is not overwritten: that raises ``LockError``.
     """
     with output_lock(path):

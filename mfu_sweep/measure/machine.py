@@ -5,7 +5,7 @@ kind) and the CPU time of its own processes (itself, its workers and their
 children, found by session in ``/proc/<pid>/stat``) before and after the shape.
 Others' CPU time is the busy time of those cores minus the sweep's own; steal is
 what the hypervisor gave other guests. The decision rule lives in
-:mod:`mfu_sweep.contention`. Every reader returns None (and the reading says what
+:mod:`mfu_sweep.records.contention`. Every reader returns None (and the reading says what
 could not be observed) where ``/proc`` is missing or unreadable: the sweep goes on.
 
 Text parsers are separate from the readers, so recorded /proc contents test them.
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.contention import CONTENDED_SHARE
+from mfu_sweep.records.contention import CONTENDED_SHARE
 
 PROC = Path("/proc")
 # Fields of a /proc/stat cpu line after the name: user nice system idle iowait irq softirq steal guest guest_nice.

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 
 CGROUP_ENV = "MFU_SWEEP_CGROUP_DIR"
 CGROUP_ROOT = Path("/sys/fs/cgroup")

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shape_files import read_shape_rows
+from mfu_sweep.gemm.shapes import Shape, check_memory, parse_shape, points_for_range, square_family
 from mfu_sweep.measure.task import Task
-from mfu_sweep.shape_files import read_shape_rows
-from mfu_sweep.shapes import Shape, check_memory, parse_shape, points_for_range, square_family
 
 # Default square range: on an accelerator 1 MFLOP to 10 TFLOP per GEMM (s = 17088 at the top; the
 # top decade is where the biggest chips differ), capped by device memory; on a 2-core CPU fp32 runs
@@ -53,7 +53,7 @@ def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None
     ``POINTS_PER_DECADE`` per decade of it.
     Duplicates keep their first family.
     """
-    from mfu_sweep.workloads import is_square_family, sweep_shapes
+    from mfu_sweep.gemm.workloads import is_square_family, sweep_shapes
 
     first: dict[Shape, str] = {}  # each shape once, with its first family (a million-row file: no list beside it)
     for spec in shape_specs:

@@ -30,13 +30,13 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape, with_layout
 from mfu_sweep.measure.backends.base import TorchBackend
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, measure
-from mfu_sweep.shapes import Shape, with_layout
 from mfu_sweep.specs import load_chips
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 DEFAULT_REL_TOL = 0.20
 ROUNDS = 3

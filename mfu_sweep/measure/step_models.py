@@ -2,7 +2,7 @@
 
 ``llm:NAME[:opts]``
     A decoder from the shipped config (``data/models.toml``) and the family's options
-    (:mod:`mfu_sweep.llm_options`): token embeddings; per layer RMSNorm, attention (q, k, v as one fused
+    (:mod:`mfu_sweep.gemm.llm_options`): token embeddings; per layer RMSNorm, attention (q, k, v as one fused
     linear or three, ``qkv=``; rotary embeddings; ``F.scaled_dot_product_attention``, causal, grouped-query
     where ``kv_heads < heads``), the output projection, RMSNorm and a SwiGLU MLP (gate and up as two linears
     or one, ``gate_up=``); a final RMSNorm and the LM head (the embedding's weight where the config ties
@@ -38,10 +38,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mfu_sweep.llm_options import canonical_llm
+from mfu_sweep.gemm.llm_options import canonical_llm
+from mfu_sweep.gemm.models import ModelConfig
+from mfu_sweep.gemm.workloads import read_llm_spec
 from mfu_sweep.measure.step_spec import HF_EXTRA, ModelSpec, hf_tokens
-from mfu_sweep.models import ModelConfig
-from mfu_sweep.workloads import read_llm_spec
 
 
 class ModelBuildError(RuntimeError):

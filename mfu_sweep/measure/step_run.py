@@ -110,7 +110,7 @@ def _run(request: dict[str, Any], channel: TextIO) -> None:
     _xla_cache(request.get("xla_cache_dir"))
     import torch
 
-    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.gemm.dtypes import get_dtype
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.step_models import build, place
     from mfu_sweep.measure.step_spec import parse_model_spec

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mfu_sweep.llm_options import DEFAULT_SEQ, DEFAULT_TOKENS, parse_int
-from mfu_sweep.shapes import ShapeError
-from mfu_sweep.workloads import read_llm_spec
+from mfu_sweep.gemm.llm_options import DEFAULT_SEQ, DEFAULT_TOKENS, parse_int
+from mfu_sweep.gemm.shapes import ShapeError
+from mfu_sweep.gemm.workloads import read_llm_spec
 
 SOURCES = ("llm", "hf", "py")
 HF_EXTRA = "pip install 'mfu-sweep[hf]' (transformers)"

@@ -18,7 +18,7 @@ folders are never touched):
 
 The file is written whole (atomically) when the run starts and after every run, so Ctrl-C or a crash keeps
 every finished run; ``resume`` goes on with the runs still missing. Every run is read against the machine
-(the sweep's contended rule, :mod:`mfu_sweep.contention`).
+(the sweep's contended rule, :mod:`mfu_sweep.records.contention`).
 """
 
 from __future__ import annotations
@@ -35,15 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.contention import is_contended
-from mfu_sweep.filelock import LockError, OutputLock
 from mfu_sweep.measure.machine import HostMonitor
 from mfu_sweep.measure.step_proc import RunOutcome, RunProcess, describe
 from mfu_sweep.measure.sweep import cold_cache_env, default_label, git_sha, utc_now
 from mfu_sweep.measure.task import THREADS_ENV
-from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
-from mfu_sweep.results import NOISY_IQR_RATIO, ResultError
-from mfu_sweep.step_files import StepFile, StepRun, load_step_file, save_step_file, steady_of
+from mfu_sweep.records.contention import is_contended
+from mfu_sweep.records.results import NOISY_IQR_RATIO, ResultError
+from mfu_sweep.records.step_files import StepFile, StepRun, load_step_file, save_step_file, steady_of
+from mfu_sweep.util.filelock import LockError, OutputLock
+from mfu_sweep.util.outputs import OutputError, check_output_file, check_suffix
 
 # Settings a resumed file must share with the command: they change what a run measures.
 RESUME_MUST_MATCH = ("model", "step_kind", "dtype", "steps", "warmup_steps")

@@ -23,29 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.dtypes import DTYPES, get_dtype
-from mfu_sweep.filelock import LockError, OutputLock
-from mfu_sweep.journal import resume_problem
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
+from mfu_sweep.gemm.shapes import DEVICE_MEMORY_FRACTION, Shape, fits_device
 from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
 from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
-from mfu_sweep.outputs import OutputError, check_name, check_output_file, check_suffix
-from mfu_sweep.results import (
-    Record,
-    ResultError,
-    Sweep,
-    finish_record,
-    load_sweeps,
-    read_json,
-)
-from mfu_sweep.shapes import (
-    DEVICE_MEMORY_FRACTION,
-    Shape,
-    fits_device,
-)
+from mfu_sweep.records.journal import resume_problem
+from mfu_sweep.records.results import Record, ResultError, Sweep, finish_record, load_sweeps, read_json
 from mfu_sweep.specs import Peak, apply_peak_override
+from mfu_sweep.util.filelock import LockError, OutputLock
+from mfu_sweep.util.outputs import OutputError, check_name, check_output_file, check_suffix
 
 # Settings that change what a record measures: a resumed file keeps one value (default for older files).
 # --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order; a shape
@@ -252,7 +241,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
 
 
 def _check_output(plan: SweepPlan) -> None:
-    """The output can be written and the overwrite rule holds (``mfu_sweep.outputs``), before the device opens."""
+    """The output can be written and the overwrite rule holds (``mfu_sweep.util.outputs``), before the device opens."""
     out = plan.output
     if plan.resume and plan.force:
         raise SweepError("--resume continues a file and --force overwrites it; pass one of them")
@@ -304,7 +293,7 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
     is called when pass ``i`` of ``R`` starts with ``n`` tasks to run, ``progress(task, None)`` before a task and
     ``progress(task, record)`` after it. Ctrl-C or any exception leaves the file
     with every finished record.
-    The output's one-writer lock (``mfu_sweep.filelock``) is held for the whole run:
+    The output's one-writer lock (``mfu_sweep.util.filelock``) is held for the whole run:
     a second sweep to the same file fails at once with a :class:`SweepError` naming
     the holder; ``notify`` hears about a stale lock taken over.
     """

@@ -16,11 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, flag_record, pass_summaries
 from mfu_sweep.measure.clockprobe import fma_ceilings, probe_machine
 from mfu_sweep.measure.gpu_neighbours import GpuNeighbours
 from mfu_sweep.measure.machine import HostMonitor, busy_before, machine_block
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.records.contention import CONTENDED_SHARE, MACHINE_FIELD, flag_record, pass_summaries
+from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.specs import Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, max_freq_ghz
 

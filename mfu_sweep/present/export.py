@@ -26,9 +26,9 @@ from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, Cr
 from mfu_sweep.present.export_steps import steps_display, steps_rows
 from mfu_sweep.present.render import md_cell, md_text, plain
 from mfu_sweep.present.words import metric_name
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.stats import median_ci
-from mfu_sweep.text import counted, format_flops
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.util.stats import median_ci
+from mfu_sweep.util.text import counted, format_flops
 
 FORMATS = ("csv", "markdown", "latex")
 WHATS = ("records", "fits", "crossovers", "bands", "steps")

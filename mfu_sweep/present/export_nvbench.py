@@ -45,9 +45,9 @@ import numpy as np
 
 from mfu_sweep import __version__
 from mfu_sweep.analysis.series import shape_seconds, sweep_order, usable
-from mfu_sweep.outputs import OutputError, check_output_file, check_suffix
-from mfu_sweep.results import Record, Sweep, load_sweeps, write_json_atomic
-from mfu_sweep.shapes import Shape, format_groups
+from mfu_sweep.gemm.shapes import Shape, format_groups
+from mfu_sweep.records.results import Record, Sweep, load_sweeps, write_json_atomic
+from mfu_sweep.util.outputs import OutputError, check_output_file, check_suffix
 
 JSON_VERSION = (1, 0, 0)  # the nvbench JSON file version written (nvbench's json_printer and reader agree on it)
 SIDECAR_SUFFIX = "-bin"

@@ -16,7 +16,7 @@ from mfu_sweep.analysis.steps.crossings import BreakEven, first_n, interval_text
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
 from mfu_sweep.present.report_steps import ratio_cell, steps_results, time_cell
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
 
 NO_FAMILY = ("export --what steps needs records of a model family's shapes (mfu-sweep sweep --shapes llm:...); "
              "these files hold none")

@@ -25,7 +25,7 @@ from mfu_sweep.present.theme import (
     plain_log_axis,
     series_name,
 )
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.records.results import Record, Sweep
 
 # --------------------------------------------------------------------------- 3. first call
 

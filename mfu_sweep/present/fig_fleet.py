@@ -20,9 +20,9 @@ from matplotlib.colors import TwoSlopeNorm
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.names import safe_name
 from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 from mfu_sweep.present.words import ahead_words, metric_name
+from mfu_sweep.util.names import safe_name
 
 MAX_ROW_LABELS = 40
 ROW_IN = 0.12  # figure height per device row, up to MAX_HEIGHT_IN

@@ -25,8 +25,8 @@ from mfu_sweep.present.theme import (
     peak_kind,
     safe_text,
 )
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.summaries import all_records
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.records.summaries import all_records
 
 # --------------------------------------------------------------------------- 5. MFU heatmap over m x n
 

@@ -38,7 +38,7 @@ from mfu_sweep.present.theme import (
     series_name,
     spans_decades,
 )
-from mfu_sweep.results import Sweep, is_published
+from mfu_sweep.records.results import Sweep, is_published
 
 
 def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | None = None, metric: str = "mfu",
@@ -60,7 +60,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     dtype, mode:
         What to show; may be left out when the sweeps hold only one.
     metric:

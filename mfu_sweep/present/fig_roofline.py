@@ -27,7 +27,7 @@ from mfu_sweep.present.theme import (
     safe_text,
     series_name,
 )
-from mfu_sweep.results import Sweep, is_published
+from mfu_sweep.records.results import Sweep, is_published
 
 
 def _roof(x: np.ndarray, p_tflops: float | None, w_tbs: float | None) -> np.ndarray:

@@ -33,7 +33,7 @@ from mfu_sweep.present.theme import (
     no_data_panel,
     series_colors,
 )
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
 
 MAX_MARKED = 6  # crossovers marked per panel: every break-even, then the earliest crossovers between devices
 # Ticks of the time axis at round durations, so a reader sees minutes and hours rather than kiloseconds.

@@ -24,7 +24,7 @@ from typing import Any
 
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL
 from mfu_sweep.present.fig_grid import heatmap_grids
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
 
 MAX_K = 4
 # up to this many heatmaps in all, every one is drawn

@@ -18,8 +18,6 @@ from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
 from mfu_sweep.analysis.steps.step_files import StepFile
-from mfu_sweep.names import check_distinct_names, safe_name
-from mfu_sweep.outputs import replacing
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
 from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
@@ -47,7 +45,9 @@ from mfu_sweep.present.theme import (
     theme,
 )
 from mfu_sweep.present.words import metric_name
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.names import check_distinct_names, safe_name
+from mfu_sweep.util.outputs import replacing
 
 # --------------------------------------------------------------------------- arranging and saving figures
 
@@ -337,7 +337,8 @@ def _first_call_figure(sweeps: Sequence[Sweep], colors: Mapping[str, str]) -> Fi
 
 
 def slug(text: str) -> str:
-    """A label as a file-name part (:func:`mfu_sweep.names.safe_name`, the rule of every file named after a label)."""
+    """A label as a file-name part (:func:`mfu_sweep.util.names.safe_name`, the rule of every file named after a
+    label)."""
     return safe_name(text, "series")
 
 

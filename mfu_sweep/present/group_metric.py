@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 MOST_NAMED = 4
 

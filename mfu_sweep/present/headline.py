@@ -5,7 +5,7 @@ numbers of :mod:`mfu_sweep.analysis.summary`, the same as the report's), the fit
 when the shapes constrain it, and the command to look further::
 
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     print(sweep_headline(load_sweeps(["sweeps/amd-epyc-zen5-cpu.json"]), "sweeps/amd-epyc-zen5-cpu.json"))
 
@@ -24,8 +24,8 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.summary import SeriesSummary, summarise
 from mfu_sweep.present.export import significant
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import format_flops
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import format_flops
 
 PEAK_WORDS = {"vendor spec": "of the vendor peak", "estimated": "of the estimated peak",
               "override": "of the given peak"}

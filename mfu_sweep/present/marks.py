@@ -6,9 +6,9 @@ from collections.abc import Iterable, Mapping
 
 from matplotlib.figure import Figure
 
-from mfu_sweep.results import Sweep
-from mfu_sweep.summaries import incomplete_reason
-from mfu_sweep.text import counted
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.summaries import incomplete_reason
+from mfu_sweep.util.text import counted
 
 INCOMPLETE_COLOR = "#b2182b"
 

@@ -1,12 +1,12 @@
 """Figures of sweeps: MFU vs FLOPs, roofline, first-call cost, compile speedup, MFU heatmaps, status.
 
 Every ``plot_*`` function draws one panel: it takes the sweeps (as
-``mfu_sweep.results.load_sweeps`` returns them), the dtype and mode to show
+``mfu_sweep.records.results.load_sweeps`` returns them), the dtype and mode to show
 and ``ax=None``, and returns the Axes, so figures compose in a notebook::
 
     import matplotlib.pyplot as plt
     from mfu_sweep.present.plot import plot_mfu, plot_roofline, theme
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(["sweeps/a.json", "sweeps/b.json"])
     with theme():
@@ -42,7 +42,7 @@ from mfu_sweep.present.theme import (
     theme,
     theme_rc,
 )
-from mfu_sweep.summaries import filter_sweeps
+from mfu_sweep.records.summaries import filter_sweeps
 
 __all__ = [
     "DOUBLE_IN", "FORMATS", "PALETTE", "DecadeLocator", "RatioLocator", "filter_sweeps", "format_si", "grid_ks",

@@ -5,7 +5,7 @@ comparisons) so that figures and text agree; :func:`write_report` renders
 it::
 
     from mfu_sweep.present.report import write_report
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     write_report(load_sweeps(["sweeps/a.json", "sweeps/b.json"]), "report/")
 
@@ -34,7 +34,6 @@ from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
-from mfu_sweep.outputs import staged
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.export import significant
 from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
@@ -58,10 +57,11 @@ from mfu_sweep.present.report_numbers import summaries as summarise_all
 from mfu_sweep.present.report_steps import steps_blocks, steps_json, steps_only_blocks
 from mfu_sweep.present.report_text import caption, figure_metric, method_blocks
 from mfu_sweep.present.theme import peak_kind
-from mfu_sweep.results import Record, Sweep, write_json_atomic
+from mfu_sweep.records.results import Record, Sweep, write_json_atomic
+from mfu_sweep.records.summaries import summary_line
 from mfu_sweep.specs import Peak
-from mfu_sweep.summaries import summary_line
-from mfu_sweep.text import counted
+from mfu_sweep.util.outputs import staged
+from mfu_sweep.util.text import counted
 
 # Figures in the report are for screens; ``mfu-sweep plot`` writes 300 dpi for print.
 REPORT_DPI = 200
@@ -136,7 +136,7 @@ def analyse(sweeps: Sequence[Sweep], metric: str = "mfu", *, seed: int = 0, fit_
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     metric:
         ``"mfu"`` or ``"tflops"`` for the comparisons; with ``"mfu"``, a dtype and mode where some device has
         no peak is compared by TFLOP/s (:func:`~mfu_sweep.present.group_metric.group_metrics`), not left out.

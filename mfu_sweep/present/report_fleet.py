@@ -14,7 +14,7 @@ from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.fig_fleet import figure_stem
 from mfu_sweep.present.words import ahead_words, metric_name
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 SLOWEST_ROWS = 5
 MOST_FLAGGED = 20

@@ -22,7 +22,7 @@ from mfu_sweep.analysis.verdicts.margin import margin_words
 from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
 from mfu_sweep.present.report_compare import crossover_text
 from mfu_sweep.present.words import metric_name, metric_phrase, metric_words
-from mfu_sweep.text import format_flops
+from mfu_sweep.util.text import format_flops
 
 HEADING = "Who leads where"
 STRIP = "strip"  # the css class of a band strip

@@ -13,9 +13,9 @@ from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.summary import shape_point, shape_records
 from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.records.summaries import available
 from mfu_sweep.specs import Peak
-from mfu_sweep.summaries import available
 
 # --------------------------------------------------------------------------- selecting data
 

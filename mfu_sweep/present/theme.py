@@ -13,7 +13,7 @@ import matplotlib.ticker as mticker
 import seaborn as sns
 from matplotlib.axes import Axes
 
-from mfu_sweep.results import is_published
+from mfu_sweep.records.results import is_published
 from mfu_sweep.specs import Peak
 
 METRICS = ("mfu", "tflops")

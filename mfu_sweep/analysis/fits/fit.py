@@ -74,8 +74,8 @@ from mfu_sweep.analysis.fits.roofline import (
 )
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.summary import summarise
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import counted
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import counted
 
 __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
            "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]

@@ -15,7 +15,7 @@ import numpy as np
 from mfu_sweep.analysis.fits.physical import BandwidthRange
 from mfu_sweep.analysis.fits.roofline import MIN_LEVERAGE, PARAMS, log_time, log_time_jac
 from mfu_sweep.analysis.series import SeriesKey
-from mfu_sweep.text import format_flops
+from mfu_sweep.util.text import format_flops
 
 NAMES = {"t0_s": "overhead t0", "p_tflops": "compute ceiling P", "w_tbs": "bandwidth W"}
 # A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.29, published tables

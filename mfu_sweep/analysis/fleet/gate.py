@@ -145,7 +145,7 @@ def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline:
     ``margin``) go to :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
     :func:`~mfu_sweep.analysis.fleet.view.replicate_fleets`.
     """
-    from mfu_sweep.allocator import paused_gc
+    from mfu_sweep.util.allocator import paused_gc
 
     boards: list[Leaderboard] = []
     notes: list[str] = []

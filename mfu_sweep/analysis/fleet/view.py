@@ -29,7 +29,7 @@ from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, l
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.series import Series, SeriesKey
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.text import counted, format_flops
+from mfu_sweep.util.text import counted, format_flops
 
 
 @dataclass(frozen=True)

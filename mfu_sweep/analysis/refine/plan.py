@@ -45,9 +45,9 @@ from mfu_sweep.analysis.refine.regions import Region, candidate_regions, crossov
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import Shape, parse_shape, size_align
-from mfu_sweep.text import counted
+from mfu_sweep.gemm.shapes import Shape, parse_shape, size_align
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import counted
 
 DEFAULT_TARGET = 1.5  # crossover interval: high/low FLOPs at most this
 
@@ -336,7 +336,7 @@ def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
 
 def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] = ()) -> None:
     """Write :func:`shape_file_text` atomically (``-``: to standard output)."""
-    from mfu_sweep.results import write_text_atomic
+    from mfu_sweep.records.results import write_text_atomic
 
     write_text_atomic(path, shape_file_text(plan, header))
 
@@ -374,7 +374,7 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     target:
         Crossover intervals (high/low FLOPs) to reach.
     looks, alpha:

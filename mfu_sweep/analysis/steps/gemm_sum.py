@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mfu_sweep.analysis.series import shape_seconds
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.shapes import Shape
-from mfu_sweep.workloads import WorkloadGemm
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import WorkloadGemm
+from mfu_sweep.records.results import Record, Sweep
 
 SOURCES = ("measured", "fitted", "missing")
 LEFT_OUT = (
@@ -301,7 +301,7 @@ def predict_step(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype: 
     Parameters
     ----------
     sweeps:
-        Loaded sweeps (see :func:`mfu_sweep.results.load_sweeps`); series are their device labels.
+        Loaded sweeps (see :func:`mfu_sweep.records.results.load_sweeps`); series are their device labels.
     gemms:
         The workload, e.g. ``resolve_family("llm:qwen3-32b:tokens=8192")``.
     dtype, mode:

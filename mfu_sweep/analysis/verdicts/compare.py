@@ -60,8 +60,8 @@ from mfu_sweep.analysis.verdicts.comparison import (
 )
 from mfu_sweep.analysis.verdicts.evidence import holm
 from mfu_sweep.analysis.verdicts.pair import check_pair, compare_series
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import SI, counted, format_flops
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import SI, counted, format_flops
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
@@ -262,7 +262,7 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     metric, a, b:
         ``"mfu"`` or ``"tflops"``; labels that select pairs, or ``LABEL/DTYPE[/MODE]``
         selectors (both needed) to compare across dtypes or modes (:func:`compare_across`).

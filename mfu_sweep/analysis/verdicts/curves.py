@@ -15,7 +15,7 @@ import numpy as np
 from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import LN_TERA
 from mfu_sweep.analysis.verdicts.evidence import runs_of
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, merge, sup
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
 from mfu_sweep.analysis.verdicts.matching import Matching, left_out_in, match_shapes, measured_in, terms_of
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
-from mfu_sweep.dtypes import DTYPES, fp8_format
-from mfu_sweep.text import counted
+from mfu_sweep.gemm.dtypes import DTYPES, fp8_format
+from mfu_sweep.util.text import counted
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mfu_sweep.errors import BackendError
+from mfu_sweep.util.errors import BackendError
 
 if TYPE_CHECKING:  # the torch-free parent process parses --device without importing torch
     from mfu_sweep.measure.backends.base import TorchBackend

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from mfu_sweep.shapes import ShapeError
+from mfu_sweep.gemm.shapes import ShapeError
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def find_model(name: str) -> ModelConfig:
     raise ShapeError(f"unknown model {name!r} (known: {', '.join(sorted(load_models()))})")
 
 
-# Size options of an ``llm:`` family (``mfu_sweep.llm_options``) and the config field each replaces.
+# Size options of an ``llm:`` family (``mfu_sweep.gemm.llm_options``) and the config field each replaces.
 SIZE_OPTIONS = {"hidden": "hidden_size", "ffn": "intermediate_size", "layers": "num_hidden_layers",
                 "heads": "num_attention_heads", "kv_heads": "num_key_value_heads", "head_dim": "head_dim",
                 "vocab": "vocab_size"}

@@ -1,7 +1,7 @@
 """A report folder's manifest: the files the tool wrote there, so that ``--force`` removes only those.
 
 A report's folder is often the user's own (``paper/``, with ``paper/figures/fig1.pdf`` beside the
-report's figures). :func:`mfu_sweep.outputs.staged` writes :data:`MANIFEST` (one relative path a line,
+report's figures). :func:`mfu_sweep.util.outputs.staged` writes :data:`MANIFEST` (one relative path a line,
 ``/``-separated, after a ``#`` comment) listing every file of the report it just put in place; the next
 run with ``--force`` replaces the files it writes again and removes only the listed files it no longer
 writes. Every other file stays, and :func:`foreign_files` names those inside the report's folders, for
@@ -17,7 +17,7 @@ import stat
 from collections.abc import Sequence
 from pathlib import Path
 
-from mfu_sweep.inputs import InputError, decode, read_regular
+from mfu_sweep.util.inputs import InputError, decode, read_regular
 
 MANIFEST = ".mfu-sweep-manifest"
 HEADER = "# written by mfu-sweep: the files of this report; report --force removes only these"

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.results import SCHEMA_VERSION, ResultError, read_json, screen, write_json_atomic
-from mfu_sweep.text import counted
+from mfu_sweep.records.results import SCHEMA_VERSION, ResultError, read_json, screen, write_json_atomic
+from mfu_sweep.util.text import counted
 
 STEPS_KIND = "steps"
 RUN_STATUSES = ("ok", "timeout", "oom", "error")
@@ -156,7 +156,7 @@ def parse_step_document(data: Any, source: str = "<data>") -> StepFile:
 
 
 def load_step_file(path: str | Path) -> StepFile:
-    """Read and check one step file (within the input limits of :mod:`mfu_sweep.inputs`)."""
+    """Read and check one step file (within the input limits of :mod:`mfu_sweep.util.inputs`)."""
     return parse_step_document(read_json(path), str(path))
 
 

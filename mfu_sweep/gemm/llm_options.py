@@ -6,7 +6,7 @@ Two kinds of option:
   ``gate_up``, ``moe``, ``routing``, ``skew``, ``seed``);
 - the model's sizes, replacing the shipped config's (``hidden``, ``ffn``, ``layers``, ``heads``, ``kv_heads``,
   ``head_dim``, ``vocab``): a custom model is described by its nearest shipped config plus these
-  (:func:`mfu_sweep.models.with_sizes` checks that the sizes make a model).
+  (:func:`mfu_sweep.gemm.models.with_sizes` checks that the sizes make a model).
 
 ``attn`` is ``1`` (attention's score and value products as batched GEMMs, as an unfused kernel runs them),
 ``0`` (left out) or ``sdpa``: the model runs ``F.scaled_dot_product_attention``, a fused kernel whose products
@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
-from mfu_sweep.models import SIZE_OPTIONS, ModelConfig, with_sizes
-from mfu_sweep.routing import DEFAULT_SKEW, ROUTINGS
-from mfu_sweep.shapes import ShapeError
+from mfu_sweep.gemm.models import SIZE_OPTIONS, ModelConfig, with_sizes
+from mfu_sweep.gemm.routing import DEFAULT_SKEW, ROUTINGS
+from mfu_sweep.gemm.shapes import ShapeError
 
 DEFAULT_TOKENS = 4096
 DEFAULT_SEQ = 4096
@@ -63,7 +63,7 @@ class LlmOptions:
         return self.tokens // self.seq_len
 
     def sizes(self) -> dict[str, int]:
-        """The size options given, by name (:data:`mfu_sweep.models.SIZE_OPTIONS`)."""
+        """The size options given, by name (:data:`mfu_sweep.gemm.models.SIZE_OPTIONS`)."""
         return {name: getattr(self, name) for name in SIZE_OPTIONS if getattr(self, name) is not None}
 
 

@@ -20,8 +20,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.text import counted
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.util.text import counted
 
 FLAG = "contended"
 MACHINE_FIELD = "machine"

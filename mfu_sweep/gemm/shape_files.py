@@ -1,7 +1,7 @@
 """Shape files: the CSV of shapes a sweep measures (``--shape-file``), read once per file and checked line by line.
 
 The columns are ``m,n,k`` and optional ``batch``, ``layout``, ``groups``, ``family`` and ``passes``
-(:data:`mfu_sweep.shapes.SHAPE_FILE_COLUMNS`); the shapes themselves are :class:`mfu_sweep.shapes.Shape`.
+(:data:`mfu_sweep.gemm.shapes.SHAPE_FILE_COLUMNS`); the shapes themselves are :class:`mfu_sweep.gemm.shapes.Shape`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.shapes import DEFAULT_LAYOUT, KNOWN_COLUMNS, LAYOUTS, MAX_PASSES, Shape, ShapeError, parse_groups
+from mfu_sweep.gemm.shapes import DEFAULT_LAYOUT, KNOWN_COLUMNS, LAYOUTS, MAX_PASSES, Shape, ShapeError, parse_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,7 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
     ``#`` are comments. The file is UTF-8, with or without the byte-order mark Excel writes before a CSV.
     Errors name the file and the line as the file numbers it.
     """
-    from mfu_sweep.inputs import is_stdin
+    from mfu_sweep.util.inputs import is_stdin
 
     name = str(path)
     if is_stdin(path):  # - is standard input, read once per stream (inputs.read_stdin)
@@ -52,7 +52,7 @@ def read_shape_rows(path: str | Path) -> list[ShapeRow]:
 
 def _limited(path: str | Path) -> bytes:
     """The bytes of a shape file within the input limit; a FIFO or a device is refused, never read."""
-    from mfu_sweep.inputs import InputError, read_limited
+    from mfu_sweep.util.inputs import InputError, read_limited
 
     try:
         return read_limited(path)

@@ -8,8 +8,8 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.text import counted
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.util.text import counted
 
 
 def status_counts(records: Sequence[Record]) -> Counter:

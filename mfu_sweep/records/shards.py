@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mfu_sweep.results import ResultError, Sweep
+from mfu_sweep.records.results import ResultError, Sweep
 
 PER_PIECE_SETTINGS = frozenset({"shard", "rank", "local_rank"})
 

@@ -14,9 +14,9 @@ it stands for, each with a role, a pass and a count per step:
     ``moe=split|grouped`` (one GEMM per expert, or the experts of a layer as
     one grouped GEMM, ``torch._grouped_mm``), ``routing=balanced|skewed``,
     ``skew`` (Zipf exponent, default 1) and ``seed`` (of the skewed draw),
-    see :mod:`mfu_sweep.routing`. Sizes replace the config's: ``hidden``,
+    see :mod:`mfu_sweep.gemm.routing`. Sizes replace the config's: ``hidden``,
     ``ffn``, ``layers``, ``heads``, ``kv_heads``, ``head_dim``, ``vocab``
-    (:mod:`mfu_sweep.llm_options`); ``attn=sdpa`` counts no attention GEMMs
+    (:mod:`mfu_sweep.gemm.llm_options`); ``attn=sdpa`` counts no attention GEMMs
     (a fused SDPA kernel, as ``mfu-sweep steps`` builds the model).
 ``deepbench:train|inference-server|inference-device|all``
     Baidu DeepBench's GEMM list (``data/deepbench.csv``, transcribed with citation).
@@ -39,7 +39,7 @@ of the score/value FLOPs of full-attention layers. Sliding-window layers
 (gpt-oss) are tiled as blocks of ``window`` queries against ``2*window`` keys,
 about twice the FLOPs of the exact band, as a block-sparse kernel computes them.
 MoE expert GEMMs run at the tokens per expert of a routing model
-(:mod:`mfu_sweep.routing`; balanced by default: ``tokens*ep*top_k/experts``
+(:mod:`mfu_sweep.gemm.routing`; balanced by default: ``tokens*ep*top_k/experts``
 rounded half up), with the expert width sharded by ``tp``; the router is
 replicated. With ``moe=grouped`` the experts of a layer are one grouped GEMM per
 role and pass (``Shape.groups``): forward and dgrad grouped along m (tokens),
@@ -61,10 +61,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from mfu_sweep.llm_options import LlmOptions, canonical_llm, parse_int, parse_llm_options, resized
-from mfu_sweep.models import ModelConfig, find_model, load_models
-from mfu_sweep.routing import local_expert_tokens
-from mfu_sweep.shapes import Shape, ShapeError, format_groups, grid_family, unique_in_order
+from mfu_sweep.gemm.llm_options import LlmOptions, canonical_llm, parse_int, parse_llm_options, resized
+from mfu_sweep.gemm.models import ModelConfig, find_model, load_models
+from mfu_sweep.gemm.routing import local_expert_tokens
+from mfu_sweep.gemm.shapes import Shape, ShapeError, format_groups, grid_family, unique_in_order
 
 NO_PASS = "n/a"
 DEEPBENCH_SETS = ("train", "inference-server", "inference-device")
@@ -236,7 +236,7 @@ def _grouped_mlp(col: _Collector, hidden: int, ffn: int, groups: tuple[int, ...]
 
 
 def expert_tokens(model: ModelConfig, opts: LlmOptions) -> list[int]:
-    """Tokens each of one rank's experts receives per layer under ``opts.routing`` (:mod:`mfu_sweep.routing`)."""
+    """Tokens each of one rank's experts receives per layer under ``opts.routing`` (:mod:`mfu_sweep.gemm.routing`)."""
     return local_expert_tokens(opts.tokens, opts.ep, model.experts_per_token, model.num_local_experts,
                                opts.routing, opts.skew, opts.seed)
 

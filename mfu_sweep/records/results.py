@@ -1,4 +1,4 @@
-"""The result file format: records, sweeps, save (atomic, :mod:`mfu_sweep.atomic`), versioned load.
+"""The result file format: records, sweeps, save (atomic, :mod:`mfu_sweep.util.atomic`), versioned load.
 
 Version history (``SCHEMA_VERSION``; one constant, one place):
 
@@ -14,7 +14,7 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
   the block load and validate as before.
 
   Added within version 1 (optional; files without them load as before):
-  ``device.fingerprint`` (``<kind>-<12 hex>``, see ``mfu_sweep.fingerprint``)
+  ``device.fingerprint`` (``<kind>-<12 hex>``, see ``mfu_sweep.records.fingerprint``)
   and ``device.fingerprint_fields`` (what it was made of).
 * 1, added — ``sweep --repeats R``: records carry ``pass`` (0-based index of the
   pass over the shapes that measured them) and ``settings`` carries ``repeats``
@@ -37,10 +37,10 @@ Version history (``SCHEMA_VERSION``; one constant, one place):
 * 1, added — records of a sweep carry ``worker_s`` (the worker's time on the
   shape) and ``overhead_s`` (the sweep's own time beside it). While a sweep
   runs, records since its start are lines of a journal beside the file
-  (``mfu_sweep.journal``), which :func:`read_json` folds in; the folded
+  (``mfu_sweep.records.journal``), which :func:`read_json` folds in; the folded
   document is a version-1 file like any other.
 * 1, added (issue 45) — step files, ``kind: "steps"``: a real model's steps on one device
-  (``mfu-sweep steps``; :mod:`mfu_sweep.step_files`). Readers of sweeps refuse them in one line.
+  (``mfu-sweep steps``; :mod:`mfu_sweep.records.step_files`). Readers of sweeps refuse them in one line.
 * 1, added (issue 41) — ``shape.layout`` (``nt``, ``tn``, ``tt``; absent means ``nn``, so files written
   before are unchanged) and ``shape.groups``/``shape.group_dim`` (a grouped GEMM); records of the scaled
   dtypes carry ``scales``, records measured with an energy counter ``energy``, and records of a sweep
@@ -62,14 +62,13 @@ from dataclasses import MISSING, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep import checks, journal
-from mfu_sweep.atomic import write_json_atomic as write_json_atomic
-from mfu_sweep.atomic import write_text_atomic as write_text_atomic
-from mfu_sweep.foreign import hint as foreign_hint
-from mfu_sweep.inputs import InputError, decode, encoding_name, parse_json, read_limited
-from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.gemm.shapes import Shape, ShapeError
+from mfu_sweep.records import checks, journal
+from mfu_sweep.records.foreign import hint as foreign_hint
 from mfu_sweep.specs import Peak
-from mfu_sweep.text import counted
+from mfu_sweep.util.atomic import write_json_atomic
+from mfu_sweep.util.inputs import InputError, decode, encoding_name, parse_json, read_limited
+from mfu_sweep.util.text import counted
 
 SCHEMA_VERSION = 1
 STATUSES = ("ok", "mismatch", "timeout", "oom", "error", "unsupported")
@@ -328,12 +327,12 @@ def parse_document(data: Any, source: str = "<data>", validate: bool = True,
                    on_invalid: Callable[[str], None] | None = None) -> list[Sweep]:
     """Parse a sweep or merged document into its sweeps.
 
-    With ``validate`` the document must pass the schema and the checks of :mod:`mfu_sweep.checks`:
+    With ``validate`` the document must pass the schema and the checks of :mod:`mfu_sweep.records.checks`:
     a :class:`ResultError` names the first problem, or, with ``on_invalid``, the records (and sweeps of
     a merged file) that fail are dropped and ``on_invalid`` gets one note saying how many and why.
     """
     version = _check_version(data, source)
-    if data.get("kind") == "steps":  # a real model's steps: mfu_sweep.step_files reads them
+    if data.get("kind") == "steps":  # a real model's steps: mfu_sweep.records.step_files reads them
         raise ResultError(f"{source}: a step file (kind 'steps', a real model's steps from `mfu-sweep steps`), not a "
                           "GEMM sweep; this command reads sweeps")
     if validate:
@@ -368,7 +367,7 @@ def read_json(path: str | Path, on_invalid: Callable[[str], None] | None = None,
 
 
 def read_bytes(path: str | Path) -> bytes:
-    """The bytes of a result file, read within :mod:`mfu_sweep.inputs`' size limit; a failure is one line
+    """The bytes of a result file, read within :mod:`mfu_sweep.util.inputs`' size limit; a failure is one line
     (:class:`ResultError`) naming the file."""
     try:
         return read_limited(path)
@@ -377,7 +376,7 @@ def read_bytes(path: str | Path) -> bytes:
 
 
 def _read_json_file(path: str | Path, raw: bytes | None = None) -> Any:
-    """The parsed JSON of a result file, read within :mod:`mfu_sweep.inputs`' limits (size, nesting, one
+    """The parsed JSON of a result file, read within :mod:`mfu_sweep.util.inputs`' limits (size, nesting, one
     value per key; UTF-8 with or without a byte-order mark, UTF-16 with one); a failure is one line
     (:class:`ResultError`) naming the file."""
     path = Path(path)
@@ -461,7 +460,8 @@ def screen(data: Mapping[str, Any], source: str, on_invalid: Callable[[str], Non
 
 
 def save_sweep(path: str | Path, sweep: Sweep) -> None:
-    """Write ``sweep`` whole to ``path`` (atomically), then remove the journal it supersedes (``mfu_sweep.journal``)."""
+    """Write ``sweep`` whole to ``path`` (atomically), then remove the journal it supersedes
+    (``mfu_sweep.records.journal``)."""
     write_json_atomic(path, sweep.to_json())
     journal.discard(path)
 

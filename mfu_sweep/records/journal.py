@@ -27,7 +27,7 @@ with a note on stderr: it is the shape that was in flight, measured again on
 line and the two remedies: ``--allow-invalid`` reads the intact records without
 it (a note names the lines skipped), ``mfu-sweep repair FILE`` folds them into the
 file for good (:func:`repair`). A journal is read like every input
-(:mod:`mfu_sweep.inputs`): a regular file within the size limit, never a FIFO or a device.
+(:mod:`mfu_sweep.util.inputs`): a regular file within the size limit, never a FIFO or a device.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.inputs import InputError, is_stdin, read_regular
-from mfu_sweep.jsonio import dumps, loads
-from mfu_sweep.text import counted
+from mfu_sweep.util.inputs import InputError, is_stdin, read_regular
+from mfu_sweep.util.jsonio import dumps, loads
+from mfu_sweep.util.text import counted
 
 MAGIC = "mfu-sweep"
 FORMAT = 1

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from mfu_sweep.dtypes import DType
+from mfu_sweep.gemm.dtypes import DType
 
 # Refuse shapes whose operands alone would need more than this many bytes:
 # far beyond any single accelerator's memory, so almost surely a typo.

@@ -9,7 +9,7 @@ lock file left by a killed process is *stale*: the next writer takes it over and
 started ...: that process is gone; taken over``). The lock file is removed on
 release.
 
-A running sweep's journal (``.a.json.journal``, :mod:`mfu_sweep.journal`) is
+A running sweep's journal (``.a.json.journal``, :mod:`mfu_sweep.records.journal`) is
 covered by the same lock: only the holder appends to it or folds it; readers
 take no lock and fold what they find.
 

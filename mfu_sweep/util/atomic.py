@@ -1,6 +1,6 @@
 """Atomic writes: readers see the old file or the new one, never half of one; ``-`` is standard output.
 
-The result file, reports and tables are written through here (:func:`mfu_sweep.results.save_sweep`).
+The result file, reports and tables are written through here (:func:`mfu_sweep.records.results.save_sweep`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep import jsonio
-from mfu_sweep.outputs import check_replaceable, is_stdout
+from mfu_sweep.util import jsonio
+from mfu_sweep.util.outputs import check_replaceable, is_stdout
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:

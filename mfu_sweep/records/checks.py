@@ -5,7 +5,7 @@ The schema says a field is a number; these checks say it is the right one. Per r
 - every number is finite (NaN and infinity are written as null by this tool, never as numbers);
 - ``flops`` is 2·batch·m·n·k of its shape, ``bytes`` what the shape moves at its dtype's sizes (A and
   B read once, C written once; a grouped GEMM's B or C once per group, a block-scaled dtype's scales
-  with its inputs: :meth:`mfu_sweep.shapes.Shape.bytes`) and ``intensity`` flops/bytes;
+  with its inputs: :meth:`mfu_sweep.gemm.shapes.Shape.bytes`) and ``intensity`` flops/bytes;
 - every sample is a positive finite time and ``median_s`` lies among the samples;
 - ``tflops`` is flops/median_s/1e12 and ``mfu`` tflops over the sweep's own peak for the dtype;
 - one record per (pass, shape, dtype, mode) in a sweep (the second is the repeat), one sweep per
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.dtypes import DTYPES
-from mfu_sweep.names import escape_control, has_control
-from mfu_sweep.shapes import MAX_DIM
+from mfu_sweep.gemm.dtypes import DTYPES
+from mfu_sweep.gemm.shapes import MAX_DIM
+from mfu_sweep.util.names import escape_control, has_control
 
 REL_TOL = 1e-6  # derived numbers agree with what they derive from to this fraction (JSON keeps 17 digits)
 NUMBER_FIELDS = ("flops", "bytes", "intensity", "first_call_s", "compile_s", "first_call_ratio", "median_s",

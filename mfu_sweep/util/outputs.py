@@ -19,7 +19,7 @@ fills during a sweep) the same way. :func:`replacing` writes one file through a 
 rename (a symlink in its place is replaced, never followed); :func:`staged` does the same for all the
 files of a report at once, and keeps a manifest of what it wrote (:data:`MANIFEST`): a later ``--force``
 removes only files listed there and names every other file it leaves. File names made from labels are
-:func:`mfu_sweep.names.safe_name`'s.
+:func:`mfu_sweep.util.names.safe_name`'s.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from mfu_sweep.inputs import STDIN, special_kind
-from mfu_sweep.manifest import MANIFEST, files_in, left_note, manifest_text, read_manifest, remove_listed
+from mfu_sweep.util.inputs import STDIN, special_kind
+from mfu_sweep.util.manifest import MANIFEST, files_in, left_note, manifest_text, read_manifest, remove_listed
 
 PROBE_BYTES = 4096  # a write this small still fails on a full file system; an empty file may not
 # Suffixes of files the tool writes or reads: an output directory named with one (plot -o fig.png) is a slip.
@@ -304,7 +304,7 @@ def check_output_dir(path: str | Path, force: bool = False, products: Iterable[s
         As :func:`check_output_file`; also when ``path`` is ``-`` (a folder of files cannot go to standard
         output), a file, or is no directory yet and ends in a file's suffix (``fig.png``, ``report.html``;
         ``fig.png/`` is taken as the directory it says); when one of ``products`` is a device node, a FIFO or
-        a socket. The refusal names the files ``force`` would leave (:func:`mfu_sweep.manifest.left_note`).
+        a socket. The refusal names the files ``force`` would leave (:func:`mfu_sweep.util.manifest.left_note`).
     """
     if is_stdout(path):
         raise _no_stdout(path, flag, "this command writes a folder of files")

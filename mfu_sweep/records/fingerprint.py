@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep.specs.cpu import CpuInfo, cores_used, find_uarch, load_cpuinfo
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 KINDS = ("cpu", "cuda", "rocm", "neuron", "xla", "generic", "imported")
 UNHASHED = frozenset({"uuid", "serial", "driver", "runtime", "pci_bus_id", "host"})
