@@ -52,5 +52,6 @@ MOVED = {
     **{m: f"gemm.{m}" for m in ("shapes", "workloads", "models", "routing", "dtypes", "llm_options")},
     **{m: f"util.{m}" for m in ("inputs", "jsonio", "outputs", "manifest", "filelock", "names", "progress",
                                  "allocator", "text", "errors", "stats")},
+    "present.plot": "present.figures.plot",  # the one import for notebooks
 }
 _install_moved_aliases()

@@ -14,7 +14,13 @@ from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.analysis.verdicts.compare import CompareError
 from mfu_sweep.cli import main
-from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
+from mfu_sweep.present.export.tables import (
+    export_table,
+    latex_escape,
+    round_to_uncertainty,
+    significant,
+    uncertainty_decimals,
+)
 from mfu_sweep.records.results import parse_document
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -200,7 +206,7 @@ def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def test_csv_columns_are_the_union_over_rows_in_first_seen_order() -> None:
-    from mfu_sweep.present.export import csv_columns, to_csv
+    from mfu_sweep.present.export.tables import csv_columns, to_csv
 
     rows = [{"a": 1, "b": None}, {"a": 2, "c": 3}, {"d": 4, "a": 5}]
     assert csv_columns(rows) == ["a", "b", "c", "d"]
@@ -282,7 +288,7 @@ def test_records_and_fits_export_every_committed_and_published_sweep() -> None:
 
 
 def test_latex_escapes_less_greater_and_bar_which_ot1_prints_as_other_glyphs() -> None:
-    from mfu_sweep.present.export import Table, latex_escape, to_latex
+    from mfu_sweep.present.export.tables import Table, latex_escape, to_latex
 
     assert latex_escape("a<b>c|d") == r"a\textless{}b\textgreater{}c\textbar{}d"
     table = Table(header=("Device", "Leader change"), rows=((("gpu|x<1>", None), ("a -> b", None)),), align="ll")

@@ -133,7 +133,8 @@ def test_group_series_refuses_two_peaks_for_one_label() -> None:
 
 
 def test_analysis_modules_never_import_matplotlib_or_torch() -> None:
-    code = ("import sys, mfu_sweep.analysis.fits.fit, mfu_sweep.analysis.verdicts.compare, mfu_sweep.present.export, "
+    code = ("import sys, mfu_sweep.analysis.fits.fit, mfu_sweep.analysis.verdicts.compare, "
+            "mfu_sweep.present.export.tables, "
             "mfu_sweep.analysis.sources.merge, mfu_sweep.analysis.series; "
             "bad = [m for m in ('matplotlib', 'torch') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

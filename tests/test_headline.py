@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.summary import summarise
 from mfu_sweep.cli import main
-from mfu_sweep.present.export import significant
+from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.headline import sweep_headline
 from mfu_sweep.records.results import load_sweeps
 

@@ -29,8 +29,8 @@ from click.testing import CliRunner, Result
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.present.export import csv_cell
-from mfu_sweep.present.render import md_text
+from mfu_sweep.present.export.tables import csv_cell
+from mfu_sweep.present.report.render import md_text
 from mfu_sweep.util.names import MAX_NAME, safe_name
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -410,8 +410,8 @@ def test_figures_mark_published_series_hollow() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from mfu_sweep.present.fig_mfu import plot_mfu
-    from mfu_sweep.present.fig_roofline import plot_roofline
+    from mfu_sweep.present.figures.mfu import plot_mfu
+    from mfu_sweep.present.figures.roofline import plot_roofline
 
     xla = import_sources("xla-perf-table", [XLA]).sweeps
     measured = load_sweeps([Path(__file__).parent / "golden" / "v1_sweep.json"])[0]

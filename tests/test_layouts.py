@@ -132,7 +132,7 @@ def test_layouts_are_their_own_series_and_get_their_own_verdicts() -> None:
 
 
 def test_figures_and_filters_see_each_layout() -> None:
-    from mfu_sweep.present.fig_mfu import plot_mfu
+    from mfu_sweep.present.figures.mfu import plot_mfu
     from mfu_sweep.records.summaries import available, filter_sweeps
 
     sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
@@ -148,8 +148,8 @@ def test_a_layouts_mfu_panel_is_drawn_where_its_device_has_a_peak() -> None:
     """The MFU panel and heatmap checks look at a layout's own series (eager-nt), not at the bare mode: a sweep
     with a peak gets no 'no device has a peak' note for its nt and tn series, and one choice of featured devices
     and colours covers each of them."""
-    from mfu_sweep.present.figure_choice import choose_figures
-    from mfu_sweep.present.figures import blank_notes, valued
+    from mfu_sweep.present.figures.arrange import blank_notes, valued
+    from mfu_sweep.present.figures.choice import choose_figures
 
     sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
     assert {m for _, _, m in valued(sweeps, lambda _d, _m: "mfu")} == {"eager", "eager-nt"}

@@ -390,7 +390,7 @@ def test_ceilings_prints_json_only_with_json(tmp_path: Path) -> None:
 
 
 def test_figures_say_a_sweep_is_incomplete(tmp_path: Path) -> None:
-    from mfu_sweep.present.marks import incomplete_note
+    from mfu_sweep.present.figures.marks import incomplete_note
     from mfu_sweep.records.results import load_sweeps
 
     data = json.loads(Path(GOLDEN).read_text())

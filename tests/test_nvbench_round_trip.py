@@ -17,7 +17,7 @@ from mfu_sweep.cli import main
 from mfu_sweep.gemm.dtypes import DTYPES
 from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
-from mfu_sweep.present.export_nvbench import write_nvbench
+from mfu_sweep.present.export.nvbench import write_nvbench
 from mfu_sweep.records.results import load_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from synthetic_fleet import fleet_docs
 
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.sources.merge import merge_sweeps
-from mfu_sweep.present.report import analyse, analysis_json, build_report, to_markdown
+from mfu_sweep.present.report.write import analyse, analysis_json, build_report, to_markdown
 from mfu_sweep.records.results import Sweep, load_sweeps, parse_document
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -105,7 +105,7 @@ def _no_work(*args: Any, **kwargs: Any) -> None:
 @pytest.mark.parametrize("command,made", [("plot", "mfu-vs-flops.png"), ("report", "index.md")])
 def test_an_existing_output_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        command: str, made: str) -> None:
-    import mfu_sweep.present.report as report_module
+    import mfu_sweep.present.report.write as report_module
 
     out = tmp_path / "out"
     out.mkdir()
@@ -119,7 +119,7 @@ def test_an_existing_output_is_refused_before_any_work(tmp_path: Path, monkeypat
 
 
 def test_plot_figure_stems_are_the_figures_it_draws() -> None:
-    from mfu_sweep.present.figures import figure_stems, make_figures
+    from mfu_sweep.present.figures.arrange import figure_stems, make_figures
     from mfu_sweep.records.results import load_sweeps
 
     for files in ([GOLDEN], [str(ROOT / "sweeps" / "amd-epyc-cpu-grid.json")],
@@ -337,7 +337,7 @@ def test_mfu_above_100_percent_is_flagged_in_fit_compare_and_the_figure(tmp_path
     import matplotlib
 
     matplotlib.use("Agg")
-    from mfu_sweep.present.fig_mfu import plot_mfu
+    from mfu_sweep.present.figures.mfu import plot_mfu
     from mfu_sweep.records.results import load_sweeps
 
     flops = [10 ** (6 + 0.4 * i) for i in range(12)]

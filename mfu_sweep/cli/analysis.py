@@ -97,7 +97,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
 
 
 def _pm(value: float, ci: Sequence[float], constrained: bool = True) -> str:
-    from mfu_sweep.present.export import round_to_uncertainty
+    from mfu_sweep.present.export.tables import round_to_uncertainty
 
     if not constrained:
         return "n/c"

@@ -1,6 +1,6 @@
 """The ``export`` command: records, fits, crossovers, bands or time to N steps as a table, or nvbench JSON.
 
-A thin wrapper over :mod:`mfu_sweep.present.export` and :mod:`mfu_sweep.present.export_nvbench`.
+A thin wrapper over :mod:`mfu_sweep.present.export.tables` and :mod:`mfu_sweep.present.export.nvbench`.
 """
 
 from __future__ import annotations
@@ -67,10 +67,10 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
         mfu-sweep export sweeps/amd-epyc-cpu.json --format nvbench -o amd-epyc-cpu.nvbench.json
     """
-    from mfu_sweep.present.export import NO_CROSSOVER, export_table
+    from mfu_sweep.present.export.tables import NO_CROSSOVER, export_table
 
     if fmt == "nvbench":
-        from mfu_sweep.present.export_nvbench import export_nvbench
+        from mfu_sweep.present.export.nvbench import export_nvbench
 
         if is_stdout(output):
             raise OutputError("-o - means standard output, but --format nvbench writes a JSON file and a folder of "

@@ -2,7 +2,7 @@
 shared :class:`mfu_sweep.util.progress.Progress` (a bar on a terminal, a plain line every 15 s in a log).
 
 The library reports through such callbacks (:func:`mfu_sweep.analysis.fits.fit.fit_groups`,
-:func:`mfu_sweep.present.report.write_report`); :func:`load_files` reads many files with progress.
+:func:`mfu_sweep.present.report.write.write_report`); :func:`load_files` reads many files with progress.
 :class:`SweepProgress` is a sweep's progress, pass by pass.
 """
 

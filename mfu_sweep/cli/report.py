@@ -1,7 +1,7 @@
 """The ``plot`` and ``report`` commands: figures and the one-shot report from result files.
 
 Registered on the main group by :mod:`mfu_sweep.cli`. The logic
-lives in :mod:`mfu_sweep.present.plot` and :mod:`mfu_sweep.present.report`; this module parses
+lives in :mod:`mfu_sweep.present.figures.plot` and :mod:`mfu_sweep.present.report.write`; this module parses
 options, checks the output directory and prints what it wrote.
 """
 
@@ -90,7 +90,7 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
 
 def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...], step_files: list) -> None:
     """Refuse, before any fitting, a plot whose --figure kinds these sweeps give no figure of."""
-    from mfu_sweep.present.figures import figure_stems
+    from mfu_sweep.present.figures.arrange import figure_stems
 
     asked = " ".join(f"--figure {k}" for k in kinds) or "any figure"
     others = figure_stems(sweeps, metric=metric, kinds=None, step_files=step_files)
@@ -137,15 +137,15 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     """
     _use_agg()
     sweeps, step_files = _load(files, dtypes, modes, exclude_contended)
-    from mfu_sweep.present.figures import figure_stems
+    from mfu_sweep.present.figures.arrange import figure_stems
 
     suffixes = formats or ("png",)
     stems = figure_stems(sweeps, metric=metric, kinds=kinds or None, step_files=step_files)
     if not stems:
         _nothing_to_draw(sweeps, metric, kinds, step_files)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
-    from mfu_sweep.present.figures import blank_notes, make_figures, save_figure
-    from mfu_sweep.present.report import analyse
+    from mfu_sweep.present.figures.arrange import blank_notes, make_figures, save_figure
+    from mfu_sweep.present.report.write import analyse
 
     if sweeps:
         click.echo("fitting and comparing series ...", err=True)
@@ -202,7 +202,7 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     sweeps, step_files = _load(files, dtypes, modes, exclude_contended,
                                then=lambda: output_dir(output, force, REPORT_FILES))
     out = Path(output)
-    from mfu_sweep.present.report import analyse, write_report
+    from mfu_sweep.present.report.write import analyse, write_report
 
     click.echo("fitting and comparing series ...", err=True)
     with step("fitting", "series") as bar:

@@ -23,7 +23,7 @@ from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.summary import SeriesSummary, summarise
-from mfu_sweep.present.export import significant
+from mfu_sweep.present.export.tables import significant
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.text import format_flops
 

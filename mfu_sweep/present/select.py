@@ -12,7 +12,7 @@ from matplotlib.lines import Line2D
 from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.series import Series, group_series
 from mfu_sweep.analysis.summary import shape_point, shape_records
-from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
+from mfu_sweep.present.figures.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.records.summaries import available
 from mfu_sweep.specs import Peak
@@ -41,7 +41,7 @@ def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) ->
 
 
 def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
-    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among the devices
+    """``colors``, or :func:`~mfu_sweep.present.figures.theme.series_colors` of the sweeps: distinct among the devices
     of each dtype and mode (those that share a panel)."""
     if colors is not None:
         return colors

@@ -66,7 +66,8 @@ from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.records import checks, journal
 from mfu_sweep.records.foreign import hint as foreign_hint
 from mfu_sweep.specs import Peak
-from mfu_sweep.util.atomic import write_json_atomic
+from mfu_sweep.util.atomic import write_json_atomic as write_json_atomic
+from mfu_sweep.util.atomic import write_text_atomic as write_text_atomic
 from mfu_sweep.util.inputs import InputError, decode, encoding_name, parse_json, read_limited
 from mfu_sweep.util.text import counted
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, Run
 from mfu_sweep.analysis.fleet.view import FleetView
-from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
-from mfu_sweep.present.fig_fleet import figure_stem
+from mfu_sweep.present.figures.fleet import figure_stem
+from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.present.words import ahead_words, metric_name
 from mfu_sweep.util.text import counted
 

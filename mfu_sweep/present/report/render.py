@@ -1,6 +1,6 @@
 """The report's blocks rendered: Markdown (figures beside it) and one self-contained HTML page.
 
-A :class:`~mfu_sweep.present.blocks.FigureRef` with ``embed=False`` (per-device detail of
+A :class:`~mfu_sweep.present.report.blocks.FigureRef` with ``embed=False`` (per-device detail of
 ``report --detail``) becomes a link to its PNG in both, so the page stays small.
 """
 
@@ -11,7 +11,7 @@ import html
 import re
 from collections.abc import Mapping, Sequence
 
-from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
+from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # an undecodable byte of a file name (os.fsdecode) or a lone one
 # what makes code, emphasis and links inline: a backslash, a backtick, a star, an underscore at a word's edge (one

@@ -26,7 +26,7 @@ from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, StepTimes, predict_steps
 from mfu_sweep.gemm.shapes import ShapeError
 from mfu_sweep.gemm.workloads import NO_PASS, WorkloadGemm, resolve_family
-from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
+from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.text import counted
 
@@ -317,7 +317,7 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[St
 
 def steps_only_blocks(step_files: Sequence[StepFile], figures: Sequence[str], exclude: bool = False) -> list[Block]:
     """The report of step files alone: the time-to-N section, its figure and the files it read."""
-    from mfu_sweep.present.report_text import caption  # here: its theme imports matplotlib, which export avoids
+    from mfu_sweep.present.report.text import caption  # here: its theme imports matplotlib, which export avoids
 
     labels = sorted({f.label for f in step_files})
     blocks: list[Block] = [Heading(1, "mfu-sweep report"),

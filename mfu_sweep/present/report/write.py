@@ -4,7 +4,7 @@
 comparisons) so that figures and text agree; :func:`write_report` renders
 it::
 
-    from mfu_sweep.present.report import write_report
+    from mfu_sweep.present.report.write import write_report
     from mfu_sweep.records.results import load_sweeps
 
     write_report(load_sweeps(["sweeps/a.json", "sweeps/b.json"]), "report/")
@@ -34,17 +34,17 @@ from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
-from mfu_sweep.present.blocks import Block, Bullets, FigureRef, Heading, Para, Table
-from mfu_sweep.present.export import significant
-from mfu_sweep.present.figure_choice import FigureChoice, choose_figures
-from mfu_sweep.present.figures import blank_notes, heatmap_stem, make_figures, save_figure
+from mfu_sweep.present.export.tables import significant
+from mfu_sweep.present.figures.arrange import blank_notes, heatmap_stem, make_figures, save_figure
+from mfu_sweep.present.figures.choice import FigureChoice, choose_figures
+from mfu_sweep.present.figures.theme import peak_kind
 from mfu_sweep.present.group_metric import GroupMetrics, group_metrics
 from mfu_sweep.present.machine_facts import machine_facts, machine_json
-from mfu_sweep.present.render import to_html, to_markdown
-from mfu_sweep.present.report_compare import comparison_blocks, comparison_facts
-from mfu_sweep.present.report_fleet import board_blocks, fleet_blocks, is_board_figure
-from mfu_sweep.present.report_leads import lead_blocks
-from mfu_sweep.present.report_numbers import (
+from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
+from mfu_sweep.present.report.compare import comparison_blocks, comparison_facts
+from mfu_sweep.present.report.fleet import board_blocks, fleet_blocks, is_board_figure
+from mfu_sweep.present.report.leads import lead_blocks
+from mfu_sweep.present.report.numbers import (
     bars_text,
     best_cell,
     fit_facts,
@@ -53,10 +53,10 @@ from mfu_sweep.present.report_numbers import (
     performance_facts,
     summaries_json,
 )
-from mfu_sweep.present.report_numbers import summaries as summarise_all
-from mfu_sweep.present.report_steps import steps_blocks, steps_json, steps_only_blocks
-from mfu_sweep.present.report_text import caption, figure_metric, method_blocks
-from mfu_sweep.present.theme import peak_kind
+from mfu_sweep.present.report.numbers import summaries as summarise_all
+from mfu_sweep.present.report.render import to_html, to_markdown
+from mfu_sweep.present.report.steps import steps_blocks, steps_json, steps_only_blocks
+from mfu_sweep.present.report.text import caption, figure_metric, method_blocks
 from mfu_sweep.records.results import Record, Sweep, write_json_atomic
 from mfu_sweep.records.summaries import summary_line
 from mfu_sweep.specs import Peak
@@ -339,11 +339,11 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
                  series_labels: Collection[str] | None = None, blank: Sequence[str] = ()) -> list[Block]:
     """The report as blocks (headings, paragraphs, tables, figures); see ``to_markdown`` and ``to_html``.
 
-    It opens with who leads where (:func:`~mfu_sweep.present.report_leads.lead_blocks`: a band strip and
+    It opens with who leads where (:func:`~mfu_sweep.present.report.leads.lead_blocks`: a band strip and
     a sentence per dtype and mode, then the notes that change the reading), before any table of files or
     pass rates. ``linked`` figures are links at the end of the figures, not embedded; ``choice_note`` says
-    which figures were left out (:meth:`~mfu_sweep.present.figure_choice.FigureChoice.sentence`), ``blank``
-    which were not drawn for want of values (:func:`~mfu_sweep.present.figures.blank_notes`);
+    which figures were left out (:meth:`~mfu_sweep.present.figures.choice.FigureChoice.sentence`), ``blank``
+    which were not drawn for want of values (:func:`~mfu_sweep.present.figures.arrange.blank_notes`);
     ``series_labels`` limits the per-series sections to those devices (None: every one).
     """
     if not sweeps:  # step files alone
@@ -431,10 +431,10 @@ def write_report(sweeps: Sequence[Sweep], directory: str | Path, *, analysis: An
     """Analyse (unless ``analysis`` is given), draw and write ``index.md``, ``index.html``,
     ``analysis.json`` and ``figures/*.png`` under ``directory``; return the paths written.
 
-    The report draws the figures :func:`~mfu_sweep.present.figure_choice.choose_figures` picks
+    The report draws the figures :func:`~mfu_sweep.present.figures.choice.choose_figures` picks
     (every one for a few devices and grids); ``detail`` draws every figure, and the ones beyond
     the choice are linked from the page, not embedded. ``y_scale`` is passed to
-    :func:`~mfu_sweep.present.figures.make_figures`; ``progress(done, total)`` counts figures saved.
+    :func:`~mfu_sweep.present.figures.arrange.make_figures`; ``progress(done, total)`` counts figures saved.
     ``step_files`` add their measured steps (without sweeps, the report is their time-to-N section alone).
     """
     analysis = replace(analysis or analyse(sweeps, metric), step_files=tuple(step_files),

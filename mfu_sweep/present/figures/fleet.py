@@ -20,7 +20,7 @@ from matplotlib.colors import TwoSlopeNorm
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.present.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
+from mfu_sweep.present.figures.theme import DOUBLE_IN, PANEL_H_IN, new_ax, safe_text
 from mfu_sweep.present.words import ahead_words, metric_name
 from mfu_sweep.util.names import safe_name
 

@@ -5,7 +5,7 @@ Every ``plot_*`` function draws one panel: it takes the sweeps (as
 and ``ax=None``, and returns the Axes, so figures compose in a notebook::
 
     import matplotlib.pyplot as plt
-    from mfu_sweep.present.plot import plot_mfu, plot_roofline, theme
+    from mfu_sweep.present.figures.plot import plot_mfu, plot_roofline, theme
     from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(["sweeps/a.json", "sweeps/b.json"])
@@ -23,14 +23,15 @@ made from the same sweeps; the mode is told by marker and line style.
 
 from __future__ import annotations
 
+from mfu_sweep.present.figures.arrange import make_figures, save_figure
+
 # One import for notebooks: the panels, the figure builders and the theme. The code lives in
 # theme (look), select (what is drawn), fig_* (one module per figure kind) and figures (layout, saving).
-from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
-from mfu_sweep.present.fig_grid import grid_ks, has_failures, heatmap_grids, plot_heatmap, plot_status
-from mfu_sweep.present.fig_mfu import leader_spans, plot_mfu
-from mfu_sweep.present.fig_roofline import plot_roofline
-from mfu_sweep.present.figures import make_figures, save_figure
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.compile import has_speedup, plot_first_call, plot_speedup
+from mfu_sweep.present.figures.grid import grid_ks, has_failures, heatmap_grids, plot_heatmap, plot_status
+from mfu_sweep.present.figures.mfu import leader_spans, plot_mfu
+from mfu_sweep.present.figures.roofline import plot_roofline
+from mfu_sweep.present.figures.theme import (
     DOUBLE_IN,
     FORMATS,
     PALETTE,

@@ -23,8 +23,8 @@ from typing import Any
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, Crossover, compare_all
-from mfu_sweep.present.export_steps import steps_display, steps_rows
-from mfu_sweep.present.render import md_cell, md_text, plain
+from mfu_sweep.present.export.steps import steps_display, steps_rows
+from mfu_sweep.present.report.render import md_cell, md_text, plain
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.util.stats import median_ci
@@ -399,7 +399,7 @@ def to_latex(table: Table) -> str:
 
 def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table, notes below it; every text escaped as the report's
-    (:func:`mfu_sweep.present.render.md_cell`: no markup from a label survives)."""
+    (:func:`mfu_sweep.present.report.render.md_cell`: no markup from a label survives)."""
     def cell(v: str, u: str | None) -> str:
         return md_cell(f"{v} ± {u}" if u is not None else v)
 
@@ -436,7 +436,7 @@ def export_table(sweeps: Sequence[Sweep], what: str = "records", fmt: str = "csv
                  on_skip: Callable[[str], None] | None = None, **kw: Any) -> str:
     """Render ``what`` (records, fits, crossovers, bands or steps) of ``sweeps`` as ``fmt`` (csv, markdown or latex).
 
-    ``steps`` is time to N steps of every model family in the records (:mod:`mfu_sweep.present.export_steps`).
+    ``steps`` is time to N steps of every model family in the records (:mod:`mfu_sweep.present.export.steps`).
     Keyword arguments go to :func:`mfu_sweep.analysis.fits.fit.fit_all` (fits) or
     :func:`mfu_sweep.analysis.verdicts.compare.compare_all` (crossovers, bands: e.g. ``margin``).
     Crossovers and bands are of the pairs that can be compared; each pair that cannot is

@@ -19,8 +19,8 @@ from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.verdicts.compare import Comparison
 from mfu_sweep.analysis.verdicts.comparison import verdict_span
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
-from mfu_sweep.present.report_compare import crossover_text
+from mfu_sweep.present.report.blocks import Block, Bullets, Heading, Para, Table
+from mfu_sweep.present.report.compare import crossover_text
 from mfu_sweep.present.words import metric_name, metric_phrase, metric_words
 from mfu_sweep.util.text import format_flops
 

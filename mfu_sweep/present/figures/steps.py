@@ -23,8 +23,7 @@ from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
-from mfu_sweep.present.report_steps import series_name, state_text, steps_results
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     add_legend,
     log_axis,
@@ -33,6 +32,7 @@ from mfu_sweep.present.theme import (
     no_data_panel,
     series_colors,
 )
+from mfu_sweep.present.report.steps import series_name, state_text, steps_results
 from mfu_sweep.records.results import Sweep
 
 MAX_MARKED = 6  # crossovers marked per panel: every break-even, then the earliest crossovers between devices
@@ -92,7 +92,7 @@ def plot_time_to_steps(result: StepsResult, *, colors: Mapping[str, str] | None 
                        ax: Axes | None = None) -> Axes:
     """Time to N steps against N for every series of ``result`` (its ``steps`` are the x values).
 
-    Give ``result`` many N (:func:`~mfu_sweep.present.report_steps.dense_steps`) for smooth lines.
+    Give ``result`` many N (:func:`~mfu_sweep.present.report.steps.dense_steps`) for smooth lines.
     """
     ax = new_ax(ax)
     colors = colors or series_colors(t.key.label for t in result.series)

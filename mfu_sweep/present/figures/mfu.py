@@ -14,9 +14,7 @@ from matplotlib.patches import Patch
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import SeriesKey
-from mfu_sweep.present.machine_facts import legend_notes
-from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     CROSSOVER_STYLE,
     LEADER_STRIP,
@@ -38,6 +36,8 @@ from mfu_sweep.present.theme import (
     series_name,
     spans_decades,
 )
+from mfu_sweep.present.machine_facts import legend_notes
+from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.records.results import Sweep, is_published
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mfu_sweep.present.blocks import Block, Bullets, Heading
+from mfu_sweep.present.figures.theme import INTERVAL_TEXT
 from mfu_sweep.present.group_metric import GroupMetrics
-from mfu_sweep.present.theme import INTERVAL_TEXT
+from mfu_sweep.present.report.blocks import Block, Bullets, Heading
 
 FIGURE_CAPTIONS = {
     "vs-flops": (
@@ -47,9 +47,9 @@ FIGURE_CAPTIONS = {
 
 
 def caption(stem: str, metric: str, bars: str = INTERVAL_TEXT["ci"], switched: Sequence[str] = ()) -> str:
-    """The caption of a figure written by :func:`mfu_sweep.present.plot.make_figures`.
+    """The caption of a figure written by :func:`mfu_sweep.present.figures.plot.make_figures`.
 
-    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report_numbers.bars_text`);
+    ``bars`` says what the error bars are, as the legend says it (:func:`~mfu_sweep.present.report.numbers.bars_text`);
     ``switched`` names the dtypes and modes (``"fp32 · eager"``) the vs-flops panels draw in TFLOP/s because a
     device there has no peak.
     """

@@ -19,18 +19,15 @@ from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.series import SeriesKey, group_series
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.present import FIGURE_KINDS
-from mfu_sweep.present.fig_compile import has_speedup, plot_first_call, plot_speedup
-from mfu_sweep.present.fig_fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
-from mfu_sweep.present.fig_grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
-from mfu_sweep.present.fig_mfu import plot_mfu
-from mfu_sweep.present.fig_roofline import plot_roofline
-from mfu_sweep.present.fig_steps import figure_results, plot_time_to_steps
-from mfu_sweep.present.figure_choice import FigureChoice
-from mfu_sweep.present.group_metric import GroupMetrics
-from mfu_sweep.present.marks import mark_incomplete
-from mfu_sweep.present.report_steps import STEPS_FIGURE, family_workloads
-from mfu_sweep.present.select import available, label_colors
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.choice import FigureChoice
+from mfu_sweep.present.figures.compile import has_speedup, plot_first_call, plot_speedup
+from mfu_sweep.present.figures.fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
+from mfu_sweep.present.figures.grid import has_failures, heatmap_grids, plot_heatmap, plot_status, status_rows
+from mfu_sweep.present.figures.marks import mark_incomplete
+from mfu_sweep.present.figures.mfu import plot_mfu
+from mfu_sweep.present.figures.roofline import plot_roofline
+from mfu_sweep.present.figures.steps import figure_results, plot_time_to_steps
+from mfu_sweep.present.figures.theme import (
     BARS_PREFIX,
     COLUMN_IN,
     DOUBLE_IN,
@@ -44,6 +41,9 @@ from mfu_sweep.present.theme import (
     series_colors,
     theme,
 )
+from mfu_sweep.present.group_metric import GroupMetrics
+from mfu_sweep.present.report.steps import STEPS_FIGURE, family_workloads
+from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.names import check_distinct_names, safe_name
@@ -184,11 +184,11 @@ def make_figures(sweeps: Sequence[Sweep], *, metric: str = "mfu",
     per fleet of a replicate run (``fleet-<label>-<dtype>-<mode>``) and per leaderboard
     in ``boards`` (``leaderboard-<dtype>-<mode>``; none for a leaderboard that is a fleet's own, whose
     heatmap would be the same picture). ``fits``, ``comparisons`` and
-    ``fleets`` default to computing them (see ``mfu_sweep.present.report.analyse``); with
+    ``fleets`` default to computing them (see ``mfu_sweep.present.report.write.analyse``); with
     more than a handful of devices of one dtype and mode, no pairs are compared. ``kinds``
     (a subset of :data:`FIGURE_KINDS`) draws only those figures; None draws all. ``y_scale``
     (``auto``, ``log``, ``linear``) is the MFU/TFLOP/s axis of the vs-flops panels (see
-    :func:`~mfu_sweep.present.fig_mfu.plot_mfu`). ``choice`` (:mod:`mfu_sweep.present.figure_choice`)
+    :func:`~mfu_sweep.present.figures.mfu.plot_mfu`). ``choice`` (:mod:`mfu_sweep.present.figures.choice`)
     limits the overlays to its featured devices and the heatmaps to its own; None draws every one.
     ``metrics`` (:mod:`mfu_sweep.present.group_metric`, the report's) draws each dtype and mode of the
     vs-flops panels and heatmaps in its own metric; without it every one is in ``metric``. A panel or

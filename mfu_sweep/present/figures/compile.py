@@ -11,8 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     BARS_PREFIX,
     INTERVAL_TEXT,
@@ -25,6 +24,7 @@ from mfu_sweep.present.theme import (
     plain_log_axis,
     series_name,
 )
+from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
 from mfu_sweep.records.results import Record, Sweep
 
 # --------------------------------------------------------------------------- 3. first call

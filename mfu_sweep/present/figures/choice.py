@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL
-from mfu_sweep.present.fig_grid import heatmap_grids
+from mfu_sweep.present.figures.grid import heatmap_grids
 from mfu_sweep.records.results import Sweep
 
 MAX_K = 4

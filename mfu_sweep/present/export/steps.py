@@ -3,7 +3,7 @@
 Every model family and dtype the records hold (``sweep --shapes llm:...``) is exported. CSV has one row per
 step series and N (the N of :func:`~mfu_sweep.analysis.steps.counts.auto_steps`), the first step, steady
 step and the series' break-even repeated on each; a series that did not finish has one row, without N.
-Display tables have one row per series. Kept apart from :mod:`mfu_sweep.present.export`, which calls it.
+Display tables have one row per series. Kept apart from :mod:`mfu_sweep.present.export.tables`, which calls it.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mfu_sweep.analysis.steps.costs import StepKey
 from mfu_sweep.analysis.steps.crossings import BreakEven, first_n, interval_text, n_text
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
-from mfu_sweep.present.report_steps import ratio_cell, steps_results, time_cell
+from mfu_sweep.present.report.steps import ratio_cell, steps_results, time_cell
 from mfu_sweep.records.results import Sweep
 
 NO_FAMILY = ("export --what steps needs records of a model family's shapes (mfu-sweep sweep --shapes llm:...); "

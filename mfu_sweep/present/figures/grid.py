@@ -11,8 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from mfu_sweep.analysis.series import shape_seconds
-from mfu_sweep.present.select import choose_value, metric_value, pick_value
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     STATUS_ABBREV,
     STATUS_STYLE,
@@ -25,6 +24,7 @@ from mfu_sweep.present.theme import (
     peak_kind,
     safe_text,
 )
+from mfu_sweep.present.select import choose_value, metric_value, pick_value
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.records.summaries import all_records
 

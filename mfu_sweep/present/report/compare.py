@@ -7,7 +7,7 @@ from typing import Any
 
 from mfu_sweep.analysis.series import SeriesKey
 from mfu_sweep.analysis.verdicts.compare import Comparison, format_flops
-from mfu_sweep.present.blocks import Block, Bullets, Heading, Para, Table
+from mfu_sweep.present.report.blocks import Block, Bullets, Heading, Para, Table
 from mfu_sweep.present.words import metric_name, metric_phrase
 
 

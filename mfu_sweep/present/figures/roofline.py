@@ -12,8 +12,7 @@ from matplotlib.lines import Line2D
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
-from mfu_sweep.present.theme import (
+from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     SHARED_ROOF_COLOR,
     UNCONSTRAINED_FIT,
@@ -27,6 +26,7 @@ from mfu_sweep.present.theme import (
     safe_text,
     series_name,
 )
+from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.records.results import Sweep, is_published
 
 

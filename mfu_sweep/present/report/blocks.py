@@ -1,7 +1,7 @@
 """The report's document model: headings, paragraphs, bullets, tables and figure references.
 
-:mod:`mfu_sweep.present.report` builds a list of these and renders it as
-Markdown and HTML; section builders such as :mod:`mfu_sweep.present.report_fleet`
+:mod:`mfu_sweep.present.report.write` builds a list of these and renders it as
+Markdown and HTML; section builders such as :mod:`mfu_sweep.present.report.fleet`
 return them too.
 """
 
