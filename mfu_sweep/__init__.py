@@ -26,8 +26,8 @@ def _install_moved_aliases() -> None:
 
         @staticmethod
         def find_spec(fullname: str, path: object = None, target: object = None) -> object:
-            old = fullname.removeprefix(__name__ + ".")
-            if old not in MOVED:
+            package, _, old = fullname.partition(".")
+            if package != __name__ or old not in MOVED:  # never another top-level module (filelock, stats ...)
                 return None
             return importlib.machinery.ModuleSpec(fullname, MovedModules)
 

@@ -41,3 +41,10 @@ def test_every_alias_points_at_a_module_and_shadows_no_file(old: str, new: str) 
 def test_an_unknown_name_is_still_not_found() -> None:
     with pytest.raises(ModuleNotFoundError):
         __import__("mfu_sweep.no_such_module")
+
+
+def test_a_top_level_module_of_an_old_name_is_never_answered() -> None:
+    """``import filelock`` (torch's inductor imports it) must find the filelock package, never ours."""
+    finder = next(f for f in sys.meta_path if getattr(f, "__name__", "") == "MovedModules")
+    assert finder.find_spec("filelock") is None and finder.find_spec("results") is None
+    assert finder.find_spec("mfu_sweep.results") is not None
