@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 
 from mfu_sweep.gemm.shapes import Shape
-from mfu_sweep.measure.clockprobe import measure_clock
-from mfu_sweep.measure.machine import HostMonitor, busy_before
+from mfu_sweep.measure.machine.clockprobe import measure_clock
+from mfu_sweep.measure.machine.cores import HostMonitor, busy_before
 from mfu_sweep.measure.sweep import SweepPlan, run_sweep
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.backends import resolve_device
-from mfu_sweep.measure.ceilings import CEILINGS_VERSION, add_to_result, measure_ceilings, summary_lines
+from mfu_sweep.measure.checks.ceilings import CEILINGS_VERSION, add_to_result, measure_ceilings, summary_lines
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.records.results import ResultError, load_sweeps, validate_file, write_json_atomic
 

@@ -22,9 +22,8 @@ from click.testing import CliRunner
 from mfu_sweep.cli import main
 from mfu_sweep.gemm.dtypes import get_dtype
 from mfu_sweep.gemm.shapes import Shape
-from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
-from mfu_sweep.measure.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
-from mfu_sweep.measure.machine import (
+from mfu_sweep.measure.machine.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
+from mfu_sweep.measure.machine.cores import (
     CpuTicks,
     HostMonitor,
     ProcStat,
@@ -35,7 +34,8 @@ from mfu_sweep.measure.machine import (
     parse_proc_stat,
     reading,
 )
-from mfu_sweep.measure.watch import peak_from_probe, spec_clock_ghz
+from mfu_sweep.measure.machine.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
+from mfu_sweep.measure.machine.watch import peak_from_probe, spec_clock_ghz
 from mfu_sweep.records.contention import (
     CONTENDED_SHARE,
     FLAG,

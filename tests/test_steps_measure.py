@@ -73,8 +73,8 @@ def eager_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_eager_training_steps_make_a_valid_step_file(eager_file: Path) -> None:
-    from mfu_sweep.measure.step_models import build
-    from mfu_sweep.measure.step_spec import parse_model_spec
+    from mfu_sweep.measure.steps.models import build
+    from mfu_sweep.measure.steps.spec import parse_model_spec
 
     data = json.loads(eager_file.read_text())
     assert data["schema_version"] == 1 and data["kind"] == "steps" and data["step_kind"] == "train"
@@ -305,7 +305,7 @@ def test_ctrl_c_keeps_finished_runs_and_resume_goes_on(tmp_path: Path) -> None:
 
 
 def test_runs_interleave_by_repeat_cold_before_warm(tmp_path: Path) -> None:
-    from mfu_sweep.measure.steps import CacheDirs, StepPlan, plan_slots
+    from mfu_sweep.measure.steps.loop import CacheDirs, StepPlan, plan_slots
 
     plan = StepPlan(device="cpu", model=TINY, output=tmp_path / "x.json", modes=("compile", "eager"),
                     caches=("warm", "cold"), repeats=2, compile_mode="max-autotune")

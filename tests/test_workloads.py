@@ -408,8 +408,8 @@ def test_grouped_gemm_runs_for_real_on_the_cpu_and_is_checked(spec: str) -> None
 ])
 @pytest.mark.parametrize("model", ["llama-3-8b", "qwen3-32b"])
 def test_size_options_and_sdpa_are_the_gemms_the_built_model_runs(model: str, opts: str) -> None:
-    from mfu_sweep.measure.step_models import build
-    from mfu_sweep.measure.step_spec import parse_model_spec
+    from mfu_sweep.measure.steps.models import build
+    from mfu_sweep.measure.steps.spec import parse_model_spec
 
     spec = parse_model_spec(f"llm:{model}:{opts}")
     work = build(spec, "train")

@@ -127,7 +127,7 @@ def test_every_gemm_survives_optimisation(tmp_path: Path) -> None:
 
 
 def test_ceilings_on_xla(backend: XlaBackend) -> None:
-    from mfu_sweep.measure.ceilings import measure_ceilings
+    from mfu_sweep.measure.checks.ceilings import measure_ceilings
 
     block = measure_ceilings(backend, ["fp32"], [128], FAST)
     assert block["memory_bandwidth"]["gbs"] > 0.1 and block["memory_bandwidth"]["timer"] == "xla"

@@ -93,7 +93,7 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     """
     require_torch("ceilings")
     from mfu_sweep.measure.backends import resolve_device
-    from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
+    from mfu_sweep.measure.checks.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
     from mfu_sweep.records.results import write_json_atomic
     from mfu_sweep.util.outputs import check_output_file, is_stdout
@@ -149,7 +149,7 @@ def selftest(device: str, rel_tol: float, dtypes: tuple[str, ...], as_json: bool
     """
     require_torch("selftest")
     from mfu_sweep.measure.backends import resolve_device
-    from mfu_sweep.measure.selftest import format_table, run_selftest
+    from mfu_sweep.measure.checks.selftest import format_table, run_selftest
 
     backend = resolve_device(device)
     info = backend.describe()

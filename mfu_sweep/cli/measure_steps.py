@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, json_output, label_text, positive_float, require_torch
-from mfu_sweep.measure.step_spec import STEP_DTYPES
+from mfu_sweep.measure.steps.spec import STEP_DTYPES
 
 # The modes each device stack runs a model's step in (the lazy graph is XLA's: torch-xla or XLA torch-neuronx).
 DEVICE_MODES = {"xla": ("lazy",), "cpu": ("eager", "compile"), "cuda": ("eager", "compile"),
@@ -136,8 +136,8 @@ def _plan(device: str, model: str | None, kind: str, modes: tuple[str, ...], com
           caches: tuple[str, ...], repeats: int, steps: int, warmup: int, profile_steps: int, timeout_s: float,
           start_timeout_s: float, dtype: str | None, threads: int | None, output: str, label: str | None,
           resume: bool, force: bool) -> Any:
-    from mfu_sweep.measure.step_spec import check_dtype, parse_model_spec
-    from mfu_sweep.measure.steps import StepPlan
+    from mfu_sweep.measure.steps.loop import StepPlan
+    from mfu_sweep.measure.steps.spec import check_dtype, parse_model_spec
 
     if model is None:
         raise click.UsageError("give --model (llm:..., hf:... or py:FILE.py:FUNCTION), or --resume an existing file")
@@ -162,7 +162,7 @@ def _plan(device: str, model: str | None, kind: str, modes: tuple[str, ...], com
 
 
 def _measure(quiet: bool, **params: Any) -> None:
-    from mfu_sweep.measure.steps import StepsError, environment_note, run_steps
+    from mfu_sweep.measure.steps.loop import StepsError, environment_note, run_steps
     from mfu_sweep.records.step_files import series_line, summary_line
 
     plan = _plan(**params)

@@ -26,9 +26,9 @@ from mfu_sweep import __version__
 from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
 from mfu_sweep.gemm.shapes import DEVICE_MEMORY_FRACTION, Shape, fits_device
 from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
+from mfu_sweep.measure.machine.watch import SweepWatch
 from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
-from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
 from mfu_sweep.records.journal import resume_problem
 from mfu_sweep.records.results import Record, ResultError, Sweep, finish_record, load_sweeps, read_json

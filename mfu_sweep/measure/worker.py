@@ -27,7 +27,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mfu_sweep.measure.memory import oom_kills
+from mfu_sweep.measure.machine.memory import oom_kills
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
 from mfu_sweep.records.results import Record
 from mfu_sweep.util.errors import BackendError
@@ -133,7 +133,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
 def check_throttle_readings(backend: Any) -> None:
     """Refuse ``--on-throttle discard|wait`` (:data:`ON_THROTTLE_ENV`) on a device that reports no throttling,
     before any shape: a policy that cannot see throttling would silently keep everything."""
-    from mfu_sweep.measure.throttle import policy_from_env
+    from mfu_sweep.measure.machine.throttle import policy_from_env
 
     policy = policy_from_env()
     if policy != "keep" and backend.throttle_probe() is None:

@@ -1,7 +1,7 @@
 """Contention: the decision rule on machine readings, and how records measured under it are counted.
 
 A sweep records, for every shape, what else used the device while the shape ran
-(``Record.extra["machine"]``, written by ``mfu_sweep.measure.machine``). This
+(``Record.extra["machine"]``, written by ``mfu_sweep.measure.machine.cores``). This
 module holds the rule that turns such a reading into the ``contended`` flag, the
 per-pass summary a sweep file carries in its ``machine`` block, and the counting
 and exclusion that ``compare``, ``fit``, ``report`` and the figures use. It reads

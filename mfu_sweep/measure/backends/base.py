@@ -20,10 +20,10 @@ import torch
 from mfu_sweep.gemm.dtypes import DType
 from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.operands import Inputs, Unsupported, gemm_call, make_inputs_for
-from mfu_sweep.measure.energy import EnergyReader
-from mfu_sweep.measure.memory import Free
+from mfu_sweep.measure.machine.energy import EnergyReader
+from mfu_sweep.measure.machine.memory import Free
+from mfu_sweep.measure.machine.throttle import Probe
 from mfu_sweep.measure.task import fast_accum_from_env
-from mfu_sweep.measure.throttle import Probe
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
 from mfu_sweep.specs import ChipSpec, Peak, find_chip, get_chip
 
@@ -272,6 +272,7 @@ class TorchBackend:
         return None
 
     def free_memory(self) -> Free | None:
-        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.memory`); None: unknown, no check."""
+        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.machine.memory`); None: unknown, no
+        check."""
         return None
 

@@ -12,7 +12,7 @@ import torch
 from mfu_sweep.gemm.dtypes import DType
 from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
-from mfu_sweep.measure.memory import Free, host_free
+from mfu_sweep.measure.machine.memory import Free, host_free
 from mfu_sweep.measure.task import THREADS_ENV, TIMER_ENV, check_threads
 from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer
 from mfu_sweep.records.fingerprint import cpu_fingerprint, read_meminfo_gib

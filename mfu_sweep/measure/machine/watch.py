@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from mfu_sweep.measure.clockprobe import fma_ceilings, probe_machine
-from mfu_sweep.measure.gpu_neighbours import GpuNeighbours
-from mfu_sweep.measure.machine import HostMonitor, busy_before, machine_block
+from mfu_sweep.measure.machine.clockprobe import fma_ceilings, probe_machine
+from mfu_sweep.measure.machine.cores import HostMonitor, busy_before, machine_block
+from mfu_sweep.measure.machine.gpu_neighbours import GpuNeighbours
 from mfu_sweep.records.contention import CONTENDED_SHARE, MACHINE_FIELD, flag_record, pass_summaries
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.specs import Peak
@@ -62,7 +62,7 @@ def _raise_to_ceilings(peak: Peak, ceilings: Mapping[str, float]) -> tuple[dict[
 
 def peak_from_probe(peak: Peak, device: Mapping[str, Any], probe: Mapping[str, Any],
                     estimate: Callable[..., Peak] = estimate_cpu_peak) -> tuple[Peak, dict[str, Any]]:
-    """(peak, clock block) after the clock and FMA probes (:func:`~mfu_sweep.measure.clockprobe.probe_machine`).
+    """(peak, clock block) after the clock and FMA probes (:func:`~mfu_sweep.measure.machine.clockprobe.probe_machine`).
 
     Only an estimated CPU peak (no ``--chip``, no ``--peak-tflops``) changes: to
     the estimate at the measured clock when that clock beats the spec clock by

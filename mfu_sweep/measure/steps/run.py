@@ -1,6 +1,6 @@
-"""One fresh-process run of a real model's steps: ``python -m mfu_sweep.measure.step_run``.
+"""One fresh-process run of a real model's steps: ``python -m mfu_sweep.measure.steps.run``.
 
-The parent (:mod:`mfu_sweep.measure.step_proc`) writes one JSON request line to the process's stdin; the
+The parent (:mod:`mfu_sweep.measure.steps.proc`) writes one JSON request line to the process's stdin; the
 process answers with JSON event lines on its original stdout (everything torch prints goes to stderr):
 
 - ``{"op": "describe", ...}``: open the device (:func:`mfu_sweep.measure.worker.hello`), build the model
@@ -9,10 +9,10 @@ process answers with JSON event lines on its original stdout (everything torch p
   built (a ``py:`` FUNCTION that raises) is one error line and no file.
 - ``{"op": "run", ...}``: build the model on the device, then ``ready``, one ``step`` event per step as it
   finishes (so the parent can time out a first step that does not), and ``done`` with what the stack
-  exposes (:mod:`mfu_sweep.measure.step_stats`) or ``failed`` with a status (``oom`` or ``error``) and one
+  exposes (:mod:`mfu_sweep.measure.steps.stats`) or ``failed`` with a status (``oom`` or ``error``) and one
   line naming the error class.
 
-A training step is ``zero_grad``, the forward, the loss (:func:`~mfu_sweep.measure.step_models.loss_of`),
+A training step is ``zero_grad``, the forward, the loss (:func:`~mfu_sweep.measure.steps.models.loss_of`),
 the backward and AdamW's step; an inference step the forward under ``torch.inference_mode`` (eager) or
 ``torch.no_grad`` (compile, lazy). The device is synchronised before every clock read; on XLA devices
 that is ``torch_xla.sync()`` (the lazy graph runs: its first step compiles it) and ``wait_device_ops``.
@@ -50,7 +50,7 @@ def _limit_memory() -> None:
 
 def failure(exc: BaseException, backend: Any = None) -> tuple[str, str]:
     """(status, one line) of an exception: ``oom`` for a failed allocation, else ``error`` with its class."""
-    from mfu_sweep.measure.step_models import first_line
+    from mfu_sweep.measure.steps.models import first_line
 
     text = f"{type(exc).__name__}: {first_line(exc)}"
     lowered = text.lower()
@@ -72,7 +72,7 @@ def _step_fn(work: Any, kind: str, mode: str, compile_mode: str | None, backend:
     """The callable of one step (its result is kept until the device is synchronised)."""
     import torch
 
-    from mfu_sweep.measure.step_models import call, loss_of
+    from mfu_sweep.measure.steps.models import call, loss_of
 
     model = work.model
     if mode == "compile":
@@ -112,9 +112,9 @@ def _run(request: dict[str, Any], channel: TextIO) -> None:
 
     from mfu_sweep.gemm.dtypes import get_dtype
     from mfu_sweep.measure.backends import resolve_device
-    from mfu_sweep.measure.step_models import build, place
-    from mfu_sweep.measure.step_spec import parse_model_spec
-    from mfu_sweep.measure.step_stats import finish_stats, gemm_share, peak_memory, reset_peak_memory
+    from mfu_sweep.measure.steps.models import build, place
+    from mfu_sweep.measure.steps.spec import parse_model_spec
+    from mfu_sweep.measure.steps.stats import finish_stats, gemm_share, peak_memory, reset_peak_memory
 
     backend, phase = None, "device"
     try:
@@ -150,8 +150,8 @@ def _run(request: dict[str, Any], channel: TextIO) -> None:
 def _describe(request: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from mfu_sweep.measure.step_models import ModelBuildError, build
-    from mfu_sweep.measure.step_spec import parse_model_spec
+    from mfu_sweep.measure.steps.models import ModelBuildError, build
+    from mfu_sweep.measure.steps.spec import parse_model_spec
     from mfu_sweep.measure.worker import hello
 
     _, info = hello(request["device"], request.get("spec_file"), request.get("chip"))

@@ -41,7 +41,7 @@ from torch import nn
 from mfu_sweep.gemm.llm_options import canonical_llm
 from mfu_sweep.gemm.models import ModelConfig
 from mfu_sweep.gemm.workloads import read_llm_spec
-from mfu_sweep.measure.step_spec import HF_EXTRA, ModelSpec, hf_tokens
+from mfu_sweep.measure.steps.spec import HF_EXTRA, ModelSpec, hf_tokens
 
 
 class ModelBuildError(RuntimeError):

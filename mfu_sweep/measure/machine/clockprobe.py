@@ -203,7 +203,7 @@ def probe_machine(threads: int, timeout_s: float = 60.0) -> dict[str, Any]:
     import sys
 
     try:
-        out = subprocess.run([sys.executable, "-m", "mfu_sweep.measure.clockprobe", str(threads)],
+        out = subprocess.run([sys.executable, "-m", "mfu_sweep.measure.machine.clockprobe", str(threads)],
                              capture_output=True, text=True, timeout=timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"probe process: {type(exc).__name__}: {exc}"[:200]}

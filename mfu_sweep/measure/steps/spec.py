@@ -1,7 +1,7 @@
 """What ``steps --model`` and ``--dtype`` may name, read and checked at the edge without torch.
 
 The parent process of ``mfu-sweep steps`` stays torch-free (as the sweep's does): it parses the model here,
-and the run processes build it (:mod:`mfu_sweep.measure.step_models`).
+and the run processes build it (:mod:`mfu_sweep.measure.steps.models`).
 """
 
 from __future__ import annotations

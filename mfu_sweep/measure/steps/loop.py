@@ -3,7 +3,7 @@
 The plan is every (mode, compile mode, cache, repeat): per repeat, eager, then each cache of compile (and of
 lazy, XLA's graph mode), cold before warm, so repeats interleave and slow drift of the machine spreads
 over every series. Before anything is written a fresh process opens the device and builds the model once
-(:func:`mfu_sweep.measure.step_proc.describe`): a model that cannot be built is one error line, no file.
+(:func:`mfu_sweep.measure.steps.proc.describe`): a model that cannot be built is one error line, no file.
 
 Caches (:class:`CacheDirs`, all in one private temporary folder removed at the end; the user's own cache
 folders are never touched):
@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.measure.machine import HostMonitor
-from mfu_sweep.measure.step_proc import RunOutcome, RunProcess, describe
+from mfu_sweep.measure.machine.cores import HostMonitor
+from mfu_sweep.measure.steps.proc import RunOutcome, RunProcess, describe
 from mfu_sweep.measure.sweep import cold_cache_env, default_label, git_sha, utc_now
 from mfu_sweep.measure.task import THREADS_ENV
 from mfu_sweep.records.contention import is_contended

@@ -1,6 +1,6 @@
-"""The parent's side of one run process (:mod:`mfu_sweep.measure.step_run`): start, limits, kill, the outcome.
+"""The parent's side of one run process (:mod:`mfu_sweep.measure.steps.run`): start, limits, kill, the outcome.
 
-Every run is a fresh ``python -m mfu_sweep.measure.step_run`` in a session of its own, with the environment
+Every run is a fresh ``python -m mfu_sweep.measure.steps.run`` in a session of its own, with the environment
 the caller gives (its private compile caches). Its event lines are read with deadlines:
 
 - until ``ready`` (process start, imports, the model built and placed): ``start_timeout_s``;
@@ -65,7 +65,7 @@ class RunProcess:
         out = RunOutcome()
         try:
             self.popen = subprocess.Popen(
-                [sys.executable, "-m", "mfu_sweep.measure.step_run"], stdin=subprocess.PIPE,
+                [sys.executable, "-m", "mfu_sweep.measure.steps.run"], stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=fd, env=self.env, start_new_session=True, text=True, bufsize=1)
             os.close(fd)
             fd = -1
@@ -186,7 +186,7 @@ def describe(request: Mapping[str, Any], env: Mapping[str, str], timeout_s: floa
     """Ask a fresh run process to open the device and build the model once: its answer (``hello``, ``model``)
     or ``{"error": line}``."""
     try:
-        proc = subprocess.run([sys.executable, "-m", "mfu_sweep.measure.step_run"],
+        proc = subprocess.run([sys.executable, "-m", "mfu_sweep.measure.steps.run"],
                               input=json.dumps(dict(request)), capture_output=True, text=True,
                               env={**os.environ, **env}, timeout=timeout_s, start_new_session=True)
     except subprocess.TimeoutExpired:
