@@ -142,7 +142,7 @@ def main() -> None:
     ap.add_argument("--fit-n-boot", type=int, default=200)
     args = ap.parse_args()
     from mfu_sweep.analysis.fits.fit import fit_series
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
     from mfu_sweep.records.results import load_sweeps
 

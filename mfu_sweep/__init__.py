@@ -53,5 +53,7 @@ MOVED = {
     **{m: f"util.{m}" for m in ("inputs", "jsonio", "outputs", "manifest", "filelock", "names", "progress",
                                  "allocator", "text", "errors", "stats")},
     "present.plot": "present.figures.plot",  # the one import for notebooks
+    "analysis.series": "analysis.ground.series",
+    "analysis.summary": "analysis.ground.summary",
 }
 _install_moved_aliases()

@@ -158,7 +158,7 @@ def fits(paths: Paths, *, model: str = "auto", n_boot: int = 200, seed: int = 0,
     """
     from mfu_sweep.analysis.fits.fit import fit_groups
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.present.export.tables import fit_rows
 
@@ -312,7 +312,7 @@ def gate(paths: Paths, fail_on: str = "slower", metric: str = "tflops", margin: 
     from mfu_sweep.analysis.fleet.gate import device_failure, fleets_and_boards
     from mfu_sweep.analysis.fleet.gate import gate as judge
     from mfu_sweep.analysis.fleet.leaderboard import many_devices
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
 
     rank_kw = {k: options.pop(k) for k in ("alpha", "min_run") if k in options}

@@ -179,7 +179,7 @@ def test_published_pairs_verdicts_agree_with_clear_win_counts_and_with_the_summa
     # real published tables (cited imports): a band whose wins are lopsided beyond doubt (every shape but at
     # most one) is called for its winner, a band is never called for the side that wins fewer of its
     # shapes, and the summary's shares are exactly the band segments' (one verdict per band)
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
     from mfu_sweep.records.results import load_sweeps
 
@@ -315,7 +315,7 @@ def test_mi25_lead_over_adjacent_bands_is_called_though_no_band_is_alone() -> No
     # from 3.2 MFLOP to 3.2 GFLOP; no band survives Holm alone, the run of three does. The lead is the run's:
     # each band stays ambiguous alone (its label is its own evidence) and points at the run (via), the run is
     # reported once, and the sentence and the segment say "taken together"
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
     from mfu_sweep.records.results import load_sweeps
 

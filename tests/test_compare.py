@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, roofline_time, write_sweep
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all, compare_series, format_flops, holm
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run as _apply_min_run

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic_aspect import AspectModel, aspect_calls, split_goals, split_table
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.cli import main
 from mfu_sweep.records.results import load_sweeps

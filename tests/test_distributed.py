@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series, with_peak
+from mfu_sweep.analysis.ground.series import group_series, with_peak
 from mfu_sweep.analysis.sources.merge import merge_files, merge_sweeps
 from mfu_sweep.cli import main
 from mfu_sweep.measure.distributed import placement

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 from synthetic_fleet import fleet_docs  # noqa: E402
 
 from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.present.figures.arrange import make_figures, save_figure  # noqa: E402
 from mfu_sweep.present.figures.fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
 from mfu_sweep.records.results import parse_document  # noqa: E402

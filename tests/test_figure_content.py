@@ -21,8 +21,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from mfu_sweep.analysis.fits.fit import fit_groups  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
-from mfu_sweep.analysis.summary import summarise  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.summary import summarise  # noqa: E402
 from mfu_sweep.present.figures.compile import plot_first_call  # noqa: E402
 from mfu_sweep.present.figures.grid import plot_heatmap  # noqa: E402
 from mfu_sweep.present.figures.mfu import plot_mfu  # noqa: E402

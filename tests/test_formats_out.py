@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import shape_seconds
+from mfu_sweep.analysis.ground.series import shape_seconds
 from mfu_sweep.cli import main
 from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.summary import summarise
+from mfu_sweep.analysis.ground.series import group_series
+from mfu_sweep.analysis.ground.summary import summarise
 from mfu_sweep.cli import main
 from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.headline import sweep_headline

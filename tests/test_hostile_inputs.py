@@ -474,7 +474,7 @@ def test_fit_table_columns_never_run_together() -> None:
     from synthetic import make_sweep_doc
 
     from mfu_sweep.analysis.fits.fit import fit_groups
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.cli.analysis import _fit_line
 
     sweeps = parse_document(make_sweep_doc("chip", P_tflops=100.0, W_tbs=1.0, t0_s=1e-5, seed=3))

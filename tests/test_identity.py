@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from cpuinfo_texts import ZEN4, ZEN5
 from synthetic import make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import SeriesError, group_series
+from mfu_sweep.analysis.ground.series import SeriesError, group_series
 from mfu_sweep.analysis.sources.merge import Relabel, merge_files
 from mfu_sweep.cli import main
 from mfu_sweep.measure.sweep import default_label

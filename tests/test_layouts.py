@@ -11,7 +11,7 @@ import torch
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, make_sweep_doc, square_shapes
 
-from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import SeriesKey, group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.cli import main
 from mfu_sweep.gemm.dtypes import get_dtype

@@ -19,7 +19,7 @@ from mfu_sweep.analysis.fleet.leaderboard import (
     rest_median,
 )
 from mfu_sweep.analysis.fleet.view import fleet_view, replicate_fleets
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import holm
 from mfu_sweep.records.results import parse_document
 

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from synthetic import make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.timing import timing_differences
 from mfu_sweep.cli import main
 from mfu_sweep.gemm.dtypes import DTYPES

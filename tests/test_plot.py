@@ -23,7 +23,7 @@ from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.present.figures import plot as P  # noqa: E402
 from mfu_sweep.records.results import Sweep, parse_document  # noqa: E402
@@ -465,7 +465,7 @@ def test_panels_with_different_bars_share_one_legend_key() -> None:
 def test_speedup_of_repeats_sweeps_uses_the_median_of_the_passes() -> None:
     from synthetic import NOISE_MODELS
 
-    from mfu_sweep.analysis.series import shape_seconds
+    from mfu_sweep.analysis.ground.series import shape_seconds
     from mfu_sweep.present.figures.compile import speedup_points
 
     noise = NOISE_MODELS["per-shape 5%"]

@@ -122,7 +122,7 @@ def test_a_repeats_sweep_gives_each_shape_the_median_of_its_passes() -> None:
     """Before, the last record of a shape won: with shuffled passes, an arbitrary pass."""
     from synthetic import NOISE_MODELS
 
-    from mfu_sweep.analysis.series import shape_seconds
+    from mfu_sweep.analysis.ground.series import shape_seconds
     from mfu_sweep.analysis.steps.gemm_sum import measured_medians
 
     doc = make_sweep_doc("chip", P_tflops=50, W_tbs=1, t0_s=1e-6, flops=[1e8, 1e9, 1e10], n_samples=3,

@@ -33,7 +33,7 @@ from mfu_sweep.analysis.fits.roofline import (
     shape_data,
     shifted,
 )
-from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.gemm.dtypes import get_dtype
 from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.records.results import Record, finish_record

@@ -28,8 +28,8 @@ from synthetic_aspect import SIZES, AspectModel, aspect_effect, curve, draw_side
 from synthetic_bands import PairModel, draw_pair, grid_flops
 from synthetic_refine import Noise, SimDevice, SimSweep, crossing_ratio, no_ratio
 
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.refine.regions import LEAN_P, _flop_leanings, candidate_regions
-from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.bands import Band, RunClaim, bands_and_runs, run_variance
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.analysis.verdicts.comparison import Comparison

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from synthetic_refine import SimDevice, SimSweep, base_time, crossing_ratio
 
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.refine.knees import bends
 from mfu_sweep.analysis.refine.looks import Look, RefineError, current_look, refine_round
 from mfu_sweep.analysis.refine.plan import gap_targets, plan_refinement, shape_file_text, square_near
 from mfu_sweep.analysis.refine.regions import trend_regions
-from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.gemm.shape_files import read_shape_rows
 from mfu_sweep.gemm.shapes import Shape, ShapeError, points_for_range, square_family

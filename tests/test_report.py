@@ -241,8 +241,8 @@ def test_a_series_without_any_peak_is_not_called_vendor_spec() -> None:
 def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass() -> None:
     from synthetic import NOISE_MODELS, make_sweep_doc
 
-    from mfu_sweep.analysis.series import group_series, shape_seconds
-    from mfu_sweep.analysis.summary import summarise
+    from mfu_sweep.analysis.ground.series import group_series, shape_seconds
+    from mfu_sweep.analysis.ground.summary import summarise
     from mfu_sweep.present.export.tables import significant
     from mfu_sweep.present.report.write import performance_facts
 

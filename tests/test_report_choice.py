@@ -17,7 +17,7 @@ from synthetic import make_sweep_doc  # noqa: E402
 from synthetic_fleet import fleet_docs  # noqa: E402
 
 from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.present.figures import choice as figure_choice  # noqa: E402
 from mfu_sweep.present.figures.choice import choose_figures  # noqa: E402
 from mfu_sweep.present.report.write import analyse, write_report  # noqa: E402

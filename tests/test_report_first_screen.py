@@ -182,7 +182,7 @@ def test_a_runs_conclusion_is_said_as_the_runs_never_copied_onto_its_bands() -> 
     3.2 GFLOP is called alone, the run of the three is (tests/test_bands.py). The strip keeps each band's own
     verdict, the sentence and the summary say the lead as the run's, and the report's band table and export
     --what bands print the analysis' own band call (Band.call), the run's range beside it."""
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
     from mfu_sweep.present.export.tables import bands_table
     from mfu_sweep.present.report.compare import band_table

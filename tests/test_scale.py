@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from mfu_sweep.analysis.fits import lsq
 from mfu_sweep.analysis.fits.fit import fit_series
 from mfu_sweep.analysis.fits.roofline import shape_data
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.cli import main
 from mfu_sweep.gemm.shape_files import PLAIN_HEADER, _csv_values, _plain_row, _shape_row, read_shape_rows
 from mfu_sweep.gemm.shapes import Shape, ShapeError

@@ -225,8 +225,8 @@ def test_import_deepbench_lets_no_openpyxl_warning_through(tmp_path: Path) -> No
 def test_compare_shows_each_shape_at_the_reports_value() -> None:
     """The reference Zen 5 file (5 passes): compare's per-shape values are the summary's, which the report,
     analysis.json and the figures show (bf16 1024³ was 0.7751 in compare, 0.781 in the report)."""
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.analysis.summary import shape_points
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.analysis.ground.summary import shape_points
     from mfu_sweep.analysis.verdicts.compare import compare_all
     from mfu_sweep.records.results import load_sweeps
 

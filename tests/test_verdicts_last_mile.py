@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.bands import SAME, bands_and_runs, run_variance
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.cli import main

@@ -160,7 +160,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     """
     from mfu_sweep.analysis.fits.fit import fit_groups
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
 
     loaded = load_files(files)
@@ -372,7 +372,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
     from mfu_sweep.cli import board as ranked
     from mfu_sweep.records.contention import contention_reason
@@ -471,7 +471,7 @@ def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) 
     """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
     if metric != "mfu" or not comps:
         return []
-    from mfu_sweep.analysis.series import SeriesKey, group_series
+    from mfu_sweep.analysis.ground.series import SeriesKey, group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
 
     series = group_series(sweeps)

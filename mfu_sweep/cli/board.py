@@ -34,7 +34,7 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
     notes ``compare`` prints before its boards; None when the files are better loaded whole: no more than
     :data:`HANDFUL` files, too few devices to rank, or a case the digests cannot answer as the records would
     (see the module docstring). No note is printed then, so the whole path prints each once."""
-    from mfu_sweep.analysis.series import SeriesError
+    from mfu_sweep.analysis.ground.series import SeriesError
     from mfu_sweep.analysis.sources import digest_series as ds
     from mfu_sweep.analysis.sources.cache import DigestCache
     from mfu_sweep.analysis.sources.reading import read_digests, workers_for

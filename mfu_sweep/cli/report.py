@@ -70,7 +70,7 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     ``then`` (the output check) runs once the files are read and selected, before the imports that take
     seconds (matplotlib, scipy) and the work.
     """
-    from mfu_sweep.analysis.series import check_labels
+    from mfu_sweep.analysis.ground.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.analysis.steps.step_files import select_runs
     from mfu_sweep.cli.contended import apply

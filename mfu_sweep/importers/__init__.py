@@ -6,6 +6,9 @@ One module per source format (``xla_perf_table``, ``deepbench``,
 "imported"`` plus an ``import`` provenance block). :func:`import_sources` is
 what ``mfu-sweep import`` calls. Only ground modules are imported here (results,
 shapes, dtypes, specs); no click, no torch.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``) and itself; never ``measure/``,
+``analysis/``, ``present/``, ``workflow/``, ``cli/``, torch, matplotlib or Click.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The few lines a command ends (``sweep``) or opens (``compare``) with: the result in one glance.
 
 ``sweep`` ends with the best throughput and MFU of each series with the shape that reached it (the
-numbers of :mod:`mfu_sweep.analysis.summary`, the same as the report's), the fitted compute ceiling
+numbers of :mod:`mfu_sweep.analysis.ground.summary`, the same as the report's), the fitted compute ceiling
 when the shapes constrain it, and the command to look further::
 
     from mfu_sweep.present.headline import sweep_headline
@@ -21,8 +21,8 @@ from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.summary import SeriesSummary, summarise
+from mfu_sweep.analysis.ground.series import group_series
+from mfu_sweep.analysis.ground.summary import SeriesSummary, summarise
 from mfu_sweep.present.export.tables import significant
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.text import format_flops

@@ -10,8 +10,8 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fits.fit import RooflineFit
-from mfu_sweep.analysis.series import Series, group_series
-from mfu_sweep.analysis.summary import shape_point, shape_records
+from mfu_sweep.analysis.ground.series import Series, group_series
+from mfu_sweep.analysis.ground.summary import shape_point, shape_records
 from mfu_sweep.present.figures.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, series_colors
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.records.summaries import available
@@ -77,7 +77,7 @@ def time_interval(record: Record) -> tuple[tuple[float, float] | None, str | Non
 
 
 def shape_groups(series: Series) -> list[list[Record]]:
-    """The records of each shape, in FLOP order (:func:`mfu_sweep.analysis.summary.shape_records`)."""
+    """The records of each shape, in FLOP order (:func:`mfu_sweep.analysis.ground.summary.shape_records`)."""
     return shape_records(series)
 
 

@@ -4,6 +4,8 @@ The data lives in ``chips.toml`` beside this module. ``load_chips`` reads it
 (or a user's ``--spec-file``) into frozen :class:`ChipSpec` objects;
 ``find_chip`` maps what a framework reports (a CUDA device name, an XLA device
 kind) to an entry; :class:`Peak` is the ``peak`` block of a result file.
+
+May import: ``util/`` and ``gemm/`` (dtypes); never ``records/``, a stage, torch, matplotlib or Click.
 """
 
 from __future__ import annotations

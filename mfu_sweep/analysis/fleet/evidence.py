@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtr, stdtrit
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.sources.medians import shape_table
 from mfu_sweep.util.text import format_flops
 

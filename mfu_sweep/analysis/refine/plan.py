@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.refine.looks import (
     DEFAULT_ALPHA,
     FAMILY_PREFIX,
@@ -42,7 +43,6 @@ from mfu_sweep.analysis.refine.looks import (
     shape_passes,
 )
 from mfu_sweep.analysis.refine.regions import Region, candidate_regions, crossover_regions
-from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
 from mfu_sweep.gemm.shapes import Shape, parse_shape, size_align
@@ -395,7 +395,7 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     RefineError
         One device only (without ``bends_only``), or no pair that can be compared.
     """
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
 
     if max_shapes < 1:

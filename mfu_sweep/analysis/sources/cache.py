@@ -34,7 +34,7 @@ SIZE_ENV = "MFU_SWEEP_CACHE_MB"
 MAX_BYTES = 1 << 30  # 1 GiB: the digests of a 32,768-file fleet take about a tenth of it
 # What a digest holds and which files pass: a change to any of these changes the namespace.
 KEYED_MODULES = ("records/results.py", "records/checks.py", "util/inputs.py", "records/journal.py", "util/jsonio.py",
-                 "records/contention.py", "gemm/shapes.py", "analysis/series.py", "analysis/sources/medians.py",
+                 "records/contention.py", "gemm/shapes.py", "analysis/ground/series.py", "analysis/sources/medians.py",
                  "analysis/sources/digest.py")
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.series import usable
+from mfu_sweep.analysis.ground.series import usable
 from mfu_sweep.analysis.sources.medians import ShapeTable, pooled_table
 from mfu_sweep.records.contention import flagged_summary, is_flagged
 from mfu_sweep.records.results import Record, Sweep

@@ -30,7 +30,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.analysis.series import check_labels, host_of, sweep_order
+from mfu_sweep.analysis.ground.series import check_labels, host_of, sweep_order
 from mfu_sweep.records.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json, screen
 from mfu_sweep.records.shards import check_shards
 from mfu_sweep.util.names import has_control

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.analysis.series import SeriesError
+from mfu_sweep.analysis.ground.series import SeriesError
 from mfu_sweep.records.results import Sweep
 
 # Settings that change what a record measures (missing: the default older files ran with).

@@ -45,7 +45,7 @@ from itertools import combinations
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.verdicts.comparison import (
     METRICS,
     CompareError,
@@ -218,7 +218,7 @@ def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: s
                    b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
                    on_error: OnError | None = None, on_skip: OnError | None = None,
                    on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
-    """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.series.group_series``).
+    """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.ground.series.group_series``).
 
     Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
     (``a`` becomes the first series of its pairs). See :func:`compare_all` for

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series, why_unfittable
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts import segments as band_segments
 from mfu_sweep.analysis.verdicts.bands import Band, bands_and_runs, method_edges, run_variance
 from mfu_sweep.analysis.verdicts.comparison import (
@@ -88,7 +88,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
     Parameters
     ----------
     a, b:
-        Series from :func:`mfu_sweep.analysis.series.group_series`; ratios are a/b.
+        Series from :func:`mfu_sweep.analysis.ground.series.group_series`; ratios are a/b.
     metric:
         ``"mfu"`` (needs a peak for both) or ``"tflops"``.
     seed:

@@ -7,6 +7,9 @@ imports without any accelerator software installed. A backend class may
 define ``available()`` (and a stricter ``auto_available()`` for ``auto``);
 its constructor raises :class:`BackendError` with the reason when the
 device is absent or the index is out of range.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), torch and the rest of ``measure/``; never
+``analysis/``, ``present/``, ``workflow/``, ``cli/``, matplotlib or Click.
 """
 
 from __future__ import annotations

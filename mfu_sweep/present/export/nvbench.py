@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep import __version__
-from mfu_sweep.analysis.series import shape_seconds, sweep_order, usable
+from mfu_sweep.analysis.ground.series import shape_seconds, sweep_order, usable
 from mfu_sweep.gemm.shapes import Shape, format_groups
 from mfu_sweep.records.results import Record, Sweep, load_sweeps, write_json_atomic
 from mfu_sweep.util.outputs import OutputError, check_output_file, check_suffix

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
-from mfu_sweep.analysis.series import SeriesKey, sweep_order
+from mfu_sweep.analysis.ground.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, Crossover, compare_all
 from mfu_sweep.present.export.steps import steps_display, steps_rows
 from mfu_sweep.present.report.render import md_cell, md_text, plain

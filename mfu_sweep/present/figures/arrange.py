@@ -16,7 +16,7 @@ from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
-from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import SeriesKey, group_series
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.figures.choice import FigureChoice

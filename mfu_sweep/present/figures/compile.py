@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     BARS_PREFIX,

@@ -10,7 +10,7 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from mfu_sweep.analysis.series import shape_seconds
+from mfu_sweep.analysis.ground.series import shape_seconds
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     STATUS_ABBREV,

@@ -13,7 +13,7 @@ from matplotlib.patches import Patch
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import SeriesKey
+from mfu_sweep.analysis.ground.series import SeriesKey
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     CROSSOVER_STYLE,

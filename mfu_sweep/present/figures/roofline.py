@@ -11,7 +11,7 @@ from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     SHARED_ROOF_COLOR,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mfu_sweep.analysis.series import SeriesKey
+from mfu_sweep.analysis.ground.series import SeriesKey
 from mfu_sweep.analysis.verdicts.compare import Comparison, format_flops
 from mfu_sweep.present.report.blocks import Block, Bullets, Heading, Para, Table
 from mfu_sweep.present.words import metric_name, metric_phrase

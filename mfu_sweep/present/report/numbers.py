@@ -1,6 +1,6 @@
 """The report's numbers per series (summary table cells, series facts, JSON), all from one summary.
 
-Both the summary table and the series section format :func:`mfu_sweep.analysis.summary.summarise`
+Both the summary table and the series section format :func:`mfu_sweep.analysis.ground.summary.summarise`
 with the same formatters, and ``analysis.json`` stores the same summary unformatted, so the three
 cannot disagree (``tests/test_report_numbers.py`` reads them back and checks).
 """
@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit
-from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.analysis.summary import SeriesSummary, summarise
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
+from mfu_sweep.analysis.ground.summary import SeriesSummary, summarise
 from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.figures.theme import INTERVAL_TEXT
 from mfu_sweep.present.select import shape_groups, shape_interval_kind
@@ -27,7 +27,7 @@ def percent(fraction: float) -> str:
 
 
 def summaries(series: Mapping[SeriesKey, Series]) -> dict[SeriesKey, SeriesSummary]:
-    """:func:`~mfu_sweep.analysis.summary.summarise` of every series."""
+    """:func:`~mfu_sweep.analysis.ground.summary.summarise` of every series."""
     return {key: summarise(s) for key, s in series.items()}
 
 
@@ -46,7 +46,7 @@ def best_cell(summary: SeriesSummary | None) -> str:
 def performance_facts(summary: SeriesSummary | None, metric: str) -> list[tuple[str, str]]:
     """MFU range over the shapes, the best shape and the TFLOP/s range, as (name, text) rows.
 
-    One value per shape (:mod:`mfu_sweep.analysis.summary`), the same numbers as the summary table.
+    One value per shape (:mod:`mfu_sweep.analysis.ground.summary`), the same numbers as the summary table.
     """
     if summary is None:
         return [("performance", "no usable record (every shape failed)")]

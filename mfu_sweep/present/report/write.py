@@ -30,9 +30,9 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, Leaderboard, leaderboards, many_devices
 from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_fleets
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series, with_peak
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series, with_peak
+from mfu_sweep.analysis.ground.summary import SeriesSummary
 from mfu_sweep.analysis.steps.step_files import StepFile
-from mfu_sweep.analysis.summary import SeriesSummary
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.figures.arrange import blank_notes, heatmap_stem, make_figures, save_figure
@@ -74,7 +74,7 @@ class Analysis:
     Attributes
     ----------
     series:
-        ``SeriesKey -> Series`` (``mfu_sweep.analysis.series.group_series``).
+        ``SeriesKey -> Series`` (``mfu_sweep.analysis.ground.series.group_series``).
     fits:
         Roofline fits of the series that have enough shapes.
     unfitted:
@@ -100,7 +100,7 @@ class Analysis:
         instead of the pairwise comparisons, and what it left out.
     skipped:
         With ``metric="mfu"``, a note per dtype and mode compared by TFLOP/s for want of a peak, then the peak
-        notes of the series (``mfu_sweep.analysis.series.Series.notes``); also the first of ``compare_notes``.
+        notes of the series (``mfu_sweep.analysis.ground.series.Series.notes``); also the first of ``compare_notes``.
     step_files, exclude_contended:
         Step files (``mfu-sweep steps``) whose measured steps the time-to-N section and figure show, and
         whether their contended runs are left out (:func:`write_report` sets them).
@@ -124,7 +124,7 @@ class Analysis:
 
     @cached_property
     def summaries(self) -> Mapping[SeriesKey, SeriesSummary]:
-        """:func:`~mfu_sweep.analysis.summary.summarise` of every series, once for the tables and the JSON."""
+        """:func:`~mfu_sweep.analysis.ground.summary.summarise` of every series, once for the tables and the JSON."""
         return summarise_all(self.series)
 
 

@@ -9,7 +9,7 @@ usable records (status ``ok`` or ``mismatch``, with samples) of every sweep into
 series sorted by FLOPs; fitting, comparison, plots and reports start from here::
 
     from mfu_sweep.records.results import load_sweeps
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
 
     for key, series in group_series(load_sweeps(["a.json", "b.json"])).items():
         print(key, len(series.records), series.peak_tflops)

@@ -4,15 +4,15 @@ Every view that shows these numbers (the report's summary table and series
 section, its ``analysis.json``, the figures' points, the headline a sweep ends
 with) takes them from here, so they cannot disagree::
 
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.analysis.summary import summarise
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.analysis.ground.summary import summarise
     from mfu_sweep.records.results import load_sweeps
 
     for key, series in group_series(load_sweeps(["sweeps/amd-epyc-zen5-cpu.json"])).items():
         s = summarise(series)
         print(key, s.best.shape, s.best.tflops, s.mfu_low and s.mfu_low.mfu)
 
-One shape is one point: its time is :func:`~mfu_sweep.analysis.series.shape_seconds`
+One shape is one point: its time is :func:`~mfu_sweep.analysis.ground.series.shape_seconds`
 (the median of the pass medians of a ``--repeats`` sweep, else the record's median),
 never an arbitrary or the luckiest pass.
 """
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.series import Series, SeriesKey, shape_seconds
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, shape_seconds
 from mfu_sweep.records.results import Record
 
 
