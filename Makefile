@@ -20,6 +20,8 @@ XLA_VENV ?= .venv-xla
 XLA_BIN := $(XLA_VENV)/bin
 XLA_STAMP := $(XLA_VENV)/.installed
 XLA_TESTS ?= 1
+# pytest-xdist workers for make test: one per core (CI's two cores run the suite in about half the time); 1 = no workers
+TEST_WORKERS ?= auto
 
 .PHONY: venv sweep test plots lint clean venv-xla test-xla gpu-wheels published mutants calibration docs \
 	steps-reference steps-calibration package-check model-steps-reference steps-accuracy
@@ -72,7 +74,7 @@ test: $(STAMP)
 ifeq ($(XLA_TESTS),1)
 	@test -f $(XLA_STAMP) || echo "note: after the suite, $(XLA_NOTE)"
 endif
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS))
 ifeq ($(XLA_TESTS),1)
 	$(MAKE) test-xla
 endif

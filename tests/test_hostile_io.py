@@ -64,7 +64,12 @@ def fifo(path: Path) -> Path:
 def unix_socket(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.bind(str(path))
+    here = os.getcwd()
+    os.chdir(path.parent)  # bound by its bare name: a pytest-xdist temp path passes AF_UNIX's 108-byte limit
+    try:
+        sock.bind(path.name)
+    finally:
+        os.chdir(here)
     sock.close()  # the socket file stays in the file system
     return path
 
