@@ -145,7 +145,7 @@ def steps(files: list[str], out: Path, baseline: str) -> list[tuple[str, list[st
     cli = [sys.executable, "-m", "mfu_sweep"]
     listing = out / "files.txt"
     listing.write_text("\n".join(files))
-    load = [sys.executable, "-c", "import sys; from mfu_sweep.results import load_sweeps; "
+    load = [sys.executable, "-c", "import sys; from mfu_sweep.records.results import load_sweeps; "
             "load_sweeps(open(sys.argv[1]).read().split())", str(listing)]
     gate = [*cli, "compare", *files, "--fail-on", "slower"]
     return [("load", load), ("fit", [*cli, "fit", *files]),

@@ -58,11 +58,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from synthetic_bands import MAMF_SIZES, PairModel, band_calls, disjoint_calls, grid_flops, seed_like  # noqa: E402
 
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.bands import band_edges  # noqa: E402
 from mfu_sweep.analysis.verdicts.compare import compare_across, compare_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.evidence import holm  # noqa: E402
-from mfu_sweep.results import load_sweeps  # noqa: E402
+from mfu_sweep.records.results import load_sweeps  # noqa: E402
 
 FLOPS = grid_flops()
 

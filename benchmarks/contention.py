@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from mfu_sweep.contention import CONTENDED_SHARE, contention_share, pass_summaries
-from mfu_sweep.measure.clockprobe import measure_clock
-from mfu_sweep.measure.machine import HostMonitor, busy_before
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.measure.machine.clockprobe import measure_clock
+from mfu_sweep.measure.machine.cores import HostMonitor, busy_before
 from mfu_sweep.measure.sweep import SweepPlan, run_sweep
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.contention import CONTENDED_SHARE, contention_share, pass_summaries
 
 BUSY = [sys.executable, "-c", "import time\nend = time.time() + 600\nwhile time.time() < end: pass"]
 

@@ -48,8 +48,8 @@ TRUTH = {"P_tflops": 600.0, "W_tbs": 2.0, "t0_s": 2e-6}
 
 def _fit_pair(model: NoiseModel, seed: int, repeats: int, shuffle: bool, n_boot: int):  # noqa: ANN202
     from mfu_sweep.analysis.fits.fit import fit_series
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.records.results import parse_document
 
     flops = list(np.geomspace(1e6, 1e13, 48))
     docs = [make_sweep_doc(label, flops=flops, seed=2 * seed + k, noise_model=model, repeats=repeats,

@@ -76,10 +76,10 @@ def timer_median(tb, torch, size: int, dtype: str, threads: int, operands: str, 
     torch.manual_seed(0)
     tdt = getattr(torch, DTYPES[dtype])
     if operands == "rotate":
-        from mfu_sweep.dtypes import get_dtype
+        from mfu_sweep.gemm.dtypes import get_dtype
+        from mfu_sweep.gemm.shapes import Shape
         from mfu_sweep.measure.backends.cpu import CpuBackend
         from mfu_sweep.measure.bench import input_sets
-        from mfu_sweep.shapes import Shape
 
         backend, shape, dt = CpuBackend(), Shape(1, size, size, size), get_dtype(dtype)
         sets = input_sets(shape, dt, backend.rotation_bytes())

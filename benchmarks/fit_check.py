@@ -30,8 +30,8 @@ def synthetic_series() -> list:
     import numpy as np
     from synthetic import make_sweep_doc
 
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.records.results import parse_document
 
     flops = [float(f) for f in np.geomspace(1e6, 2e12, 40)]
     mixed = [f"{m}x{m}x{k}" for m in (256, 1024, 2048, 4096, 8192) for k in (64, 256, 512, 1024, 2048, 4096, 8192,
@@ -52,8 +52,8 @@ def cpu(fn, *args, **kw):  # noqa: ANN001, ANN002, ANN003, ANN201
 def main() -> None:
     from mfu_sweep.analysis.fits.fit import fit_series
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.records.results import load_sweeps
 
     files = sys.argv[1:] or sorted(glob.glob(str(ROOT / "sweeps" / "*.json")))
     sweeps = load_sweeps(files)

@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from mfu_sweep.analysis.fleet.gate import gate  # noqa: E402
 from mfu_sweep.analysis.fleet.view import FleetView, fleet_view  # noqa: E402
-from mfu_sweep.analysis.series import Series, group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import Series, group_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN  # noqa: E402
-from mfu_sweep.results import load_sweeps  # noqa: E402
+from mfu_sweep.records.results import load_sweeps  # noqa: E402
 
 NODE = "gpu3"
 STAMP = "2025-01-05-06-20-34"

@@ -22,8 +22,8 @@ BAD = ("error", "mismatch", "oom", "timeout")
 def statuses(path: Path) -> Counter[str]:
     """Record statuses of a result file (its journal folded in, as every reader does); of a step file
     (``mfu-sweep steps``), its runs' statuses."""
-    from mfu_sweep.results import load_sweeps, read_json
-    from mfu_sweep.step_files import is_step_document, parse_step_document
+    from mfu_sweep.records.results import load_sweeps, read_json
+    from mfu_sweep.records.step_files import is_step_document, parse_step_document
 
     data = read_json(path)
     if is_step_document(data):

@@ -19,8 +19,8 @@ RT = "mfu_sweep/analysis/verdicts/run_test.py"
 BT = "mfu_sweep/analysis/verdicts/band_tests.py"
 FE, FC = "mfu_sweep/analysis/fleet/evidence.py", "mfu_sweep/analysis/fleet/cells.py"
 SD = "mfu_sweep/analysis/steps/draws.py"
-CK, TB, LY, ST = ("mfu_sweep/checks.py", "mfu_sweep/importers/tritonbench.py", "mfu_sweep/measure/layouts.py",
-                  "mfu_sweep/stats.py")
+CK, TB, LY, ST = ("mfu_sweep/records/checks.py", "mfu_sweep/importers/tritonbench.py", "mfu_sweep/measure/layouts.py",
+                  "mfu_sweep/util/stats.py")
 PE, PS, PIN, OR = ("tests/test_properties_evidence.py", "tests/test_properties_steps.py",
                    "tests/test_properties_inputs.py", "tests/test_oracles.py")
 

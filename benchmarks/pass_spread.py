@@ -17,7 +17,7 @@ import statistics
 import sys
 from collections import defaultdict
 
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 
 def main(paths: list[str]) -> None:

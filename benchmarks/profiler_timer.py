@@ -23,11 +23,11 @@ import sys
 
 import torch
 
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends import resolve_device
 from mfu_sweep.measure.bench import run_task
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.shapes import Shape
 
 GOAL = 0.05
 

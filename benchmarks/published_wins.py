@@ -15,7 +15,7 @@ import math
 import statistics
 from pathlib import Path
 
-from mfu_sweep.results import Sweep, load_sweeps
+from mfu_sweep.records.results import Sweep, load_sweeps
 
 PAIRS = (
     ("bf16", "sm_100_B200", "sm_90"),

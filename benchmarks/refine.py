@@ -39,7 +39,7 @@ from synthetic_refine import SimDevice, SimSweep, crossing_ratio  # noqa: E402  
 from mfu_sweep.analysis.refine.looks import DEFAULT_LOOKS  # noqa: E402
 from mfu_sweep.analysis.refine.plan import plan_refinement  # noqa: E402
 from mfu_sweep.analysis.verdicts.compare import compare_all  # noqa: E402
-from mfu_sweep.shapes import points_for_range, square_family  # noqa: E402
+from mfu_sweep.gemm.shapes import points_for_range, square_family  # noqa: E402
 
 TRUTH = (8.5, 11.0)  # log10 FLOPs of the planted crossovers
 RANGE = (1e6, 1e13)

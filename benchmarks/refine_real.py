@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from mfu_sweep.analysis.verdicts.compare import compare_all
-from mfu_sweep.results import load_sweeps
-from mfu_sweep.shapes import points_for_range
+from mfu_sweep.gemm.shapes import points_for_range
+from mfu_sweep.records.results import load_sweeps
 
 COMMON = ["--device", "cpu", "--dtype", "fp32", "--budget-s", "0.05", "--repeats", "3", "--no-check",
           "--isolate", "none", "--quiet"]

@@ -45,8 +45,8 @@ import sys
 sys.path.insert(0, {tests!r})
 import numpy as np
 from synthetic import make_sweep_doc
-from mfu_sweep import jsonio
-from mfu_sweep.shapes import Shape
+from mfu_sweep.util import jsonio
+from mfu_sweep.gemm.shapes import Shape
 n = {records} // 4
 rng = np.random.default_rng(0)
 docs = []

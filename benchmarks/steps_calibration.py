@@ -32,7 +32,7 @@ from synthetic_steps import FAMILY, FIRST_NOISE, STEADY_NOISE, step_sweep  # noq
 
 from mfu_sweep.analysis.steps.costs import collect_costs  # noqa: E402
 from mfu_sweep.analysis.steps.time_to_n import predict_steps  # noqa: E402
-from mfu_sweep.workloads import resolve_family  # noqa: E402
+from mfu_sweep.gemm.workloads import resolve_family  # noqa: E402
 
 GEMMS = resolve_family(FAMILY)
 CASES = {

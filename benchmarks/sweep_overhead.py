@@ -47,8 +47,8 @@ SEED_SHAPE = "64x64x64"
 
 def child(out: str, args: list[str]) -> None:
     """Run ``mfu-sweep ARGS`` in this process, counting what it writes; the counts go to ``out`` as JSON."""
-    from mfu_sweep import journal, results
     from mfu_sweep.cli import main
+    from mfu_sweep.records import journal, results
 
     lines: list[int] = []
     whole: list[int] = []
@@ -87,8 +87,8 @@ def seed_record(tmp: Path) -> dict[str, Any]:
 
 def padded(seed: dict[str, Any], n: int, path: Path) -> Path:
     """``seed`` with its record copied under ``n`` made-up shapes (SYNTHETIC padding), none of the new shapes."""
-    from mfu_sweep.dtypes import get_dtype
-    from mfu_sweep.shapes import Shape
+    from mfu_sweep.gemm.dtypes import get_dtype
+    from mfu_sweep.gemm.shapes import Shape
 
     doc = copy.deepcopy(seed)
     (rec,) = doc["records"]
@@ -172,7 +172,7 @@ def reading_part(seed: dict[str, Any], rounds: int, tmp: Path) -> None:
     cli = [sys.executable, "-m", "mfu_sweep"]
     steps = {"validate": [*cli, "validate", str(path)],
              "merge -o": [*cli, "merge", str(path), "-o", str(tmp / "merged.json"), "--force"],
-             "load_sweeps": [sys.executable, "-c", f"from mfu_sweep.results import load_sweeps; "
+             "load_sweeps": [sys.executable, "-c", f"from mfu_sweep.records.results import load_sweeps; "
                                                    f"load_sweeps([{str(path)!r}])"]}
     print(f"\n# reading a 10,125-record sweep ({path.stat().st_size / 1e6:.1f} MB), each step its own process")
     for name, cmd in steps.items():

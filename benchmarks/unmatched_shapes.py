@@ -39,11 +39,11 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from synthetic_aspect import AspectModel, aspect_calls, curve, draw_sides, split_goals, split_table  # noqa: E402
 
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.bands import band_verdicts  # noqa: E402
 from mfu_sweep.analysis.verdicts.compare import compare_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.curves import _log_metric  # noqa: E402
-from mfu_sweep.results import load_sweeps  # noqa: E402
+from mfu_sweep.records.results import load_sweeps  # noqa: E402
 
 LEAD = math.log(1.1)
 

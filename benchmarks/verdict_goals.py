@@ -48,7 +48,7 @@ def sheet_rows(path: Path) -> dict[str, int]:
 
 
 def deepbench_table(published: Path) -> None:
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     print("| chip | sheet rows per sheet | imported records per dtype | layouts |")
     print("|---|---|---|---|")
@@ -142,9 +142,9 @@ def main() -> None:
     ap.add_argument("--fit-n-boot", type=int, default=200)
     args = ap.parse_args()
     from mfu_sweep.analysis.fits.fit import fit_series
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     if (ROOT / "data" / "published" / "deepbench").is_dir():
         deepbench_table(args.published)

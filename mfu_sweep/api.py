@@ -31,7 +31,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mfu_sweep.results import Sweep, load_sweeps
+from mfu_sweep.records.results import Sweep, load_sweeps
 
 if TYPE_CHECKING:  # pandas is imported when a table is built (pandas_module)
     import pandas as pd
@@ -94,14 +94,14 @@ def load(paths: Paths, *, dtype: str | Sequence[str] | None = None, mode: str | 
     """
     import warnings
 
-    from mfu_sweep.contention import exclude_contended as without_contended
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.contention import exclude_contended as without_contended
+    from mfu_sweep.records.summaries import filter_sweeps
 
     on_invalid = (lambda note: warnings.warn(note, stacklevel=3)) if allow_invalid else None
     sweeps = load_sweeps(_paths(paths), on_invalid=on_invalid)
     dtypes, modes = _names(dtype), _names(mode)
     if dtypes or modes:
-        from mfu_sweep.dtypes import canonical_dtype
+        from mfu_sweep.gemm.dtypes import canonical_dtype
 
         sweeps = filter_sweeps(sweeps, [canonical_dtype(d) for d in dtypes], modes)
     if exclude_contended:
@@ -145,7 +145,7 @@ def records(paths: Paths, **options: Any) -> pd.DataFrame:
 
     ``options`` are :func:`load`'s (``dtype``, ``mode``, ``exclude_contended``, ``allow_invalid``).
     """
-    from mfu_sweep.present.export import record_rows
+    from mfu_sweep.present.export.tables import record_rows
 
     return _frame(record_rows(load(paths, **options)), RECORD_COLUMNS)
 
@@ -158,9 +158,9 @@ def fits(paths: Paths, *, model: str = "auto", n_boot: int = 200, seed: int = 0,
     """
     from mfu_sweep.analysis.fits.fit import fit_groups
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
-    from mfu_sweep.present.export import fit_rows
+    from mfu_sweep.present.export.tables import fit_rows
 
     sweeps = load(paths, **options)
     check_pooling(sweeps)
@@ -178,7 +178,7 @@ def _comparisons(paths: Paths, metric: str, margin: float, use_fit: bool, option
     """``compare``'s pairs (``a``/``b`` select them) and its notes (pairs skipped, contention)."""
     from mfu_sweep.analysis.sources.runs import check_pooling, pick_runs
     from mfu_sweep.analysis.verdicts.compare import compare_all
-    from mfu_sweep.contention import contention_reason
+    from mfu_sweep.records.contention import contention_reason
 
     a, b = options.pop("a", None), options.pop("b", None)
     compare_kw = {k: options.pop(k) for k in ("alpha", "min_run", "seed", "fit_n_boot") if k in options}
@@ -211,7 +211,7 @@ def bands(paths: Paths, metric: str = "tflops", margin: float = 0.02, **options:
         ``a``, ``b`` (labels or ``[FILE:]LABEL[/DTYPE[/MODE]]`` selectors, as ``--a``/``--b``), ``alpha``,
         ``min_run``, ``seed``, and :func:`load`'s ``dtype``, ``mode``, ``exclude_contended``, ``allow_invalid``.
     """
-    from mfu_sweep.present.export import band_rows
+    from mfu_sweep.present.export.tables import band_rows
 
     comps, notes = _comparisons(paths, metric, margin, False, dict(options))
     rows = [{**r, "model_based": r["n_shapes"] - r["matched"]} for r in band_rows(comps)]
@@ -225,7 +225,7 @@ def crossovers(paths: Paths, metric: str = "tflops", margin: float = 0.02, **opt
 
     Options as :func:`bands`, and ``fit_n_boot`` (bootstrap resamples of each fit, 200).
     """
-    from mfu_sweep.present.export import crossover_rows
+    from mfu_sweep.present.export.tables import crossover_rows
 
     comps, notes = _comparisons(paths, metric, margin, True, dict(options))
     rows = [{("from_label" if k == "from" else "to_label" if k == "to" else k): v for k, v in r.items()}
@@ -264,7 +264,7 @@ def steps(paths: Paths, steps: int | str | Iterable[int | str] | None = None, *,
     """
     from mfu_sweep.analysis.steps.counts import parse_steps
     from mfu_sweep.analysis.steps.time_to_n import predict_steps
-    from mfu_sweep.present.export_steps import result_rows
+    from mfu_sweep.present.export.steps import result_rows
 
     sweeps = load(paths, **options)
     counts = None if steps is None else parse_steps([str(s) for s in ([steps] if isinstance(steps, (int, str))
@@ -276,10 +276,10 @@ def steps(paths: Paths, steps: int | str | Iterable[int | str] | None = None, *,
 
 def _workloads(sweeps: Sequence[Sweep], model: str | None, dtype: str | None) -> list[tuple[str, Any]]:
     """(dtype, GEMMs) of ``model`` (in ``dtype``, or each dtype its records hold), or of every family held."""
-    from mfu_sweep.dtypes import canonical_dtype
-    from mfu_sweep.present.export_steps import NO_FAMILY
-    from mfu_sweep.present.report_steps import family_workloads
-    from mfu_sweep.workloads import resolve_family
+    from mfu_sweep.gemm.dtypes import canonical_dtype
+    from mfu_sweep.gemm.workloads import resolve_family
+    from mfu_sweep.present.export.steps import NO_FAMILY
+    from mfu_sweep.present.report.steps import family_workloads
 
     want = None if dtype is None else canonical_dtype(dtype)
     if model is None:
@@ -312,7 +312,7 @@ def gate(paths: Paths, fail_on: str = "slower", metric: str = "tflops", margin: 
     from mfu_sweep.analysis.fleet.gate import device_failure, fleets_and_boards
     from mfu_sweep.analysis.fleet.gate import gate as judge
     from mfu_sweep.analysis.fleet.leaderboard import many_devices
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
 
     rank_kw = {k: options.pop(k) for k in ("alpha", "min_run") if k in options}

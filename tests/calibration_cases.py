@@ -34,9 +34,9 @@ from synthetic import NoiseModel, log_ratio_seed_crossover, synthetic_pairs
 from synthetic_fleet import fleet_docs
 
 from mfu_sweep.analysis.fleet.leaderboard import Leaderboard, leaderboard
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.curves import _Raw
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 ALPHA = 0.05
 BUG_RATE = 0.10  # a false-lead rate the tests must catch ...

@@ -22,7 +22,7 @@ the sweep's ``settings.synthetic`` records the true parameters.
 Example
 -------
 >>> from synthetic import make_sweep_doc, write_sweep  # pytest puts tests/ on sys.path
->>> from mfu_sweep.results import parse_document
+>>> from mfu_sweep.records.results import parse_document
 >>> doc = make_sweep_doc("chip-a", P_tflops=800, W_tbs=3.0, t0_s=8e-6,
 ...                      flops=[1e8, 1e9, 1e10, 1e11, 1e12], seed=1)
 >>> [sweep] = parse_document(doc)
@@ -43,11 +43,11 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, Sweep, finish_record, write_json_atomic
-from mfu_sweep.shapes import Shape, parse_shape
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape, parse_shape
+from mfu_sweep.records.results import Record, Sweep, finish_record, write_json_atomic
 from mfu_sweep.specs import Peak
-from mfu_sweep.stats import median_ci
+from mfu_sweep.util.stats import median_ci
 
 TimeFn = Callable[[float, float], float]
 DEFAULT_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 16))
@@ -266,7 +266,7 @@ def make_sweep_doc(
     Returns
     -------
     dict
-        The JSON document; ``mfu_sweep.results.parse_document`` accepts it.
+        The JSON document; ``mfu_sweep.records.results.parse_document`` accepts it.
     """
     shape_list, family = _shapes(shapes, flops)
     statuses = list(statuses) if statuses is not None else ["ok"] * len(shape_list)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts.comparison import LN_TERA, Comparison
 from mfu_sweep.analysis.verdicts.curves import PassCurve
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from synthetic import make_sweep_doc, roofline_time
 
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
 
 FLEET_FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 40))
 SERIES = (("bf16", "eager"), ("bf16", "compile"), ("fp8", "eager"), ("fp8", "compile"))

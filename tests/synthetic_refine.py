@@ -16,7 +16,7 @@ a list of shapes in R passes (each pass in its own shuffled order, like
 
 The device time a measurement costs is simulated too (:func:`shape_pass_cost`):
 the per-shape timing budget of ``sweep`` plus a first call and the samples.
-Records are real :class:`mfu_sweep.results.Record` objects with family, pass
+Records are real :class:`mfu_sweep.records.results.Record` objects with family, pass
 and samples, so the analysis code runs on them unchanged; the device block
 says ``"synthetic": true``. Never write its output into ``sweeps/`` or ``plots/``.
 """
@@ -29,11 +29,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, Sweep, finish_record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import Record, Sweep, finish_record
 from mfu_sweep.specs import Peak
-from mfu_sweep.stats import median_ci
+from mfu_sweep.util.stats import median_ci
 
 DTYPE = "bf16"
 PEAK_TFLOPS = 1000.0

@@ -26,7 +26,7 @@ import numpy as np
 from synthetic import STAMP
 from synthetic_steps import FAMILY
 
-from mfu_sweep.results import write_json_atomic
+from mfu_sweep.records.results import write_json_atomic
 
 MODEL = {"spec": f"{FAMILY}:attn=sdpa", "source": "llm", "params": 21_000_000, "gemm_family": FAMILY}
 STEADY_STEPS = 9  # steady steps per run (odd: the median is the run's level exactly)

@@ -25,11 +25,11 @@ import numpy as np
 from synthetic import STAMP, NoiseModel, log_noise
 
 from mfu_sweep.analysis.steps.costs import step_calls
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, Sweep, finish_record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import WorkloadGemm, resolve_family
+from mfu_sweep.records.results import Record, Sweep, finish_record
 from mfu_sweep.specs import Peak
-from mfu_sweep.workloads import WorkloadGemm, resolve_family
 
 FAMILY = "llm:llama-3-8b:tokens=64:tp=8:lm_head=0"
 STEADY_NOISE = NoiseModel("steps steady", sample=0.0, shape_shift=0.03, drift=0.02, drift_len=4.0,

@@ -31,7 +31,7 @@ assert ctypes.CDLL(None, use_errno=True).prctl(41, 1, 0, 0, 0) == 0, "prctl(PR_S
 FAULTS = NO_THP + """
 import json, resource, sys
 import numpy as np
-from mfu_sweep import allocator
+from mfu_sweep.util import allocator
 ok = {"keep": allocator.keep_freed_memory, "fixed": lambda: bool(allocator.fixed_allocation()),
       "default": lambda: True}[sys.argv[1]]()
 np.ones(1 << 19).sum()  # 4 MiB: glibc's adaptive threshold has seen one large block already
@@ -82,7 +82,7 @@ def test_fit_workers_keep_freed_memory():
 REUSED = NO_THP + """
 import json, resource
 import numpy as np
-from mfu_sweep import allocator
+from mfu_sweep.util import allocator
 
 def faults():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -118,7 +118,7 @@ def test_an_op_that_allocates_per_call_reuses_its_memory_while_timed_then_the_fi
 ALIGNED = NO_THP + """
 import json, mmap, resource
 import numpy as np
-from mfu_sweep import allocator
+from mfu_sweep.util import allocator
 
 def faults():
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -1,4 +1,4 @@
-"""Progress of the analysis commands (cli/progress.py over mfu_sweep/progress.py), with a fake clock:
+"""Progress of the analysis commands (cli/progress.py over mfu_sweep/util/progress.py), with a fake clock:
 plain lines in a log, never redrawn frames; a callback of done/total."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from mfu_sweep.cli.progress import step
-from mfu_sweep.progress import PLAIN_EVERY_S
+from mfu_sweep.util.progress import PLAIN_EVERY_S
 
 
 class Clock:

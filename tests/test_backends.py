@@ -18,7 +18,8 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.cli.device import device_options_env
-from mfu_sweep.dtypes import fp8_format, get_dtype
+from mfu_sweep.gemm.dtypes import fp8_format, get_dtype
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends import (
     AUTO_ORDER,
     REGISTRY,
@@ -62,7 +63,6 @@ from mfu_sweep.measure.backends.xla import pjrt_target, spec_id_for_kind, xla_bl
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.measure.worker import SOAK_ENV, hello
-from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import find_chip, load_chips
 
 CHIPS = load_chips()
@@ -550,7 +550,7 @@ def test_compile_mode_times_the_gemm_alone_not_a_copy_into_the_output_buffer(tex
     kernel into ``c``: compile mode times the allocating op, whose generated code is the GEMM alone."""
     from torch._inductor.utils import run_and_get_code
 
-    from mfu_sweep.shapes import parse_shape
+    from mfu_sweep.gemm.shapes import parse_shape
 
     backend, shape, dt = CpuBackend(), parse_shape(text), get_dtype("fp32")
     inputs = backend.make_inputs(shape, dt, 1, 0)

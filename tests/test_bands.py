@@ -16,7 +16,7 @@ from synthetic_bands import PairModel, band_calls, draw_pair, grid_flops
 from mfu_sweep.analysis.verdicts.bands import SAME, band_edges, signed_rank_p
 from mfu_sweep.analysis.verdicts.compare import compare_all, point_weights
 from mfu_sweep.cli import main
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 FLOPS = grid_flops((256, 512, 1024, 2048, 4096))  # 125 mixed shapes, 7 half-decades
 
@@ -179,9 +179,9 @@ def test_published_pairs_verdicts_agree_with_clear_win_counts_and_with_the_summa
     # real published tables (cited imports): a band whose wins are lopsided beyond doubt (every shape but at
     # most one) is called for its winner, a band is never called for the side that wins fewer of its
     # shapes, and the summary's shares are exactly the band segments' (one verdict per band)
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     series = group_series(load_sweeps([str(PUBLISHED / f"{a}.json"), str(PUBLISHED / f"{b}.json")]))
     sa, sb = (next(s for k, s in series.items() if k.label == x and k.dtype == dtype) for x in (a, b))
@@ -315,9 +315,9 @@ def test_mi25_lead_over_adjacent_bands_is_called_though_no_band_is_alone() -> No
     # from 3.2 MFLOP to 3.2 GFLOP; no band survives Holm alone, the run of three does. The lead is the run's:
     # each band stays ambiguous alone (its label is its own evidence) and points at the run (via), the run is
     # reported once, and the sentence and the segment say "taken together"
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     series = group_series(load_sweeps([str(PUBLISHED / "AMD_MI25.json"), str(PUBLISHED / "NV_TitanX_Pascal.json")]))
     sa, sb = (next(s for k, s in series.items() if k.label == x and k.dtype == "fp32")

@@ -185,8 +185,8 @@ def test_one_pass_fit_says_its_intervals_miss_pass_offsets_and_drift() -> None:
     from synthetic import make_sweep_doc
 
     from mfu_sweep.analysis.fits.fit import ONE_PASS_FIT, fit_series
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.records.results import parse_document
 
     notes = {}
     for repeats in (1, 2):

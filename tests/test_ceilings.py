@@ -11,9 +11,9 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.backends import resolve_device
-from mfu_sweep.measure.ceilings import CEILINGS_VERSION, add_to_result, measure_ceilings, summary_lines
+from mfu_sweep.measure.checks.ceilings import CEILINGS_VERSION, add_to_result, measure_ceilings, summary_lines
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.results import ResultError, load_sweeps, validate_file, write_json_atomic
+from mfu_sweep.records.results import ResultError, load_sweeps, validate_file, write_json_atomic
 
 FAST = TimingConfig(target_rel_ci=0.05, budget_s=0.1, min_samples=3, max_samples=10, warmup_s=0.0)
 

@@ -13,12 +13,12 @@ import pytest
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, roofline_time, write_sweep
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all, compare_series, format_flops, holm
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run as _apply_min_run
 from mfu_sweep.cli import main
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
@@ -323,7 +323,7 @@ def test_cli_bad_inputs_are_one_line_errors(tmp_path: Path) -> None:
 def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
     """SYNTHETIC: compile has a larger fixed overhead but a higher ceiling; it pays above the crossover."""
     from mfu_sweep.analysis.verdicts.compare import compare_all, parse_selector
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     flops = list(np.geomspace(1e6, 1e11, 16))
     eager = make_sweep_doc("box", P_tflops=1.0, W_tbs=1.0, t0_s=1e-6, flops=flops, mode="eager", seed=1,
@@ -345,7 +345,7 @@ def test_compare_across_modes_finds_where_compiling_pays(tmp_path) -> None:
 def test_fit_crossover_with_different_peaks_matches_data(tmp_path) -> None:
     """SYNTHETIC: MFU against different peaks; the fitted crossover must land where the data's does."""
     from mfu_sweep.analysis.verdicts.compare import compare_all
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     flops = list(np.geomspace(1e8, 1e13, 16))
     a = make_sweep_doc("small", P_tflops=100, W_tbs=50, t0_s=1e-6, flops=flops, peak_tflops=200, seed=3, **PASSES)
@@ -629,7 +629,7 @@ def test_pass_index_makes_runs_the_method_and_is_read_from_the_records() -> None
 
 def test_equal_flop_shapes_are_one_place_in_the_segments() -> None:
     """A grid (here the published XLA tables: many shapes per FLOP count) never yields zero-width segments."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     root = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     sweeps = load_sweeps([root / "sm_100_B200.json", root / "gfx950.json"])
@@ -653,7 +653,7 @@ def test_fit_crossovers_only_where_the_data_lean_both_ways() -> None:
     # two fitted rooflines cross near 220 MFLOP. No band leans to H100 below it: no crossover at all, and a
     # note says the fits cross where the data do not. SYNTHETIC A (low overhead) against B (high peak): the
     # data cross, and the fit crossover is kept with an interval from the fits' bootstrap, never zero-width.
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     series = group_series(load_sweeps([published / "sm_100_B200.json", published / "sm_90.json"]))
@@ -684,7 +684,7 @@ def test_no_band_of_a_published_pair_is_labelled_against_its_own_interval() -> N
     # band "the same within 2%" with its interval [0.967, 1.011])
     from itertools import combinations
 
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     names = ("AMD_MI25", "NV_TitanX_Pascal", "NV_P100", "NV_TitanXp", "sm_90", "gfx950", "gfx942")
@@ -708,7 +708,7 @@ def test_no_band_of_a_published_pair_is_labelled_against_its_own_interval() -> N
 def test_by_mfu_no_band_or_sentence_says_faster() -> None:
     # REAL (OpenXLA bf16): by MFU H100 is closer to its own peak everywhere while B200 is faster; band calls,
     # the sentence, the summary and the per-band JSON call say "higher MFU" / "closer to its own peak"
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     series = group_series(load_sweeps([published / "sm_100_B200.json", published / "sm_90.json"]))

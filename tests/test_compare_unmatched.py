@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner
 from synthetic_aspect import AspectModel, aspect_calls, split_goals, split_table
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.cli import main
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 PUBLISHED = Path(__file__).parent.parent / "sweeps" / "published"
 
@@ -69,7 +69,7 @@ def test_a_real_split_is_decided_by_its_matched_shapes_where_it_has_enough(h100_
 def test_the_json_says_per_band_where_the_verdict_comes_from(tmp_path: Path, h100_gfx950: tuple) -> None:
     # the split sides written as sweeps: compare --json carries, per band, the evidence split (matched and
     # model-based points used, those shown beside, the weights, each kind's ratio) and the shapes left out
-    from mfu_sweep.results import Sweep, write_json_atomic
+    from mfu_sweep.records.results import Sweep, write_json_atomic
 
     sweeps = load_sweeps([str(PUBLISHED / "sm_90.json"), str(PUBLISHED / "gfx950.json")])
     sa, sb = split_table(*h100_gfx950, 0.05, np.random.default_rng(1))

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.timing import CpuTimeBlockTimer, TimingConfig, measure
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
@@ -110,7 +110,7 @@ def test_timer_cputime_is_refused_off_the_cpu() -> None:
 
 def test_a_contended_cpu_sweep_on_the_host_clock_names_cputime(tmp_path, monkeypatch):
     """The hint follows the contention note of a CPU sweep timed by the host clock, and only then."""
-    import mfu_sweep.contention as contention
+    import mfu_sweep.records.contention as contention
 
     monkeypatch.setattr(contention, "contention_note", lambda sweeps, excluded=False: "measured under contention: x")
     for timer, hinted in (("auto", True), ("cputime", False)):

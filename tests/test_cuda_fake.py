@@ -19,19 +19,19 @@ import torch
 from cuda_fakes import FakeGpu, NvmlState, fake_cuda, fake_nvml
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.measure import selftest
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import parse_shape
 from mfu_sweep.measure.backends import cuda as cuda_mod
 from mfu_sweep.measure.backends import operands
 from mfu_sweep.measure.backends.cuda import CudaBackend, graph_block_timer, rocm_scale_layout, unsupported_reason
 from mfu_sweep.measure.backends.profiler_timer import kernel_seconds, op_seconds
 from mfu_sweep.measure.bench import run_task
-from mfu_sweep.measure.energy import metered_block_timer
-from mfu_sweep.measure.gpu_neighbours import GpuNeighbours
+from mfu_sweep.measure.checks import selftest
 from mfu_sweep.measure.layouts import grouped_problem
+from mfu_sweep.measure.machine.energy import metered_block_timer
+from mfu_sweep.measure.machine.gpu_neighbours import GpuNeighbours
 from mfu_sweep.measure.task import FAST_ACCUM_ENV, ON_THROTTLE_ENV, TIMER_ENV, Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.shapes import parse_shape
 from mfu_sweep.specs import load_chips
 
 QUICK = TimingConfig(budget_s=0.05, min_samples=3, max_samples=5, min_block_s=1e-3, warmup_s=0.0)
@@ -81,7 +81,7 @@ def test_fake_backend_describes_the_fake_gpu_and_times_with_its_events(gpu: Fake
 
 
 def test_a_shape_past_the_free_gpu_memory_is_recorded_oom_and_never_launched(gpu: FakeGpu) -> None:
-    """The memory check before allocation (measure/memory.py) on the CUDA path: torch.cuda.mem_get_info's free
+    """The memory check before allocation (measure/machine/memory.py) on the CUDA path: torch.cuda.mem_get_info's free
     bytes against the shape's working set; no operand is drawn and no kernel runs."""
     gpu.free_bytes = 2**30
     rec = run_task(FakeCudaBackend(timer="events"), task("32768x32768x32768"))
@@ -386,7 +386,7 @@ def test_defect_9_sweep_option_reaches_the_records_and_settings(tmp_path: Any) -
     from click.testing import CliRunner
 
     from mfu_sweep.cli import main
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     out = tmp_path / "fp8.json"
     run = CliRunner().invoke(main, ["sweep", "--device", "cpu", "--dtype", "fp8", "--shape", "64x64x64:nt",

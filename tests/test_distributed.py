@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series, with_peak
+from mfu_sweep.analysis.ground.series import group_series, with_peak
 from mfu_sweep.analysis.sources.merge import merge_files, merge_sweeps
 from mfu_sweep.cli import main
 from mfu_sweep.measure.distributed import placement
-from mfu_sweep.results import ResultError, load_sweeps, parse_document
-from mfu_sweep.shards import parse_shard, shard_plan
+from mfu_sweep.records.results import ResultError, load_sweeps, parse_document
+from mfu_sweep.records.shards import parse_shard, shard_plan
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "8", "--quiet", "--isolate", "none",

@@ -14,8 +14,14 @@ from synthetic import NOISE_MODELS, example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.analysis.verdicts.compare import CompareError
 from mfu_sweep.cli import main
-from mfu_sweep.present.export import export_table, latex_escape, round_to_uncertainty, significant, uncertainty_decimals
-from mfu_sweep.results import parse_document
+from mfu_sweep.present.export.tables import (
+    export_table,
+    latex_escape,
+    round_to_uncertainty,
+    significant,
+    uncertainty_decimals,
+)
+from mfu_sweep.records.results import parse_document
 
 GOLDEN = Path(__file__).parent / "golden"
 REGEN = os.environ.get("MFU_SWEEP_REGEN_GOLDEN") == "1"
@@ -155,7 +161,7 @@ def test_cli_export_format_follows_the_suffix_and_a_contradiction_is_refused(tmp
 
 
 def test_table_format_rules() -> None:
-    from mfu_sweep.outputs import OutputError, table_format
+    from mfu_sweep.util.outputs import OutputError, table_format
 
     assert [table_format(None, None), table_format(None, "latex")] == ["csv", "latex"]
     assert [table_format(f"t{s}", None) for s in (".csv", ".md", ".markdown", ".tex", ".TEX", ".txt", "")] == \
@@ -173,7 +179,7 @@ def test_plot_and_report_refuse_a_file_name_for_their_directory(tmp_path: Path) 
         line = _refused(CliRunner().invoke(main, [cmd, *paths, "-o", str(target)]),
                         f"ends in {target.suffix}", "-o " + str(target.with_suffix("")))
         assert "end the name with /" in line and not target.exists()
-    from mfu_sweep.outputs import check_output_dir
+    from mfu_sweep.util.outputs import check_output_dir
 
     assert check_output_dir(str(tmp_path / "fig.png") + "/").is_dir()  # a trailing / says: a directory
     assert check_output_dir(tmp_path / "fig.png") == tmp_path / "fig.png"  # it exists as one now
@@ -200,7 +206,7 @@ def _csv(text: str) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def test_csv_columns_are_the_union_over_rows_in_first_seen_order() -> None:
-    from mfu_sweep.present.export import csv_columns, to_csv
+    from mfu_sweep.present.export.tables import csv_columns, to_csv
 
     rows = [{"a": 1, "b": None}, {"a": 2, "c": 3}, {"d": 4, "a": 5}]
     assert csv_columns(rows) == ["a", "b", "c", "d"]
@@ -210,7 +216,7 @@ def test_csv_columns_are_the_union_over_rows_in_first_seen_order() -> None:
 
 @pytest.mark.parametrize("what", ["records", "fits", "crossovers", "bands"])
 def test_every_what_exports_the_reference_sweeps_in_every_format(what: str) -> None:
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(REFERENCE)
     kw = {"records": {}, "fits": {"n_boot": 20}, "crossovers": {"fit_n_boot": 20}, "bands": {}}[what]
@@ -268,7 +274,7 @@ def test_export_of_many_files_keeps_the_pairs_it_can_compare_and_notes_the_other
 
 
 def test_records_and_fits_export_every_committed_and_published_sweep() -> None:
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps([*REFERENCE, *PUBLISHED])
     _, rows = _csv(export_table(sweeps, "records", "csv"))
@@ -282,7 +288,7 @@ def test_records_and_fits_export_every_committed_and_published_sweep() -> None:
 
 
 def test_latex_escapes_less_greater_and_bar_which_ot1_prints_as_other_glyphs() -> None:
-    from mfu_sweep.present.export import Table, latex_escape, to_latex
+    from mfu_sweep.present.export.tables import Table, latex_escape, to_latex
 
     assert latex_escape("a<b>c|d") == r"a\textless{}b\textgreater{}c\textbar{}d"
     table = Table(header=("Device", "Leader change"), rows=((("gpu|x<1>", None), ("a -> b", None)),), align="ll")

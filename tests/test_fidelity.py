@@ -18,11 +18,11 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 MECHANISM = """
 import json, resource, torch
-from mfu_sweep import allocator
+from mfu_sweep.util import allocator
 allocator.fixed_allocation()  # what the sweep's worker does first
 torch.set_num_threads(2)
 a, b = torch.randn(256, 256).bfloat16(), torch.randn(256, 256).bfloat16()

@@ -12,10 +12,10 @@ matplotlib.use("Agg")
 from synthetic_fleet import fleet_docs  # noqa: E402
 
 from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
-from mfu_sweep.present.fig_fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
-from mfu_sweep.present.figures import make_figures, save_figure  # noqa: E402
-from mfu_sweep.results import parse_document  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
+from mfu_sweep.present.figures.arrange import make_figures, save_figure  # noqa: E402
+from mfu_sweep.present.figures.fleet import figure_stem, heatmap_height, plot_fleet_heatmap  # noqa: E402
+from mfu_sweep.records.results import parse_document  # noqa: E402
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 2e12, 16)]
 
@@ -63,7 +63,7 @@ def test_a_leaderboard_that_ranks_no_device_draws_no_blank_heatmap() -> None:
     assert not board.cells and len(board.notes) == 2 and board.lines()[0].count("0 devices (2 left out")
     figs = make_figures(sweeps, metric="tflops", fleets=[], comparisons=[], boards=[board], kinds={"fleet"})
     assert figure_stem(board) not in figs
-    from mfu_sweep.present.report_fleet import board_blocks
+    from mfu_sweep.present.report.fleet import board_blocks
 
     kinds = [type(b).__name__ for b in board_blocks([board], [], [])]
     assert "Table" not in kinds and "Bullets" in kinds  # no empty table; the notes say why

@@ -21,16 +21,16 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from mfu_sweep.analysis.fits.fit import fit_groups  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
-from mfu_sweep.analysis.summary import summarise  # noqa: E402
-from mfu_sweep.present.fig_compile import plot_first_call  # noqa: E402
-from mfu_sweep.present.fig_grid import plot_heatmap  # noqa: E402
-from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
-from mfu_sweep.present.fig_roofline import plot_roofline  # noqa: E402
-from mfu_sweep.present.report import analyse  # noqa: E402
-from mfu_sweep.present.theme import SHARED_ROOF_COLOR, UNCONSTRAINED_FIT  # noqa: E402
-from mfu_sweep.results import Sweep, load_sweeps
-from mfu_sweep.summaries import filter_sweeps
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.summary import summarise  # noqa: E402
+from mfu_sweep.present.figures.compile import plot_first_call  # noqa: E402
+from mfu_sweep.present.figures.grid import plot_heatmap  # noqa: E402
+from mfu_sweep.present.figures.mfu import plot_mfu  # noqa: E402
+from mfu_sweep.present.figures.roofline import plot_roofline  # noqa: E402
+from mfu_sweep.present.figures.theme import SHARED_ROOF_COLOR, UNCONSTRAINED_FIT  # noqa: E402
+from mfu_sweep.present.report.write import analyse  # noqa: E402
+from mfu_sweep.records.results import Sweep, load_sweeps
+from mfu_sweep.records.summaries import filter_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = ROOT / "sweeps"

@@ -10,11 +10,11 @@ import sys
 
 import pytest
 
-from mfu_sweep.filelock import LockError, lock_path, output_lock
+from mfu_sweep.util.filelock import LockError, lock_path, output_lock
 
 HOLD = """
 import os, sys
-from mfu_sweep.filelock import output_lock
+from mfu_sweep.util.filelock import output_lock
 lock = output_lock(sys.argv[1]).acquire()
 print("held", flush=True)
 if sys.argv[2] == "die":

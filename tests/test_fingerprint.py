@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cpuinfo_texts import ZEN3, ZEN4, ZEN5
 
-from mfu_sweep.fingerprint import (
+from mfu_sweep.records.fingerprint import (
     FingerprintError,
     cpu_fields,
     cpu_fingerprint,
@@ -20,7 +20,7 @@ from mfu_sweep.fingerprint import (
     neuron_fields,
     xla_fields,
 )
-from mfu_sweep.results import ResultError, parse_document
+from mfu_sweep.records.results import ResultError, parse_document
 from mfu_sweep.specs.cpu import parse_cpuinfo
 
 # the id format the docs promise: kind, words, then 12 hex digits of the hash

@@ -13,8 +13,8 @@ from scipy.optimize import least_squares
 from synthetic import make_sweep_doc, roofline_time
 
 from mfu_sweep.analysis.fits.fit import fit_all, fit_series, log_time, log_time_jac, why_unfittable
-from mfu_sweep.analysis.series import SeriesError, SeriesKey, group_series
-from mfu_sweep.results import parse_document
+from mfu_sweep.analysis.ground.series import SeriesError, SeriesKey, group_series
+from mfu_sweep.records.results import parse_document
 
 # Mixed aspect ratios, so overhead-, memory- and compute-bound shapes all occur.
 MIXED = [f"{m}x{m}x{k}" for m in (256, 1024, 4096, 8192) for k in (64, 512, 4096)]
@@ -133,8 +133,9 @@ def test_group_series_refuses_two_peaks_for_one_label() -> None:
 
 
 def test_analysis_modules_never_import_matplotlib_or_torch() -> None:
-    code = ("import sys, mfu_sweep.analysis.fits.fit, mfu_sweep.analysis.verdicts.compare, mfu_sweep.present.export, "
-            "mfu_sweep.analysis.sources.merge, mfu_sweep.analysis.series; "
+    code = ("import sys, mfu_sweep.analysis.fits.fit, mfu_sweep.analysis.verdicts.compare, "
+            "mfu_sweep.present.export.tables, "
+            "mfu_sweep.analysis.sources.merge, mfu_sweep.analysis.ground.series; "
             "bad = [m for m in ('matplotlib', 'torch') if m in sys.modules]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from mfu_sweep.analysis.fleet.gate import GateError, gate
 from mfu_sweep.analysis.fleet.view import replicate_fleets
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.cli import main
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 DATA = Path(__file__).parent / "data" / "import"
 LOGS = [DATA / f"mamf_finder_shisa_node_gpu{i}_bf16_every25.txt" for i in range(8)]
@@ -137,7 +137,7 @@ def _two_dtypes(folder: Path) -> dict:
     """The node's series, and a copy of each as fp16 (the same SYNTHETIC values under a second dtype)."""
     from dataclasses import replace
 
-    from mfu_sweep.analysis.series import SeriesKey
+    from mfu_sweep.analysis.ground.series import SeriesKey
 
     series = group_series(load_sweeps(sorted(folder.glob("*.json"))))
     copies = {SeriesKey(k.label, "fp16", k.mode): replace(s, key=SeriesKey(k.label, "fp16", k.mode),

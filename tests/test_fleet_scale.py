@@ -22,7 +22,6 @@ from click.testing import CliRunner
 from synthetic import write_sweep
 from synthetic_fleet import SERIES, aspect_shapes, fleet_docs
 
-from mfu_sweep import jsonio
 from mfu_sweep.analysis.fleet import cells, evidence
 from mfu_sweep.analysis.sources import cache as cache_mod
 from mfu_sweep.analysis.sources.cache import DigestCache, namespace
@@ -30,8 +29,9 @@ from mfu_sweep.analysis.sources.digest import decode, digest_sweep, encode
 from mfu_sweep.analysis.sources.digest_series import group_digests
 from mfu_sweep.analysis.sources.reading import read_digests
 from mfu_sweep.cli import board, main
-from mfu_sweep.journal import journal_path
-from mfu_sweep.results import ResultError, load_sweeps
+from mfu_sweep.records.journal import journal_path
+from mfu_sweep.records.results import ResultError, load_sweeps
+from mfu_sweep.util import jsonio
 
 
 @pytest.fixture(autouse=True)
@@ -218,8 +218,16 @@ def test_the_namespace_follows_the_tool_version(monkeypatch):
     before = namespace()
     monkeypatch.setattr(mfu_sweep, "__version__", "9.9.9")
     assert namespace() != before and namespace().startswith("9.9.9-d")
-    monkeypatch.setattr(cache_mod, "KEYED_MODULES", (*cache_mod.KEYED_MODULES, "text.py"))
+    monkeypatch.setattr(cache_mod, "KEYED_MODULES", (*cache_mod.KEYED_MODULES, "util/text.py"))
     assert namespace().split("-")[-1] != before.split("-")[-1]  # the source hash covers the keyed modules
+
+
+def test_every_keyed_module_is_a_file_of_the_package():
+    """A moved module left under its old name would hash as "missing": the cache would outlive a change to it."""
+    import mfu_sweep
+
+    package = Path(mfu_sweep.__file__).parent
+    assert [name for name in cache_mod.KEYED_MODULES if not (package / name).is_file()] == []
 
 
 def test_no_result_file_at_all():

@@ -17,12 +17,12 @@ import pytest
 from click.testing import CliRunner
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import shape_seconds
+from mfu_sweep.analysis.ground.series import shape_seconds
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
-from mfu_sweep.present.export_nvbench import nvbench_document, write_nvbench
-from mfu_sweep.results import load_sweeps, parse_document
-from mfu_sweep.shapes import Shape
+from mfu_sweep.present.export.nvbench import nvbench_document, write_nvbench
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_PASS = REPO / "sweeps" / "amd-epyc-cpu.json"  # fp32 and bf16, one pass
@@ -179,7 +179,7 @@ def test_cli_writes_the_pair_and_refuses_what_it_cannot_write(tmp_path: Path) ->
 
 
 def test_an_interrupted_export_leaves_the_previous_pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import mfu_sweep.present.export_nvbench as nvb
+    import mfu_sweep.present.export.nvbench as nvb
 
     sweeps = load_sweeps([write_sweep(tmp_path, make_sweep_doc("tiny", P_tflops=100, W_tbs=1, t0_s=5e-6,
                                                                flops=[1e8, 1e9], n_samples=6))])

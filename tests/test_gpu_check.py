@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from mfu_sweep.results import load_sweeps, validate_file
+from mfu_sweep.records.results import load_sweeps, validate_file
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))

@@ -12,12 +12,12 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.summary import summarise
+from mfu_sweep.analysis.ground.series import group_series
+from mfu_sweep.analysis.ground.summary import summarise
 from mfu_sweep.cli import main
-from mfu_sweep.present.export import significant
+from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.headline import sweep_headline
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = ROOT / "sweeps" / "amd-epyc-zen5-cpu.json"

@@ -17,7 +17,7 @@ from click.testing import CliRunner, Result
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.shapes import MAX_PASSES
+from mfu_sweep.gemm.shapes import MAX_PASSES
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden" / "v1_sweep.json"

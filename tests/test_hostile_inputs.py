@@ -28,7 +28,7 @@ from import_cli import run as import_run
 from mfu_sweep.cli import main
 from mfu_sweep.importers.common import SourceError
 from mfu_sweep.importers.txtpb import TextProtoError, parse
-from mfu_sweep.results import ResultError, load_sweeps, parse_document, validate_file
+from mfu_sweep.records.results import ResultError, load_sweeps, parse_document, validate_file
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden" / "v1_sweep.json"
@@ -444,10 +444,10 @@ def test_garbage_into_every_importer_is_one_line(tmp_path: Path, fmt: str, kind:
 def test_a_cpu_allocation_failure_is_oom_not_error() -> None:
     """torch's CPU allocator raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory"), which
     was recorded as status error; the shape needs just under the 4 TiB operand limit, so malloc fails at once."""
+    from mfu_sweep.gemm.shapes import Shape
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.measure.bench import Task, run_task
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.shapes import Shape
 
     backend = resolve_device("cpu")
     task = Task(shape=Shape(1, 2**20, 1, 2**20 - 2), dtype="fp32", timing=TimingConfig(budget_s=0.02))
@@ -474,7 +474,7 @@ def test_fit_table_columns_never_run_together() -> None:
     from synthetic import make_sweep_doc
 
     from mfu_sweep.analysis.fits.fit import fit_groups
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.cli.analysis import _fit_line
 
     sweeps = parse_document(make_sweep_doc("chip", P_tflops=100.0, W_tbs=1.0, t0_s=1e-5, seed=3))

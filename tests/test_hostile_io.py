@@ -28,8 +28,8 @@ from click.testing import CliRunner, Result
 from synthetic import example_pair, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.journal import journal_path
-from mfu_sweep.manifest import MANIFEST
+from mfu_sweep.records.journal import journal_path
+from mfu_sweep.util.manifest import MANIFEST
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden" / "v1_sweep.json"
@@ -356,7 +356,7 @@ def test_dash_where_it_cannot_mean_a_stream_is_one_line(args: list[str], fragmen
 
 
 def test_standard_input_from_a_terminal_is_refused_not_waited_on() -> None:
-    from mfu_sweep.inputs import InputError, read_stdin
+    from mfu_sweep.util.inputs import InputError, read_stdin
 
     class Tty:
         buffer = type("B", (), {"isatty": lambda self: True, "read": lambda self, n: b""})()

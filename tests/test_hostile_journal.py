@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from test_journal import journalled
 
 from mfu_sweep.cli import main
-from mfu_sweep.journal import journal_path, parse_journal
-from mfu_sweep.results import load_sweeps, read_json
+from mfu_sweep.records.journal import journal_path, parse_journal
+from mfu_sweep.records.results import load_sweeps, read_json
 
 
 def run(*args: str | Path) -> Result:

@@ -16,10 +16,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.measure import memory
-from mfu_sweep.measure.memory import CGROUP_ENV, host_free, oom_kills, working_set
-from mfu_sweep.shapes import parse_shape
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import parse_shape
+from mfu_sweep.measure.machine import memory
+from mfu_sweep.measure.machine.memory import CGROUP_ENV, host_free, oom_kills, working_set
 
 HUGE = "100000x100000x100000"  # 2.4e11 bytes of working set in fp32: beyond any machine this suite runs on
 

@@ -29,9 +29,9 @@ from click.testing import CliRunner, Result
 from synthetic import example_pair, make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
-from mfu_sweep.names import MAX_NAME, safe_name
-from mfu_sweep.present.export import csv_cell
-from mfu_sweep.present.render import md_text
+from mfu_sweep.present.export.tables import csv_cell
+from mfu_sweep.present.report.render import md_text
+from mfu_sweep.util.names import MAX_NAME, safe_name
 
 ROOT = Path(__file__).resolve().parents[1]
 MAMF = ROOT / "tests" / "data" / "import" / "mamf_finder_shisa_gpu0_bf16_excerpt.txt"
@@ -452,7 +452,7 @@ def test_a_sweep_label_with_a_bidirectional_override_is_refused_at_the_option(la
 
 
 def test_an_imported_device_name_loses_its_control_characters(tmp_path: Path) -> None:
-    from mfu_sweep.names import has_control, without_control
+    from mfu_sweep.util.names import has_control, without_control
 
     assert without_control("H100\x1b[31m 80GB\n") == "H100 [31m 80GB " and not has_control(without_control("\x9b\x00"))
     assert without_control("H100\u202e08\u200f") == "H100 08 " and has_control("\u2066") and not has_control("H100 é")
@@ -460,7 +460,7 @@ def test_an_imported_device_name_loses_its_control_characters(tmp_path: Path) ->
 
 def test_the_schema_and_the_code_refuse_the_same_characters_in_a_label() -> None:
     # two spellings of one rule (the JSON schema's patterns and names._CONTROL): they must not drift apart
-    from mfu_sweep.names import escape_control, has_control
+    from mfu_sweep.util.names import escape_control, has_control
 
     schema = json.loads((Path(__file__).parents[1] / "mfu_sweep" / "schema" / "v1.json").read_text())
     device = schema["$defs"]["sweep"]["properties"]["device"]["properties"]

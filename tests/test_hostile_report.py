@@ -32,19 +32,19 @@ from synthetic_fleet import fleet_docs  # noqa: E402
 from mfu_sweep.analysis.fits.parallel import run_tasks  # noqa: E402
 from mfu_sweep.analysis.fleet.gate import Failure  # noqa: E402
 from mfu_sweep.analysis.fleet.view import fleet_view  # noqa: E402
-from mfu_sweep.analysis.series import SeriesKey, group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import SeriesKey, group_series  # noqa: E402
 from mfu_sweep.analysis.verdicts.comparison import Crossover  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.contention import flag_record  # noqa: E402
-from mfu_sweep.present.fig_mfu import plot_mfu  # noqa: E402
-from mfu_sweep.present.figure_choice import best_tflops, choose_figures  # noqa: E402
-from mfu_sweep.present.figures import blank_notes, figure_legend, figure_stems, make_figures  # noqa: E402
-from mfu_sweep.present.render import STYLE, to_html, to_markdown  # noqa: E402
-from mfu_sweep.present.report import analyse, build_report  # noqa: E402
-from mfu_sweep.present.report_caveats import contention_clause  # noqa: E402
-from mfu_sweep.present.report_numbers import fitted_p_cell  # noqa: E402
+from mfu_sweep.present.figures.arrange import blank_notes, figure_legend, figure_stems, make_figures  # noqa: E402
+from mfu_sweep.present.figures.choice import best_tflops, choose_figures  # noqa: E402
+from mfu_sweep.present.figures.mfu import plot_mfu  # noqa: E402
+from mfu_sweep.present.report.caveats import contention_clause  # noqa: E402
+from mfu_sweep.present.report.numbers import fitted_p_cell  # noqa: E402
+from mfu_sweep.present.report.render import STYLE, to_html, to_markdown  # noqa: E402
+from mfu_sweep.present.report.write import analyse, build_report  # noqa: E402
 from mfu_sweep.present.select import curve_bytes, label_colors  # noqa: E402
-from mfu_sweep.results import load_sweeps, parse_document  # noqa: E402
+from mfu_sweep.records.contention import flag_record  # noqa: E402
+from mfu_sweep.records.results import load_sweeps, parse_document  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = sorted((ROOT / "sweeps" / "published").glob("*.json"))

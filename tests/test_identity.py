@@ -18,12 +18,12 @@ from click.testing import CliRunner
 from cpuinfo_texts import ZEN4, ZEN5
 from synthetic import make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import SeriesError, group_series
+from mfu_sweep.analysis.ground.series import SeriesError, group_series
 from mfu_sweep.analysis.sources.merge import Relabel, merge_files
 from mfu_sweep.cli import main
-from mfu_sweep.fingerprint import cpu_fingerprint
 from mfu_sweep.measure.sweep import default_label
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.fingerprint import cpu_fingerprint
+from mfu_sweep.records.results import parse_document
 from mfu_sweep.specs.cpu import default_cpu_label, parse_cpuinfo
 
 FP4 = cpu_fingerprint(parse_cpuinfo(ZEN4), threads=2, cpus=[0, 1], memory_gib=8)

@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import SourceError
 from mfu_sweep.importers.txtpb import TextProtoError, parse
-from mfu_sweep.results import load_sweeps, parse_document, validate_file
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import load_sweeps, parse_document, validate_file
 
 DATA = Path(__file__).parent / "data" / "import"
 XLA = DATA / "xla_main_excerpt.txtpb"
@@ -92,7 +92,7 @@ def test_gfx942_uses_roctracer_and_fnuz() -> None:
     ("f8e4m3fnxf8e5m2->bf16", None), ("fp8", None), ("--dtype fp8", None), ("bf16xbf16->bf16", None),
 ])
 def test_fp8_format_is_read_off_the_type_name_or_left_unknown(name: str, want: str | None) -> None:
-    from mfu_sweep.dtypes import fp8_format
+    from mfu_sweep.gemm.dtypes import fp8_format
 
     assert fp8_format(name) == want
 
@@ -410,8 +410,8 @@ def test_figures_mark_published_series_hollow() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from mfu_sweep.present.fig_mfu import plot_mfu
-    from mfu_sweep.present.fig_roofline import plot_roofline
+    from mfu_sweep.present.figures.mfu import plot_mfu
+    from mfu_sweep.present.figures.roofline import plot_roofline
 
     xla = import_sources("xla-perf-table", [XLA]).sweeps
     measured = load_sweeps([Path(__file__).parent / "golden" / "v1_sweep.json"])[0]
@@ -429,7 +429,7 @@ def test_figures_mark_published_series_hollow() -> None:
 
 def test_imported_devices_carry_the_sources_identity() -> None:
     """Issue 15: an imported sweep's fingerprint names the source's device; two chips never share one."""
-    from mfu_sweep.fingerprint import fingerprint_from_fields
+    from mfu_sweep.records.fingerprint import fingerprint_from_fields
 
     root = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     devices = [json.loads(p.read_text())["device"] for p in sorted(root.glob("*.json"))]

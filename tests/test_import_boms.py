@@ -1,4 +1,4 @@
-"""Every importer reads through the bounded reader (mfu_sweep.inputs): a UTF-8 byte-order mark (Excel, Notepad)
+"""Every importer reads through the bounded reader (mfu_sweep.util.inputs): a UTF-8 byte-order mark (Excel, Notepad)
 and UTF-16 with its mark (a PowerShell redirect) give the same records as the plain file."""
 
 from __future__ import annotations

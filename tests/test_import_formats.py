@@ -24,12 +24,12 @@ from hypothesis import strategies as st
 from import_cli import one_line_error, run
 
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import CACHES, TIMERS, SourceError
 from mfu_sweep.importers.mamf_summary import parse_summary
-from mfu_sweep.results import load_sweeps, validate_file
-from mfu_sweep.shapes import Shape
-from mfu_sweep.summaries import timing_of
+from mfu_sweep.records.results import load_sweeps, validate_file
+from mfu_sweep.records.summaries import timing_of
 
 DATA = Path(__file__).parent / "data" / "import"
 GPU0 = DATA / "mamf_finder_shisa_gpu0_bf16_excerpt.txt"
@@ -463,7 +463,7 @@ def test_a_sweep_given_to_import_and_nvbench_or_pyperf_given_to_compare(tmp_path
 
 
 def test_json_kinds_are_told_apart_by_structure() -> None:
-    from mfu_sweep.foreign import json_kind
+    from mfu_sweep.records.foreign import json_kind
 
     nvb = json.loads((DATA / "nvbench_test_ref_excerpt.json").read_text())
     assert [json_kind(d) for d in (nvb, PYPERF, GBENCH)] == ["nvbench", "pyperf", "google-benchmark"]

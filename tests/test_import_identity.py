@@ -18,12 +18,12 @@ from click.testing import CliRunner
 from import_cli import one_line_error, run
 
 from mfu_sweep.cli import main
-from mfu_sweep.fingerprint import fingerprint_from_fields
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import SourceDevice
 from mfu_sweep.importers.grouping import label_suffix, short_uuids
 from mfu_sweep.importers.identity import cuda_properties, from_torch_properties, gfx_version, usable_uuid
-from mfu_sweep.results import load_sweeps, validate_file
+from mfu_sweep.records.fingerprint import fingerprint_from_fields
+from mfu_sweep.records.results import load_sweeps, validate_file
 
 DATA = Path(__file__).parent / "data" / "import"
 GPU0 = DATA / "mamf_finder_shisa_gpu0_bf16_excerpt.txt"

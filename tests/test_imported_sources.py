@@ -16,8 +16,8 @@ from import_cli import run
 from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.common import measured_at
-from mfu_sweep.results import load_sweeps, validate_file
-from mfu_sweep.summaries import incomplete_reason
+from mfu_sweep.records.results import load_sweeps, validate_file
+from mfu_sweep.records.summaries import incomplete_reason
 
 DATA = Path(__file__).parent / "data" / "import"
 XLA = DATA / "xla_main_excerpt.txtpb"

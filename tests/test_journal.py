@@ -20,13 +20,14 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.journal import Journal, journal_path, parse_journal, read_journal
+from mfu_sweep.gemm.shapes import parse_shape
 from mfu_sweep.measure.checkpoint import Checkpoint
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.measure.sweep import SweepPlan, make_tasks, run_sweep
+from mfu_sweep.measure.planning import make_tasks
+from mfu_sweep.measure.sweep import SweepPlan, run_sweep
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.results import ResultError, load_sweeps, parse_document, read_json, save_sweep, validate_file
-from mfu_sweep.shapes import parse_shape
+from mfu_sweep.records.journal import Journal, journal_path, parse_journal, read_journal
+from mfu_sweep.records.results import ResultError, load_sweeps, parse_document, read_json, save_sweep, validate_file
 
 GOLDEN = Path(__file__).parent / "golden" / "v1_sweep.json"
 
@@ -37,8 +38,8 @@ def golden() -> dict:
 
 def at_shape(record: dict, shape: dict, peak: dict) -> dict:
     """``record``'s timings under another ``shape`` (SYNTHETIC), its flops, bytes, rates and MFU made to agree."""
-    from mfu_sweep.dtypes import DTYPES
-    from mfu_sweep.shapes import Shape
+    from mfu_sweep.gemm.dtypes import DTYPES
+    from mfu_sweep.gemm.shapes import Shape
 
     new, dims = copy.deepcopy(record), Shape.from_json(shape)
     new.update(shape=shape, flops=dims.flops, bytes=dims.bytes(DTYPES[record["dtype"]]))
@@ -133,17 +134,17 @@ def test_a_failed_write_is_cut_back_and_a_failed_sync_is_raised_naming_the_journ
             return real_write(fd, bytes(data[: len(data) // 2]))
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("mfu_sweep.journal.os.write", half_then_full)
+    monkeypatch.setattr("mfu_sweep.records.journal.os.write", half_then_full)
     with pytest.raises(OSError, match="No space left") as err:
         journal.append(extra[0])
     assert err.value.filename == str(journal_path(path)) and len(calls) == 2
     assert read_json(path)["records"] == doc["records"] + extra  # the half line is gone
-    monkeypatch.setattr("mfu_sweep.journal.os.write", real_write)
+    monkeypatch.setattr("mfu_sweep.records.journal.os.write", real_write)
 
     def failed_sync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("mfu_sweep.journal.os.fdatasync", failed_sync)
+    monkeypatch.setattr("mfu_sweep.records.journal.os.fdatasync", failed_sync)
     journal.append(extra[0])  # written; its sync fails in the background
     with pytest.raises(OSError, match="Input/output error") as err:
         journal.append(extra[0])

@@ -1,11 +1,12 @@
-"""The folder tree is the architecture: this test reads the import graph and enforces its rules.
+"""The folder tree is the architecture: this test reads the import graph and enforces its map (docs/layout.md).
 
-Stages, bottom to top: the ground (top-level modules and ``specs/``) -> ``measure/`` and
-``importers/`` (both make results) -> ``analysis/`` -> ``present/`` -> ``cli/``; ``workflow/``
-(loops that alternate measuring and analysing, e.g. the refinement loop) sits above ``measure/``
-and ``analysis/``, beside ``present/``, and only ``cli/`` imports it; ``api.py`` (the Python API) sits beside
-``cli/``: it imports ``analysis/`` and ``present/`` but no device code, figures or Click. Every import
-statement counts, also the ones inside functions (a lazy import is still a dependency).
+The ground, bottom to top: ``util/`` (plumbing) -> ``gemm/`` (what a GEMM is) -> ``specs/`` (peak specs) ->
+``records/`` (the result and step files). The stages above it: ``measure/`` and ``importers/`` (both make
+results) -> ``analysis/`` -> ``present/`` -> ``cli/``; ``workflow/`` (loops that alternate measuring and
+analysing, e.g. the refinement loop) sits above ``analysis/``, takes the measuring as a callable, and only
+``cli/`` imports it; ``api.py`` (the Python API) sits beside ``cli/``: it imports ``analysis/`` and
+``present/`` but no device code, figures or Click. Every import statement counts, also the ones inside
+functions (a lazy import is still a dependency). ``ALLOWED`` is the map: which package may import which.
 """
 
 from __future__ import annotations
@@ -17,26 +18,41 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mfu_sweep"
 MAX_LINES = 500
+GROUND = ("util", "gemm", "specs", "records")
 STAGES = ("measure", "importers", "analysis", "present", "workflow", "cli")
-# (importing stage, forbidden target prefixes): the rules of docs/layout.md.
-FORBIDDEN = {
-    "ground": ("mfu_sweep.measure", "mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli", "mfu_sweep.workflow",
-               "torch", "matplotlib", "seaborn", "click"),
-    "measure": ("mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli", "mfu_sweep.workflow", "matplotlib",
-                "seaborn", "click"),
-    "importers": ("mfu_sweep.measure", "mfu_sweep.analysis", "mfu_sweep.present", "mfu_sweep.cli",
-                  "mfu_sweep.workflow", "torch", "matplotlib", "seaborn", "click"),
-    "analysis": ("mfu_sweep.measure", "mfu_sweep.present", "mfu_sweep.cli", "mfu_sweep.workflow", "torch",
-                 "matplotlib", "seaborn", "click"),
-    "present": ("mfu_sweep.measure", "mfu_sweep.cli", "mfu_sweep.workflow", "torch", "click"),
+# package -> the packages of mfu_sweep it may import (itself and the root's __version__ always)
+ALLOWED: dict[str, frozenset[str]] = {
+    "util": frozenset(),
+    "gemm": frozenset({"util"}),
+    "specs": frozenset({"util", "gemm"}),
+    "records": frozenset({"util", "gemm", "specs"}),
+    "measure": frozenset(GROUND),
+    "importers": frozenset(GROUND),
+    "analysis": frozenset(GROUND),
+    "present": frozenset({*GROUND, "analysis"}),
     # the loops take the measuring as a callable: no device code, no figures, no Click
-    "workflow": ("mfu_sweep.present", "mfu_sweep.cli", "torch", "matplotlib", "seaborn", "click"),
-    "cli": ("torch",),
-    # the Python API (mfu_sweep/api.py): the analysis and its tables as DataFrames, no device, no Click, no figures
-    "api": ("mfu_sweep.measure", "mfu_sweep.cli", "mfu_sweep.workflow", "torch", "matplotlib", "seaborn", "click"),
+    "workflow": frozenset({*GROUND, "analysis"}),
+    "cli": frozenset({*GROUND, *STAGES}),
+    # the Python API (mfu_sweep/api.py): the analysis and its tables as DataFrames, no device, no Click
+    "api": frozenset({*GROUND, "analysis", "present"}),
+    "root": frozenset(),
 }
-# Ground modules that drive a device need torch; everything else in the ground stays torch-free.
-GROUND_TORCH_OK: frozenset[str] = frozenset()
+# third-party imports each package may not make
+NO_TORCH_NO_FIGURES = ("torch", "matplotlib", "seaborn", "click")
+FORBIDDEN_LIBRARIES = {
+    **{ground: NO_TORCH_NO_FIGURES for ground in GROUND},
+    "root": NO_TORCH_NO_FIGURES,
+    "measure": ("matplotlib", "seaborn", "click"),
+    "importers": NO_TORCH_NO_FIGURES,
+    "analysis": NO_TORCH_NO_FIGURES,
+    "present": ("torch", "click"),
+    "workflow": NO_TORCH_NO_FIGURES,
+    "cli": ("torch",),
+    "api": NO_TORCH_NO_FIGURES,
+}
+# The measured goal of issue 50: the root shows its packages, and no room holds more than it can name.
+MAX_DIRECT = {"": 3, "present": 6, "measure": 12}  # .py files directly inside
+MAX_ANALYSIS_ENTRIES = 8  # modules and packages directly inside analysis/
 
 
 def module_name(path: Path) -> str:
@@ -47,12 +63,15 @@ def module_name(path: Path) -> str:
 
 
 def stage_of(module: str) -> str:
+    """The package of ``module`` in the map: ``util``, ..., ``cli``, ``api`` or ``root`` (``mfu_sweep`` itself)."""
     parts = module.split(".")
     if module in ("mfu_sweep.cli", "mfu_sweep.__main__"):  # the group and `python -m mfu_sweep`
         return "cli"
     if module == "mfu_sweep.api":  # on top of analysis/ and present/, beside cli/
         return "api"
-    return parts[1] if len(parts) > 2 and parts[1] in STAGES else "ground"
+    if len(parts) == 1:
+        return "root"
+    return parts[1] if parts[1] in ALLOWED else "unknown"
 
 
 def known_modules() -> dict[str, Path]:
@@ -115,9 +134,12 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
     for module, targets in sorted(edges.items()):
         stage = stage_of(module)
         for target in sorted(targets):
-            if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[stage]):
-                if not (stage == "ground" and module in GROUND_TORCH_OK and target.startswith("torch")):
-                    bad.append(f"{module} ({stage}) imports {target}")
+            if target == "mfu_sweep" or target.startswith("mfu_sweep."):
+                other = stage_of(target)
+                if other not in (stage, "root") and other not in ALLOWED[stage]:
+                    bad.append(f"{module} ({stage}) imports {target} ({other})")
+            elif any(target == f or target.startswith(f + ".") for f in FORBIDDEN_LIBRARIES[stage]):
+                bad.append(f"{module} ({stage}) imports {target}")
     return bad
 
 
@@ -149,20 +171,63 @@ def test_cycle_finder_finds_cycles(edges: dict[str, set[str]], cycle: bool) -> N
 
 
 def test_rules_catch_a_forbidden_edge() -> None:
-    edges = {"mfu_sweep.analysis.fits.fit": {"torch", "mfu_sweep.results"}, "mfu_sweep.measure.sweep": {"matplotlib"},
-             "mfu_sweep.results": {"mfu_sweep.analysis.fits.fit"}}
+    edges = {"mfu_sweep.analysis.fits.fit": {"torch", "mfu_sweep.records.results"},
+             "mfu_sweep.measure.sweep": {"matplotlib"},
+             "mfu_sweep.records.results": {"mfu_sweep.analysis.fits.fit"}}
     assert violations(edges) == [
         "mfu_sweep.analysis.fits.fit (analysis) imports torch",
         "mfu_sweep.measure.sweep (measure) imports matplotlib",
-        "mfu_sweep.results (ground) imports mfu_sweep.analysis.fits.fit",
+        "mfu_sweep.records.results (records) imports mfu_sweep.analysis.fits.fit (analysis)",
     ]
 
 
-def test_rules_keep_the_workflow_stage_above_measure_and_analysis() -> None:
+def test_rules_keep_the_workflow_stage_above_analysis_and_apart_from_measure() -> None:
     edges = {"mfu_sweep.workflow.loop": {"mfu_sweep.measure.sweep", "mfu_sweep.analysis.refine.plan", "click"},
              "mfu_sweep.measure.sweep": {"mfu_sweep.workflow.loop"}}
-    assert violations(edges) == ["mfu_sweep.measure.sweep (measure) imports mfu_sweep.workflow.loop",
-                                 "mfu_sweep.workflow.loop (workflow) imports click"]
+    assert violations(edges) == [
+        "mfu_sweep.measure.sweep (measure) imports mfu_sweep.workflow.loop (workflow)",
+        "mfu_sweep.workflow.loop (workflow) imports click",
+        "mfu_sweep.workflow.loop (workflow) imports mfu_sweep.measure.sweep (measure)",
+    ]
+
+
+def test_rules_keep_the_ground_in_its_order() -> None:
+    """util/ imports nothing of the package, gemm/ only util/, records/ sits on top of the ground."""
+    edges = {"mfu_sweep.util.outputs": {"mfu_sweep.records.manifest"},
+             "mfu_sweep.gemm.shapes": {"mfu_sweep.specs", "mfu_sweep.util.text", "mfu_sweep"},
+             "mfu_sweep.records.results": {"mfu_sweep.gemm.shapes", "mfu_sweep.specs", "mfu_sweep.measure.task"}}
+    assert violations(edges) == [
+        "mfu_sweep.gemm.shapes (gemm) imports mfu_sweep.specs (specs)",
+        "mfu_sweep.records.results (records) imports mfu_sweep.measure.task (measure)",
+        "mfu_sweep.util.outputs (util) imports mfu_sweep.records.manifest (records)",
+    ]
+
+
+def test_every_folder_of_the_package_is_in_the_map() -> None:
+    """A new top-level package is placed in ALLOWED (and docs/layout.md) before anything imports it."""
+    assert sorted(m for m in known_modules() if stage_of(m) == "unknown") == []
+
+
+def direct_py(folder: Path) -> int:
+    return len(list(folder.glob("*.py")))
+
+
+def test_the_measured_goal_of_the_rooms() -> None:
+    """Root: __init__, __main__ and api; present/ and measure/ hold packages by output and by concern."""
+    counts = {name: direct_py(PACKAGE / name) for name in MAX_DIRECT}
+    assert {n: c for n, c in counts.items() if c > MAX_DIRECT[n]} == {}
+    entries = [p for p in (PACKAGE / "analysis").iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()]
+    assert len(entries) <= MAX_ANALYSIS_ENTRIES, sorted(p.name for p in entries)
+
+
+def test_every_package_says_what_it_decides_and_may_import() -> None:
+    """Each package's ``__init__`` docstring names what it may import (the map, in words)."""
+    silent = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        if init.parent != PACKAGE and "may import" not in doc.lower():
+            silent.append(str(init.relative_to(PACKAGE)))
+    assert silent == []
 
 
 def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> None:
@@ -178,7 +243,7 @@ def test_every_package_folder_is_a_regular_package_that_setuptools_ships() -> No
 
 # Inside analysis/, parts in order of the question they answer; a part imports only parts of a lower rank
 # (docs/layout.md). steps (a step's GEMM sum and time to N steps) sits beside fleet, above fits.
-ANALYSIS_RANK = {"series": 0, "summary": 0, "sources": 0, "fits": 1, "verdicts": 2,
+ANALYSIS_RANK = {"ground": 0, "sources": 0, "fits": 1, "verdicts": 2,
                  "fleet": 3, "steps": 3, "refine": 4}
 
 
@@ -210,13 +275,14 @@ def test_analysis_is_split_by_question_in_a_fixed_order() -> None:
 
 
 def test_analysis_rules_catch_an_arrow_back_up() -> None:
-    edges = {"mfu_sweep.analysis.fits.fit": {"mfu_sweep.analysis.verdicts.comparison", "mfu_sweep.analysis.series"},
-             "mfu_sweep.analysis.series": {"mfu_sweep.analysis.fits.fit"},
+    edges = {"mfu_sweep.analysis.fits.fit": {"mfu_sweep.analysis.verdicts.comparison",
+                                             "mfu_sweep.analysis.ground.series"},
+             "mfu_sweep.analysis.ground.series": {"mfu_sweep.analysis.fits.fit"},
              "mfu_sweep.analysis.verdicts.pair": {"mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.steps.gemm_sum"},
              "mfu_sweep.analysis.refine.plan": {"mfu_sweep.analysis.fleet.leaderboard"}}
     assert analysis_violations(edges) == [
         "mfu_sweep.analysis.fits.fit (fits) imports mfu_sweep.analysis.verdicts.comparison (verdicts)",
-        "mfu_sweep.analysis.series (series) imports mfu_sweep.analysis.fits.fit (fits)",
+        "mfu_sweep.analysis.ground.series (ground) imports mfu_sweep.analysis.fits.fit (fits)",
         "mfu_sweep.analysis.verdicts.pair (verdicts) imports mfu_sweep.analysis.steps.gemm_sum (steps)",
     ]
 

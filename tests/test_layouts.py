@@ -11,16 +11,17 @@ import torch
 from click.testing import CliRunner
 from synthetic import NOISE_MODELS, make_sweep_doc, square_shapes
 
-from mfu_sweep.analysis.series import SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import SeriesKey, group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shape_files import read_shape_rows
+from mfu_sweep.gemm.shapes import LAYOUTS, Shape, ShapeError, parse_layouts, parse_shape, with_layout
 from mfu_sweep.measure.backends.cpu import CpuBackend
 from mfu_sweep.measure.backends.operands import relative_error
 from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
-from mfu_sweep.measure.sweep import make_tasks
-from mfu_sweep.results import load_sweeps, parse_document, validate_file
-from mfu_sweep.shapes import LAYOUTS, Shape, ShapeError, parse_layouts, parse_shape, read_shape_rows, with_layout
+from mfu_sweep.measure.planning import make_tasks
+from mfu_sweep.records.results import load_sweeps, parse_document, validate_file
 
 
 # ----- the shape carries its layout ------------------------------------------------------------------------
@@ -131,8 +132,8 @@ def test_layouts_are_their_own_series_and_get_their_own_verdicts() -> None:
 
 
 def test_figures_and_filters_see_each_layout() -> None:
-    from mfu_sweep.present.fig_mfu import plot_mfu
-    from mfu_sweep.summaries import available, filter_sweeps
+    from mfu_sweep.present.figures.mfu import plot_mfu
+    from mfu_sweep.records.summaries import available, filter_sweeps
 
     sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
     assert available(sweeps, "mode") == ["eager", "eager-nt"]
@@ -147,8 +148,8 @@ def test_a_layouts_mfu_panel_is_drawn_where_its_device_has_a_peak() -> None:
     """The MFU panel and heatmap checks look at a layout's own series (eager-nt), not at the bare mode: a sweep
     with a peak gets no 'no device has a peak' note for its nt and tn series, and one choice of featured devices
     and colours covers each of them."""
-    from mfu_sweep.present.figure_choice import choose_figures
-    from mfu_sweep.present.figures import blank_notes, valued
+    from mfu_sweep.present.figures.arrange import blank_notes, valued
+    from mfu_sweep.present.figures.choice import choose_figures
 
     sweeps = [s for d in _docs("a", 1.0, 1) for s in parse_document(d)]
     assert {m for _, _, m in valued(sweeps, lambda _d, _m: "mfu")} == {"eager", "eager-nt"}

@@ -19,9 +19,9 @@ from mfu_sweep.analysis.fleet.leaderboard import (
     rest_median,
 )
 from mfu_sweep.analysis.fleet.view import fleet_view, replicate_fleets
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.compare import holm
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 FLOPS = tuple(float(f) for f in np.geomspace(1e6, 2e12, 25))
 

@@ -18,7 +18,7 @@ from synthetic import make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.timing import TimingConfig, host_block_timer, measure
-from mfu_sweep.stats import SUMMED_MAX_N, median_ci, median_ci_indices
+from mfu_sweep.util.stats import SUMMED_MAX_N, median_ci, median_ci_indices
 
 
 def exact_indices(n: int, confidence: float = 0.95) -> tuple[int, int]:

@@ -20,21 +20,10 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.contention import (
-    CONTENDED_SHARE,
-    FLAG,
-    contention_note,
-    contention_reason,
-    exclude_contended,
-    flag_record,
-    is_contended,
-    is_flagged,
-    pass_summaries,
-)
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.measure.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
-from mfu_sweep.measure.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
-from mfu_sweep.measure.machine import (
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.measure.machine.clockprobe import ADDS_PER_ITER, KERNELS, _Chain, measure_clock, measure_fma
+from mfu_sweep.measure.machine.cores import (
     CpuTicks,
     HostMonitor,
     ProcStat,
@@ -45,9 +34,20 @@ from mfu_sweep.measure.machine import (
     parse_proc_stat,
     reading,
 )
-from mfu_sweep.measure.watch import peak_from_probe, spec_clock_ghz
-from mfu_sweep.results import Record, Sweep, load_sweeps, save_sweep
-from mfu_sweep.shapes import Shape
+from mfu_sweep.measure.machine.gpu_neighbours import GpuNeighbours, other_processes, other_utilisation
+from mfu_sweep.measure.machine.watch import peak_from_probe, spec_clock_ghz
+from mfu_sweep.records.contention import (
+    CONTENDED_SHARE,
+    FLAG,
+    contention_note,
+    contention_reason,
+    exclude_contended,
+    flag_record,
+    is_contended,
+    is_flagged,
+    pass_summaries,
+)
+from mfu_sweep.records.results import Record, Sweep, load_sweeps, save_sweep
 from mfu_sweep.specs import Peak
 
 FP32 = get_dtype("fp32")
@@ -404,7 +404,7 @@ def test_cli_compare_names_contention_and_exclude_option_drops_records(tmp_path)
                 r = Record(shape=sh, dtype="fp32", mode="eager", flops=sh.flops, bytes=sh.bytes(FP32),
                            intensity=sh.intensity(FP32), status="ok", samples_s=tuple(t * x / 1e-3 for x in rng),
                            pass_index=p)
-                from mfu_sweep.results import finish_record
+                from mfu_sweep.records.results import finish_record
 
                 out.append(finish_record(flag_record(r, {"window_s": 1.0, "other_share": share}), _cpu_peak()))
         return out

@@ -11,7 +11,7 @@ from synthetic import make_sweep_doc, write_sweep
 
 from mfu_sweep.analysis.sources.merge import Relabel, merge_files
 from mfu_sweep.cli import main
-from mfu_sweep.results import ResultError, load_sweeps, write_json_atomic
+from mfu_sweep.records.results import ResultError, load_sweeps, write_json_atomic
 
 FLOPS = [1e8, 1e9, 1e10, 1e11]
 
@@ -193,7 +193,7 @@ def test_one_series_takes_two_measured_peaks_and_says_when_they_disagree(tmp_pat
                                                                          ok: bool, noted: bool) -> None:
     """SYNTHETIC peaks: two measured-clock peaks of one machine are one series against the first peak, with a
     note naming both when they differ beyond MEASURED_PEAK_RTOL; peaks that are not measured must agree."""
-    from mfu_sweep.analysis.series import SeriesError, group_series, with_peak
+    from mfu_sweep.analysis.ground.series import SeriesError, group_series, with_peak
 
     docs = [_doc("gpu", seed=i, peak_tflops=p) for i, p in enumerate(peaks)]
     for d in docs:

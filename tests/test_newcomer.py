@@ -148,8 +148,8 @@ def test_disk_filling_during_a_sweep_keeps_the_file(tmp_path: Path) -> None:
         one_line_error(code, text, "no space left", str(out))
         if out.exists():  # the header fitted: what was measured stays, and says it is incomplete
             assert "--resume" in text
-            from mfu_sweep.results import load_sweeps
-            from mfu_sweep.summaries import incomplete_reason
+            from mfu_sweep.records.results import load_sweeps
+            from mfu_sweep.records.summaries import incomplete_reason
 
             (sweep,) = load_sweeps([out])
             assert incomplete_reason(sweep) is not None and len(sweep.records) < 8
@@ -329,7 +329,7 @@ def test_dry_run_counts_in_words_that_agree_with_one() -> None:
 
 
 def test_counted_words() -> None:
-    from mfu_sweep.text import counted
+    from mfu_sweep.util.text import counted
 
     assert [counted(n, "measurement") for n in (0, 1, 2)] == ["0 measurements", "1 measurement", "2 measurements"]
     assert [counted(n, "pass", "passes") for n in (1, 3)] == ["1 pass", "3 passes"]
@@ -390,8 +390,8 @@ def test_ceilings_prints_json_only_with_json(tmp_path: Path) -> None:
 
 
 def test_figures_say_a_sweep_is_incomplete(tmp_path: Path) -> None:
-    from mfu_sweep.present.marks import incomplete_note
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.present.figures.marks import incomplete_note
+    from mfu_sweep.records.results import load_sweeps
 
     data = json.loads(Path(GOLDEN).read_text())
     data["run"]["finished_at"] = None
@@ -404,7 +404,7 @@ def test_figures_say_a_sweep_is_incomplete(tmp_path: Path) -> None:
     path.write_text(json.dumps(data))
     (one,) = load_sweeps([path])
     assert incomplete_note([one]) == f"incomplete sweep: {LABEL} (1 of 1 measurement)"  # never "1 measurements"
-    from mfu_sweep.summaries import incomplete_reason
+    from mfu_sweep.records.summaries import incomplete_reason
 
     assert "(1 of 1 planned measurement, no finish time)" in incomplete_reason(one)
     # vs-flops: a sweep whose one record is ok gives no status figure (asking for one is an error, test_plot)

@@ -11,14 +11,14 @@ import pytest
 from click.testing import CliRunner
 from synthetic import make_sweep_doc, write_sweep
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.timing import timing_differences
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.gemm.dtypes import DTYPES
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
-from mfu_sweep.present.export_nvbench import write_nvbench
-from mfu_sweep.results import load_sweeps
-from mfu_sweep.shapes import Shape
+from mfu_sweep.present.export.nvbench import write_nvbench
+from mfu_sweep.records.results import load_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]
 SHAPES = [Shape(1, n, n, n, layout="nt") for n in (256, 512, 1024, 2048, 4096)]

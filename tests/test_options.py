@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import ALIASES, DTYPES, canonical_dtype
+from mfu_sweep.gemm.dtypes import ALIASES, DTYPES, canonical_dtype
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "sweeps" / "published"

@@ -27,7 +27,7 @@ from scipy.stats import binom, binomtest, wilcoxon
 
 from mfu_sweep.analysis.verdicts.band_tests import random_effects, signed_rank_p
 from mfu_sweep.analysis.verdicts.evidence import holm
-from mfu_sweep.stats import median_ci_indices
+from mfu_sweep.util.stats import median_ci_indices
 
 multitest = pytest.importorskip("statsmodels.stats.multitest")
 meta_analysis = pytest.importorskip("statsmodels.stats.meta_analysis")

@@ -23,10 +23,10 @@ from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
-from mfu_sweep.analysis.series import group_series  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.present import plot as P  # noqa: E402
-from mfu_sweep.results import Sweep, parse_document  # noqa: E402
+from mfu_sweep.present.figures import plot as P  # noqa: E402
+from mfu_sweep.records.results import Sweep, parse_document  # noqa: E402
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 # the pair's 40 shapes: its FLOP bands lean each way, so its crossover is the data's (a fit crossover needs
@@ -65,7 +65,7 @@ def pair() -> list[Sweep]:
 
 @pytest.fixture(scope="module")
 def pair_analysis(pair: list[Sweep]) -> Any:
-    from mfu_sweep.present.report import analyse
+    from mfu_sweep.present.report.write import analyse
 
     return analyse(pair, fit_n_boot=20)
 
@@ -166,8 +166,8 @@ def test_the_leader_strip_hatches_a_lead_that_only_adjacent_bands_taken_together
     3.2 GFLOP is the conclusion of a run of three bands, none called alone; the strip draws it hatched, as the
     sentence says "taken together", and NV_TitanX_Pascal's own-band lead above 100 GFLOP plain."""
     from mfu_sweep.analysis.verdicts.compare import compare_series
-    from mfu_sweep.present.fig_mfu import together_spans
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.present.figures.mfu import together_spans
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     sweeps = load_sweeps([str(published / f"{n}.json") for n in ("AMD_MI25", "NV_TitanX_Pascal")])
@@ -440,8 +440,8 @@ def test_plot_figure_option_draws_only_the_kinds_asked_for(tmp_path: Path) -> No
 
 
 def test_a_long_legend_key_widens_a_one_panel_figure_instead_of_being_cut_off() -> None:
-    from mfu_sweep.present.figures import figure_legend
-    from mfu_sweep.present.theme import COLUMN_IN
+    from mfu_sweep.present.figures.arrange import figure_legend
+    from mfu_sweep.present.figures.theme import COLUMN_IN
 
     fig = Figure(figsize=(COLUMN_IN, 2.6), layout="constrained")
     ax = fig.subplots()
@@ -455,7 +455,7 @@ def test_a_long_legend_key_widens_a_one_panel_figure_instead_of_being_cut_off() 
 
 
 def test_panels_with_different_bars_share_one_legend_key() -> None:
-    from mfu_sweep.present.figures import _merge_bar_keys
+    from mfu_sweep.present.figures.arrange import _merge_bar_keys
 
     merged = _merge_bar_keys({"chip": 1, "bars: 95% CI of median": 2, "fit": 3,
                               "bars: 95% CI of median / range over passes": 4})
@@ -465,8 +465,8 @@ def test_panels_with_different_bars_share_one_legend_key() -> None:
 def test_speedup_of_repeats_sweeps_uses_the_median_of_the_passes() -> None:
     from synthetic import NOISE_MODELS
 
-    from mfu_sweep.analysis.series import shape_seconds
-    from mfu_sweep.present.fig_compile import speedup_points
+    from mfu_sweep.analysis.ground.series import shape_seconds
+    from mfu_sweep.present.figures.compile import speedup_points
 
     noise = NOISE_MODELS["per-shape 5%"]
     series = group_series(sweeps_of(doc("chip-a", repeats=3, noise_model=noise),
@@ -546,7 +546,7 @@ def test_delta_e_matches_the_published_test_data() -> None:
 def test_every_two_palette_colours_are_plainly_different() -> None:
     pairs = {(a, b): delta_e(a, b) for a, b in itertools.combinations(P.PALETTE, 2)}
     assert min(pairs.values()) >= 20, min(pairs.items(), key=lambda kv: kv[1])
-    from mfu_sweep.present.theme import ANNOTATION_GREY
+    from mfu_sweep.present.figures.theme import ANNOTATION_GREY
 
     assert min(delta_e(c, ANNOTATION_GREY) for c in P.PALETTE) >= 20 and len(set(P.PALETTE)) == len(P.PALETTE) >= 8
 
@@ -555,7 +555,7 @@ def test_devices_drawn_together_get_distinct_colours_b200_and_gfx950_above_all()
     """On the published data the headline crossover pair (B200, gfx950) were two near-identical oranges
     (CIEDE2000 15); every two devices that share a dtype and mode now differ by at least 20."""
     from mfu_sweep.present.select import label_colors
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
     colors = label_colors(sweeps, None)
@@ -583,10 +583,10 @@ def test_colours_are_distinct_per_panel_and_repeat_only_beyond_the_palette() -> 
 def test_a_figure_whose_metric_has_no_values_is_not_drawn_and_a_note_says_so() -> None:
     """DeepBench's MI25 table names no peak: by MFU its heatmaps were blank ("MFU (% of none peak)"). plot skips
     them and the vs-flops panel, with a note; the report draws them by TFLOP/s (its metric for that dtype)."""
-    from mfu_sweep.present.figure_choice import FigureChoice
-    from mfu_sweep.present.figures import blank_notes, figure_stems
+    from mfu_sweep.present.figures.arrange import blank_notes, figure_stems
+    from mfu_sweep.present.figures.choice import FigureChoice
     from mfu_sweep.present.group_metric import group_metrics
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     mi25 = load_sweeps([str(PUBLISHED / "AMD_MI25.json")])
     grids = P.heatmap_grids(mi25)
@@ -612,8 +612,8 @@ def test_the_reports_panels_draw_each_device_in_its_own_colour() -> None:
     """The report draws a choice of devices (four per dtype and mode, with their other dtypes): on the published
     data five share the fp32 eager panel (seven before the choice drew the fastest and the slowest, issue 47);
     no two points of one panel share a colour."""
-    from mfu_sweep.present.figure_choice import choose_figures
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.present.figures.choice import choose_figures
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))
     figs = P.make_figures(sweeps, metric="tflops", kinds=["vs-flops"], fits={}, comparisons=[], fleets=[],

@@ -13,9 +13,9 @@ from synthetic import make_sweep_doc, roofline_time, write_sweep
 
 from mfu_sweep.analysis.steps.gemm_sum import PredictError, predict_step
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import load_sweeps, parse_document
-from mfu_sweep.workloads import resolve_family, sweep_shapes
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.workloads import resolve_family, sweep_shapes
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 FAMILY = "llm:llama-3-8b:tokens=256"
 PEAK = 100.0  # SYNTHETIC peak TFLOP/s
@@ -122,7 +122,7 @@ def test_a_repeats_sweep_gives_each_shape_the_median_of_its_passes() -> None:
     """Before, the last record of a shape won: with shuffled passes, an arbitrary pass."""
     from synthetic import NOISE_MODELS
 
-    from mfu_sweep.analysis.series import shape_seconds
+    from mfu_sweep.analysis.ground.series import shape_seconds
     from mfu_sweep.analysis.steps.gemm_sum import measured_medians
 
     doc = make_sweep_doc("chip", P_tflops=50, W_tbs=1, t0_s=1e-6, flops=[1e8, 1e9, 1e10], n_samples=3,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 
-from mfu_sweep.progress import MAX_LINE, Progress
+from mfu_sweep.util.progress import MAX_LINE, Progress
 
 
 class FakeClock:

@@ -22,10 +22,10 @@ from synthetic_aspect import log_speed, name_of
 from synthetic_fleet import fleet_docs
 
 from mfu_sweep.analysis.fleet.leaderboard import Profile, align, leaderboard
-from mfu_sweep.analysis.series import Series, group_series
+from mfu_sweep.analysis.ground.series import Series, group_series
 from mfu_sweep.analysis.verdicts.bands import band_verdicts
 from mfu_sweep.analysis.verdicts.matching import ShapeModel, features
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 # -- the local model -------------------------------------------------------------------------------------------
 

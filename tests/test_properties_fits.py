@@ -33,10 +33,10 @@ from mfu_sweep.analysis.fits.roofline import (
     shape_data,
     shifted,
 )
-from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, finish_record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import Record, finish_record
 from mfu_sweep.specs import Peak
 
 T0, P, W = 2e-6, 600.0, 2.0  # SYNTHETIC truth: s, TFLOP/s, TB/s

@@ -22,9 +22,9 @@ from mfu_sweep.analysis.fleet.evidence import _evidence, align, profile
 from mfu_sweep.analysis.fleet.gate import gate
 from mfu_sweep.analysis.fleet.leaderboard import leaderboard
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
-from mfu_sweep.analysis.series import Series, group_series
+from mfu_sweep.analysis.ground.series import Series, group_series
 from mfu_sweep.analysis.verdicts.margin import log_margin
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 SHAPES = aspect_shapes()
 COUNTS = np.unique([s.flops for s in SHAPES])

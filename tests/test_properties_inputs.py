@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 from synthetic import make_sweep_doc
 
-from mfu_sweep.checks import record_problems
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
 from mfu_sweep.measure.layouts import runnable_tasks, shape_problem
 from mfu_sweep.measure.task import Task
-from mfu_sweep.results import parse_document
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.checks import record_problems
+from mfu_sweep.records.results import parse_document
 
 # -- repeats: one record per pass, shape (groups included), dtype and mode -------------------------------------
 

@@ -19,7 +19,7 @@ from scipy.stats import t as student_t
 from mfu_sweep.analysis.steps.costs import PassCost, SeriesCosts, ShapeCost, StepKey
 from mfu_sweep.analysis.steps.crossings import crossing_interval
 from mfu_sweep.analysis.steps.draws import draw_costs, interval
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
 
 SHAPES = (Shape(1, 64, 4096, 4096), Shape(1, 64, 1024, 4096), Shape(1, 64, 14336, 4096), Shape(1, 64, 4096, 14336))
 CALLS = np.array([2, 2, 2, 1])

@@ -28,15 +28,15 @@ from synthetic_aspect import SIZES, AspectModel, aspect_effect, curve, draw_side
 from synthetic_bands import PairModel, draw_pair, grid_flops
 from synthetic_refine import Noise, SimDevice, SimSweep, crossing_ratio, no_ratio
 
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.refine.regions import LEAN_P, _flop_leanings, candidate_regions
-from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.bands import Band, RunClaim, bands_and_runs, run_variance
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.curves import pass_curve
 from mfu_sweep.analysis.verdicts.matching import match_shapes, terms_of
 from mfu_sweep.analysis.verdicts.segments import effective_state, fieller_crossing
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 PUBLISHED = Path(__file__).parent.parent / "sweeps" / "published"
 
@@ -339,7 +339,7 @@ def test_identical_chips_rarely_get_a_fit_crossover_kept_or_noted() -> None:
     from synthetic import NOISE_MODELS, make_sweep_doc
 
     from mfu_sweep.analysis.verdicts.compare import compare_all
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.records.results import parse_document
 
     truth = {"P_tflops": 600, "W_tbs": 2.0, "t0_s": 8e-6, "flops": [float(f) for f in np.geomspace(1e8, 1e13, 24)],
              "noise_model": NOISE_MODELS["per-shape 2%"], "repeats": 3}

@@ -18,7 +18,7 @@ from mfu_sweep.cli import main
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.peak_basis import ASSUMED, CITATION
 from mfu_sweep.present.machine_facts import machine_facts
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 from mfu_sweep.specs import load_chips
 
 ROOT = Path(__file__).resolve().parents[1]

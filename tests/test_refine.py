@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from synthetic_refine import SimDevice, SimSweep, base_time, crossing_ratio
 
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.refine.knees import bends
 from mfu_sweep.analysis.refine.looks import Look, RefineError, current_look, refine_round
 from mfu_sweep.analysis.refine.plan import gap_targets, plan_refinement, shape_file_text, square_near
 from mfu_sweep.analysis.refine.regions import trend_regions
-from mfu_sweep.analysis.series import group_series
 from mfu_sweep.analysis.verdicts.compare import compare_all
+from mfu_sweep.gemm.shape_files import read_shape_rows
+from mfu_sweep.gemm.shapes import Shape, ShapeError, points_for_range, square_family
 from mfu_sweep.measure.passes import plan_passes
-from mfu_sweep.shapes import Shape, ShapeError, points_for_range, read_shape_rows, square_family
 
 TRUTH = (8.5, 11.0)
 GRID = square_family(1e6, 1e13, points_for_range(1e6, 1e13))
@@ -206,7 +207,7 @@ def test_plan_passes_limits_items_to_their_passes() -> None:
 
 
 def _loop_files(tmp_path, seed: int):  # noqa: ANN001, ANN202
-    from mfu_sweep.results import write_json_atomic
+    from mfu_sweep.records.results import write_json_atomic
 
     a, b, rng = start(seed)
     out, other = tmp_path / "dev.json", tmp_path / "ref.json"
@@ -262,7 +263,7 @@ def test_a_ratio_sweeping_through_one_inside_an_uncalled_band_is_a_candidate(tmp
     # on the smallest shapes and far ahead on the largest, so its ratio crosses 1 inside that band.
     from synthetic import make_sweep_doc, write_sweep
 
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     flops = [float(f) for f in np.geomspace(1e5, 3e7, 6)]
     docs = [make_sweep_doc("slow-start", P_tflops=1000.0, W_tbs=100.0, t0_s=1e-4, dtype="fp32", flops=flops,
@@ -302,7 +303,7 @@ def test_refine_on_imported_tables_prints_no_command_that_cannot_run(tmp_path: P
 def test_candidate_regions_on_published_tables_are_never_empty_or_repeated() -> None:
     """Shapes of one FLOP count that lean both ways (a shape effect) once gave "possible crossover in
     [540 MFLOP, 540 MFLOP]" nine times for B200 vs gfx950 fp32; a region now spans two FLOP counts, once."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     plan = plan_refinement(load_sweeps([published / "sm_100_B200.json", published / "gfx950.json"]),
@@ -316,7 +317,7 @@ def test_a_stricter_look_never_narrows_a_crossover_interval_elsewhere() -> None:
     """refine's looks test at alpha / looks: B200 vs gfx950 bf16 once got [1.05, 1.48] GFLOP at a look beside
     compare's [1.3, 2.4] (a 95% Fieller interval in a different bracket); now each look's interval holds
     compare's, for every dtype of the published pair."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     sweeps = load_sweeps([published / "sm_100_B200.json", published / "gfx950.json"])
@@ -339,7 +340,7 @@ def test_refine_over_many_files_plans_the_pairs_it_can_and_notes_the_rest(tmp_pa
     from click.testing import CliRunner
 
     from mfu_sweep.cli import main
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     files = sorted(str(p) for p in (Path(__file__).resolve().parents[1] / "sweeps").glob("*.json"))
     plan = plan_refinement(load_sweeps(files))

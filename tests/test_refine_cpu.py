@@ -19,7 +19,7 @@ from synthetic import make_sweep_doc, write_sweep
 
 from mfu_sweep.cli import main
 from mfu_sweep.cli.refine import EXIT_NOTHING_PROPOSED
-from mfu_sweep.results import load_sweeps
+from mfu_sweep.records.results import load_sweeps
 
 FAST = ["--device", "cpu", "--dtype", "fp32", "--budget-s", "0.02", "--max-samples", "10", "--min-samples", "3",
         "--quiet", "--isolate", "none", "--no-check", "--threads", "1"]

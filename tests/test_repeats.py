@@ -11,22 +11,20 @@ from click.testing import CliRunner
 
 from mfu_sweep.analysis.sources.merge import merge_files
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape, working_bytes
 from mfu_sweep.measure.passes import order_seed, order_seeds, plan_passes, shuffled
-from mfu_sweep.measure.sweep import (
+from mfu_sweep.measure.planning import (
     ACCEL_REPEATS,
     BUDGET_PER_PASS_S,
     CPU_REPEATS,
-    SweepPlan,
-    _capped,
-    cap_by_memory,
     default_budget,
     default_repeats,
     make_tasks,
     select_shapes,
 )
-from mfu_sweep.results import ResultError, load_sweeps, parse_document, save_sweep, validate_file
-from mfu_sweep.shapes import Shape, working_bytes
+from mfu_sweep.measure.sweep import SweepPlan, _capped, cap_by_memory
+from mfu_sweep.records.results import ResultError, load_sweeps, parse_document, save_sweep, validate_file
 
 GOLDEN = Path(__file__).parent / "golden" / "v1_sweep.json"
 

@@ -22,11 +22,11 @@ from click.testing import CliRunner  # noqa: E402
 from synthetic import make_sweep_doc, write_sweep  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
-from mfu_sweep.present.render import md_text  # noqa: E402
-from mfu_sweep.present.report import analyse, write_report  # noqa: E402
-from mfu_sweep.present.report_compare import adds_segments  # noqa: E402
-from mfu_sweep.results import Sweep, parse_document
-from mfu_sweep.summaries import summary_line
+from mfu_sweep.present.report.compare import adds_segments  # noqa: E402
+from mfu_sweep.present.report.render import md_text  # noqa: E402
+from mfu_sweep.present.report.write import analyse, write_report  # noqa: E402
+from mfu_sweep.records.results import Sweep, parse_document
+from mfu_sweep.records.summaries import summary_line
 
 FLOPS = [float(f) for f in np.geomspace(1e6, 1e12, 10)]
 ODD_LABEL = 'chip-c<b>&"$x'
@@ -102,7 +102,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     crossing = [x for c in analysis.comparisons for x in c.crossovers]
     assert crossing, "the synthetic pair must cross"
     from mfu_sweep.analysis.verdicts.compare import format_flops
-    from mfu_sweep.present.report_compare import crossover_text
+    from mfu_sweep.present.report.compare import crossover_text
 
     for x in crossing:
         assert f"{format_flops(x.low_flops)} – {format_flops(x.high_flops)}" in md
@@ -112,7 +112,7 @@ def test_markdown_has_every_section_and_fact(report: tuple[Path, Any, list[Path]
     escaped = compiled.sentence().replace("|", "\\|")  # Markdown table cells escape pipes
     assert f"| where compiling pays | {escaped} |" in md
     fit = analysis.fits[next(k for k in analysis.fits if k.label == "chip-a" and k.mode == "eager")]
-    from mfu_sweep.present.export import significant
+    from mfu_sweep.present.export.tables import significant
 
     assert f"{significant(fit.p_tflops)} TFLOP/s [{significant(fit.p_tflops_ci[0])}" in md
     assert "![mfu-vs-flops](figures/mfu-vs-flops.png)" in md
@@ -169,7 +169,7 @@ def test_report_command_on_one_series(tmp_path: Path) -> None:
 
 def test_report_shows_replicate_spread(tmp_path: Path) -> None:
     """SYNTHETIC: two ranks of one chip, rank 1 slower; the report has a spread section naming it."""
-    from mfu_sweep.results import parse_document
+    from mfu_sweep.records.results import parse_document
 
     flops = list(np.geomspace(1e8, 1e11, 5))
     r0 = make_sweep_doc("gpu.r0", P_tflops=100, W_tbs=2, t0_s=1e-5, flops=flops, run_id="r0")
@@ -230,7 +230,7 @@ def test_report_reuses_fits_and_lists_pairs_by_dtype_and_mode(monkeypatch: pytes
 
 
 def test_a_series_without_any_peak_is_not_called_vendor_spec() -> None:
-    from mfu_sweep.present.theme import peak_kind, series_name
+    from mfu_sweep.present.figures.theme import peak_kind, series_name
     from mfu_sweep.specs import Peak
 
     none = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None, source="no spec entry (imported)")
@@ -241,10 +241,10 @@ def test_a_series_without_any_peak_is_not_called_vendor_spec() -> None:
 def test_best_shape_of_a_repeats_sweep_is_a_shape_median_not_its_luckiest_pass() -> None:
     from synthetic import NOISE_MODELS, make_sweep_doc
 
-    from mfu_sweep.analysis.series import group_series, shape_seconds
-    from mfu_sweep.analysis.summary import summarise
-    from mfu_sweep.present.export import significant
-    from mfu_sweep.present.report import performance_facts
+    from mfu_sweep.analysis.ground.series import group_series, shape_seconds
+    from mfu_sweep.analysis.ground.summary import summarise
+    from mfu_sweep.present.export.tables import significant
+    from mfu_sweep.present.report.write import performance_facts
 
     doc = make_sweep_doc("chip", P_tflops=100, W_tbs=1, t0_s=1e-6, flops=[1e8, 1e9, 1e10, 1e11], n_samples=3,
                          noise_model=NOISE_MODELS["per-shape 5%"], repeats=5)

@@ -1,4 +1,4 @@
-"""What a report draws when there is too much to draw every figure (present/figure_choice.py).
+"""What a report draws when there is too much to draw every figure (present/figures/choice.py).
 
 All inputs are SYNTHETIC sweeps from tests/synthetic.py and tests/synthetic_fleet.py (made-up numbers).
 """
@@ -17,11 +17,11 @@ from synthetic import make_sweep_doc  # noqa: E402
 from synthetic_fleet import fleet_docs  # noqa: E402
 
 from mfu_sweep.analysis.fleet.view import replicate_fleets  # noqa: E402
-from mfu_sweep.analysis.series import group_series  # noqa: E402
-from mfu_sweep.present import figure_choice  # noqa: E402
-from mfu_sweep.present.figure_choice import choose_figures  # noqa: E402
-from mfu_sweep.present.report import analyse, write_report  # noqa: E402
-from mfu_sweep.results import parse_document  # noqa: E402
+from mfu_sweep.analysis.ground.series import group_series  # noqa: E402
+from mfu_sweep.present.figures import choice as figure_choice  # noqa: E402
+from mfu_sweep.present.figures.choice import choose_figures  # noqa: E402
+from mfu_sweep.present.report.write import analyse, write_report  # noqa: E402
+from mfu_sweep.records.results import parse_document  # noqa: E402
 
 TRUTH = {"P_tflops": 300.0, "W_tbs": 2.0, "t0_s": 5e-6}
 

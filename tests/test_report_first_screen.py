@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from synthetic import make_sweep_doc
 
-from mfu_sweep.present.blocks import Bullets, Para, Table
-from mfu_sweep.present.export import export_table
+from mfu_sweep.present.export.tables import export_table
 from mfu_sweep.present.headline import pair_sentences
-from mfu_sweep.present.render import to_html, to_markdown
-from mfu_sweep.present.report import analyse, build_report
-from mfu_sweep.present.report_leads import HEADING, NO_LEADER, board_cells, pair_cells
-from mfu_sweep.results import load_sweeps, parse_document
+from mfu_sweep.present.report.blocks import Bullets, Para, Table
+from mfu_sweep.present.report.leads import HEADING, NO_LEADER, board_cells, pair_cells
+from mfu_sweep.present.report.render import to_html, to_markdown
+from mfu_sweep.present.report.write import analyse, build_report
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 PUBLISHED = sorted((Path(__file__).resolve().parents[1] / "sweeps" / "published").glob("*.json"))
 SCREEN = (1280, 800)
@@ -182,11 +182,11 @@ def test_a_runs_conclusion_is_said_as_the_runs_never_copied_onto_its_bands() -> 
     3.2 GFLOP is called alone, the run of the three is (tests/test_bands.py). The strip keeps each band's own
     verdict, the sentence and the summary say the lead as the run's, and the report's band table and export
     --what bands print the analysis' own band call (Band.call), the run's range beside it."""
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import compare_series
-    from mfu_sweep.present.export import bands_table
-    from mfu_sweep.present.report_compare import band_table
-    from mfu_sweep.present.report_leads import lead_blocks
+    from mfu_sweep.present.export.tables import bands_table
+    from mfu_sweep.present.report.compare import band_table
+    from mfu_sweep.present.report.leads import lead_blocks
 
     published = Path(__file__).resolve().parents[1] / "sweeps" / "published"
     series = group_series(load_sweeps([str(published / f"{n}.json") for n in ("AMD_MI25", "NV_TitanX_Pascal")]))

@@ -3,7 +3,7 @@
 Three inputs: the committed CPU sweep (real measurement), a committed published import (real,
 cited), and a merged fleet of SYNTHETIC devices (tests/synthetic_fleet.py, made-up numbers).
 The expected values are recomputed here from the records (median of the pass medians per shape),
-independently of :mod:`mfu_sweep.analysis.summary`.
+independently of :mod:`mfu_sweep.analysis.ground.summary`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from synthetic_fleet import fleet_docs
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.sources.merge import merge_sweeps
-from mfu_sweep.present.report import analyse, analysis_json, build_report, to_markdown
-from mfu_sweep.results import Sweep, load_sweeps, parse_document
+from mfu_sweep.present.report.write import analyse, analysis_json, build_report, to_markdown
+from mfu_sweep.records.results import Sweep, load_sweeps, parse_document
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_sweep.results import (
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import (
     SCHEMA_VERSION,
     Record,
     ResultError,
@@ -19,7 +20,6 @@ from mfu_sweep.results import (
     validate_file,
     write_json_atomic,
 )
-from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import Peak
 
 GOLDEN = Path(__file__).parent / "golden" / "v1_sweep.json"
@@ -179,7 +179,7 @@ ROOT = Path(__file__).parent.parent
 def test_fast_parser_reads_every_stored_file_as_the_standard_parser_does() -> None:
     import orjson
 
-    from mfu_sweep.results import read_json
+    from mfu_sweep.records.results import read_json
 
     paths = sorted([*ROOT.glob("sweeps/**/*.json"), *ROOT.glob("tests/**/*.json")])
     assert len(paths) > 20
@@ -196,7 +196,7 @@ def test_fast_parser_reads_every_stored_file_as_the_standard_parser_does() -> No
 
 
 def test_non_standard_numbers_still_load(tmp_path) -> None:
-    from mfu_sweep.results import read_json
+    from mfu_sweep.records.results import read_json
 
     path = tmp_path / "odd.json"
     path.write_text('{"a": NaN, "b": -Infinity, "c": 123456789012345678901234567890, "d": 1.5e-7}')

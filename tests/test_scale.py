@@ -18,18 +18,19 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep import inputs
-from mfu_sweep.allocator import paused_gc
 from mfu_sweep.analysis.fits import lsq
 from mfu_sweep.analysis.fits.fit import fit_series
 from mfu_sweep.analysis.fits.roofline import shape_data
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shape_files import PLAIN_HEADER, _csv_values, _plain_row, _shape_row, read_shape_rows
+from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.measure.estimate import estimate_sweep
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.results import Record, ResultError, load_sweeps, parse_document
-from mfu_sweep.shapes import PLAIN_HEADER, Shape, ShapeError, _csv_values, _plain_row, _shape_row, read_shape_rows
+from mfu_sweep.records.results import Record, ResultError, load_sweeps, parse_document
+from mfu_sweep.util import inputs
+from mfu_sweep.util.allocator import paused_gc
 
 ROOT = Path(__file__).resolve().parents[1]
 XLA_TABLE = ROOT / "data/published/xla/openxla-main/default_matmul_perf_table.txtpb"

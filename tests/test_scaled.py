@@ -10,7 +10,8 @@ import torch
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.dtypes import DTYPES, get_dtype, quantized_tolerance
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype, quantized_tolerance
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import Unsupported
 from mfu_sweep.measure.backends.cpu import CpuBackend
 from mfu_sweep.measure.backends.scaled import (
@@ -25,7 +26,6 @@ from mfu_sweep.measure.backends.scaled import (
 )
 from mfu_sweep.measure.bench import Task, run_task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import BLOCK_SCALED, Peak, SpecError, load_chips, parse_chips
 
 QUICK = TimingConfig(budget_s=0.02, min_samples=3, max_samples=5, min_block_s=1e-4, warmup_s=0.0)

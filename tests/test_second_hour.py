@@ -105,7 +105,7 @@ def _no_work(*args: Any, **kwargs: Any) -> None:
 @pytest.mark.parametrize("command,made", [("plot", "mfu-vs-flops.png"), ("report", "index.md")])
 def test_an_existing_output_is_refused_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                        command: str, made: str) -> None:
-    import mfu_sweep.present.report as report_module
+    import mfu_sweep.present.report.write as report_module
 
     out = tmp_path / "out"
     out.mkdir()
@@ -119,8 +119,8 @@ def test_an_existing_output_is_refused_before_any_work(tmp_path: Path, monkeypat
 
 
 def test_plot_figure_stems_are_the_figures_it_draws() -> None:
-    from mfu_sweep.present.figures import figure_stems, make_figures
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.present.figures.arrange import figure_stems, make_figures
+    from mfu_sweep.records.results import load_sweeps
 
     for files in ([GOLDEN], [str(ROOT / "sweeps" / "amd-epyc-cpu-grid.json")],
                   [str(ROOT / "sweeps" / "amd-epyc-cpu.json"), str(ROOT / "sweeps" / "amd-epyc-cpu-compile.json")]):
@@ -225,10 +225,10 @@ def test_import_deepbench_lets_no_openpyxl_warning_through(tmp_path: Path) -> No
 def test_compare_shows_each_shape_at_the_reports_value() -> None:
     """The reference Zen 5 file (5 passes): compare's per-shape values are the summary's, which the report,
     analysis.json and the figures show (bf16 1024³ was 0.7751 in compare, 0.781 in the report)."""
-    from mfu_sweep.analysis.series import group_series
-    from mfu_sweep.analysis.summary import shape_points
+    from mfu_sweep.analysis.ground.series import group_series
+    from mfu_sweep.analysis.ground.summary import shape_points
     from mfu_sweep.analysis.verdicts.compare import compare_all
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps([str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json")])
     series = group_series(sweeps)
@@ -270,7 +270,7 @@ def test_latex_records_have_a_pass_column_and_flag_above_peak() -> None:
     rows = [ln for ln in lines if ln.startswith("amd-epyc-zen5-cpu & bf16 & eager & 1024x1024x1024 &")]
     assert [r.split(" & ")[4] for r in rows] == ["0", "1", "2", "3", "4"]
     assert len(set(rows)) == len(rows)
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     above = sum("above_peak" in r.flags for s in load_sweeps([str(ROOT / "sweeps" / "amd-epyc-zen5-cpu.json")])
                 for r in s.records)
@@ -300,7 +300,7 @@ def _fit_file(tmp_path: Path, name: str, time_fn: Any, peak: float | None = None
 
 def test_a_poor_fit_says_so_in_fit_report_and_headline(tmp_path: Path) -> None:
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     path = _fit_file(tmp_path, "jag", _jagged)
     res = run("fit", path, "--n-boot", "10")
@@ -319,7 +319,7 @@ def test_a_poor_fit_says_so_in_fit_report_and_headline(tmp_path: Path) -> None:
 
 def test_a_fitted_p_below_the_best_measured_is_never_called_a_ceiling(tmp_path: Path) -> None:
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     path = _fit_file(tmp_path, "fall", _falling)
     head = sweep_headline(load_sweeps([path]), path, n_boot=10)
@@ -337,8 +337,8 @@ def test_mfu_above_100_percent_is_flagged_in_fit_compare_and_the_figure(tmp_path
     import matplotlib
 
     matplotlib.use("Agg")
-    from mfu_sweep.present.fig_mfu import plot_mfu
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.present.figures.mfu import plot_mfu
+    from mfu_sweep.records.results import load_sweeps
 
     flops = [10 ** (6 + 0.4 * i) for i in range(12)]
     files = [str(write_sweep(tmp_path, make_sweep_doc(

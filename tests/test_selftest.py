@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mfu_sweep.cli import main
 from mfu_sweep.measure.backends import resolve_device
-from mfu_sweep.measure.selftest import Check, format_table, ratio_check, run_selftest
+from mfu_sweep.measure.checks.selftest import Check, format_table, ratio_check, run_selftest
 
 
 @pytest.fixture(scope="module")

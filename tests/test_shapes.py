@@ -6,16 +6,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mfu_sweep.dtypes import DTYPES, get_dtype
-from mfu_sweep.shapes import (
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
+from mfu_sweep.gemm.shape_files import ShapeRow, read_shape_rows
+from mfu_sweep.gemm.shapes import (
     Shape,
     ShapeError,
-    ShapeRow,
     check_memory,
     fits_device,
     parse_shape,
     points_for_range,
-    read_shape_rows,
     size_align,
     square_family,
     unique_in_order,

@@ -18,7 +18,7 @@ from mfu_sweep.analysis.steps.counts import StepsError
 from mfu_sweep.analysis.steps.measured import predict_measured
 from mfu_sweep.analysis.steps.step_files import parse_step_file, read_inputs
 from mfu_sweep.cli import main
-from mfu_sweep.results import ResultError, save_sweep
+from mfu_sweep.records.results import ResultError, save_sweep
 
 TIMED_OUT = Series("compile", first_s=900.0, steady_s=0.7, cache="cold", compile_mode="max-autotune",
                    statuses=("timeout", "timeout", "timeout"))
@@ -218,7 +218,7 @@ def test_contended_runs_are_noted_and_exclude_contended_leaves_them_and_records_
 
 
 def test_exclude_contended_leaves_out_gemm_records_in_the_gemm_sum_path(tmp_path) -> None:
-    from mfu_sweep.contention import FLAG
+    from mfu_sweep.records.contention import FLAG
 
     sweep, _ = step_sweep(0)
     first = sweep.records[0]
@@ -333,8 +333,8 @@ def test_report_and_plot_of_step_files_alone_draw_the_not_finished_series(tmp_pa
 
 def test_the_figure_of_a_model_where_nothing_finished_is_never_blank() -> None:
     pytest.importorskip("matplotlib")
-    from mfu_sweep.present.figures import make_figures
-    from mfu_sweep.present.report_steps import STEPS_FIGURE
+    from mfu_sweep.present.figures.arrange import make_figures
+    from mfu_sweep.present.report.steps import STEPS_FIGURE
 
     [f] = files(step_doc("chip", [TIMED_OUT]))
     [ax] = make_figures([], kinds=["steps"], step_files=[f])[STEPS_FIGURE].axes

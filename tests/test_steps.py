@@ -20,9 +20,9 @@ from mfu_sweep.analysis.steps.counts import StepsError, auto_steps, parse_steps
 from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.time_to_n import STEPS_VERSION, predict_steps
 from mfu_sweep.cli import main
-from mfu_sweep.results import Sweep, load_sweeps
-from mfu_sweep.shapes import Shape
-from mfu_sweep.workloads import resolve_family
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import resolve_family
+from mfu_sweep.records.results import Sweep, load_sweeps
 
 GEMMS = resolve_family(FAMILY)
 QUIET = NoiseModel("none", sample=0.0)
@@ -265,8 +265,8 @@ def test_export_steps_in_every_format_and_a_clear_error_without_a_family(tmp_pat
 
 def test_report_section_figure_and_json(tmp_path) -> None:
     pytest.importorskip("matplotlib")
-    from mfu_sweep.present.figures import figure_stems, make_figures
-    from mfu_sweep.present.report_steps import STEPS_FIGURE, steps_blocks, steps_json
+    from mfu_sweep.present.figures.arrange import figure_stems, make_figures
+    from mfu_sweep.present.report.steps import STEPS_FIGURE, steps_blocks, steps_json
 
     sweep, _ = step_sweep(7)
     dnf, _ = step_sweep(8, label="stuck-chip", failures={(next(iter(step_calls(GEMMS))), "compile"): "timeout"})
@@ -331,7 +331,7 @@ def test_the_reference_break_even_agrees_with_the_raw_records() -> None:
 
 
 def test_without_a_family_the_report_shows_per_shape_payoff_and_fleets_stay_bounded() -> None:
-    from mfu_sweep.present.report_steps import steps_blocks
+    from mfu_sweep.present.report.steps import steps_blocks
 
     sweep, _ = step_sweep(9)
     plain = replace(sweep, records=tuple(replace(r, family="custom") for r in sweep.records))

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.results import ResultError, load_sweeps
-from mfu_sweep.step_files import load_step_file, steady_of
+from mfu_sweep.records.results import ResultError, load_sweeps
+from mfu_sweep.records.step_files import load_step_file, steady_of
 
 TINY = "llm:llama-3-8b:hidden=64:ffn=128:layers=2:heads=4:kv_heads=2:vocab=256:seq=32:tokens=64"
 FAST = ["--device", "cpu", "--steps", "4", "--warmup", "1", "--profile-steps", "1", "--quiet"]
@@ -73,8 +73,8 @@ def eager_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_eager_training_steps_make_a_valid_step_file(eager_file: Path) -> None:
-    from mfu_sweep.measure.step_models import build
-    from mfu_sweep.measure.step_spec import parse_model_spec
+    from mfu_sweep.measure.steps.models import build
+    from mfu_sweep.measure.steps.spec import parse_model_spec
 
     data = json.loads(eager_file.read_text())
     assert data["schema_version"] == 1 and data["kind"] == "steps" and data["step_kind"] == "train"
@@ -305,7 +305,7 @@ def test_ctrl_c_keeps_finished_runs_and_resume_goes_on(tmp_path: Path) -> None:
 
 
 def test_runs_interleave_by_repeat_cold_before_warm(tmp_path: Path) -> None:
-    from mfu_sweep.measure.steps import CacheDirs, StepPlan, plan_slots
+    from mfu_sweep.measure.steps.loop import CacheDirs, StepPlan, plan_slots
 
     plan = StepPlan(device="cpu", model=TINY, output=tmp_path / "x.json", modes=("compile", "eager"),
                     caches=("warm", "cold"), repeats=2, compile_mode="max-autotune")

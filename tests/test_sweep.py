@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.journal import journal_path
 from mfu_sweep.measure.passes import order_seed, shuffled
-from mfu_sweep.results import ResultError, Sweep, load_sweeps, read_json, validate_file
+from mfu_sweep.records.journal import journal_path
+from mfu_sweep.records.results import ResultError, Sweep, load_sweeps, read_json, validate_file
 
 FAST = ["--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1"]
 
@@ -390,7 +390,7 @@ def test_a_workers_first_shape_imports_nothing_its_start_up_could_have(tmp_path:
         "from mfu_sweep.measure.bench import run_task\n"
         "from mfu_sweep.measure.task import Task\n"
         "from mfu_sweep.measure.timing import TimingConfig\n"
-        "from mfu_sweep.shapes import Shape\n"
+        "from mfu_sweep.gemm.shapes import Shape\n"
         "backend, info = hello('cpu', None, None, modes=['eager', 'compile'])\n"
         "new = {}\n"
         "for mode in ('eager', 'compile'):\n"

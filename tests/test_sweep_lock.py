@@ -14,9 +14,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.filelock import Holder, lock_path
-from mfu_sweep.fingerprint import fingerprint_from_fields
-from mfu_sweep.results import load_sweeps, validate_file
+from mfu_sweep.records.fingerprint import fingerprint_from_fields
+from mfu_sweep.records.results import load_sweeps, validate_file
+from mfu_sweep.util.filelock import Holder, lock_path
 
 SHAPES = ["--shape", "64x64x64", "--shape", "96x96x96", "--shape", "128x128x128"]
 FAST = ["sweep", "--device", "cpu", "--budget-s", "0.05", "--max-samples", "10", "--quiet", "--repeats", "1", *SHAPES]
@@ -84,7 +84,7 @@ def test_sweep_takes_over_a_stale_lock_with_a_note(tmp_path: Path) -> None:
 
 HOLD = """
 import sys
-from mfu_sweep.filelock import output_lock
+from mfu_sweep.util.filelock import output_lock
 lock = output_lock(sys.argv[1]).acquire()
 print("held", flush=True)
 sys.stdin.read()

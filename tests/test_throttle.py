@@ -10,18 +10,18 @@ import pytest
 from click.testing import CliRunner
 
 from mfu_sweep.cli import main
-from mfu_sweep.errors import BackendError
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.cpu import CpuBackend
 from mfu_sweep.measure.backends.cuda_telemetry import field_value, throttle_state
 from mfu_sweep.measure.bench import Task, run_task
-from mfu_sweep.measure.energy import metered_block_timer
+from mfu_sweep.measure.machine.energy import metered_block_timer
+from mfu_sweep.measure.machine.throttle import ThrottleState, guard_block_timer, policy_from_env
 from mfu_sweep.measure.task import ON_THROTTLE_ENV
-from mfu_sweep.measure.throttle import ThrottleState, guard_block_timer, policy_from_env
 from mfu_sweep.measure.timing import TimingConfig
 from mfu_sweep.measure.worker import check_throttle_readings
-from mfu_sweep.results import Record, finish_record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import Record, finish_record
 from mfu_sweep.specs import Peak
+from mfu_sweep.util.errors import BackendError
 
 HOT = ThrottleState(True, ("hw_thermal_slowdown",))
 COOL = ThrottleState(False)

@@ -9,10 +9,10 @@ import time
 import pytest
 import torch
 
-from mfu_sweep.errors import BackendError
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.timing import MIN_SAMPLES_FLOOR, TimingConfig, host_block_timer, host_flush_timer, measure
-from mfu_sweep.shapes import Shape
-from mfu_sweep.stats import median_ci, median_ci_indices
+from mfu_sweep.util.errors import BackendError
+from mfu_sweep.util.stats import median_ci, median_ci_indices
 
 
 class FakeClock:

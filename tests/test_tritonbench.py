@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from import_cli import one_line_error, run
 
 from mfu_sweep.cli import main
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
-from mfu_sweep.results import load_sweeps
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import load_sweeps
 
 DATA = Path(__file__).parent / "data" / "import"
 CSV = DATA / "tritonbench_gemm_bf16_synthetic.csv"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from import_cli import one_line_error, run
 
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers import import_sources
 from mfu_sweep.importers.tritonbench_text import console_table, latency_cell
-from mfu_sweep.shapes import Shape
 
 DATA = Path(__file__).parent / "data" / "import"
 CSV = DATA / "tritonbench_gemm_bf16_synthetic.csv"

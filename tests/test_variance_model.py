@@ -17,11 +17,11 @@ from calibration_cases import DRIFT, PER_SHAPE_2, compare_arrays, max_false, sco
 from synthetic import NoiseModel, make_sweep_doc
 from synthetic_bands import PairModel, draw_pair, grid_flops
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.bands import band_verdicts
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED, ONE_PASS_LIMIT, choose_method, run_side
 from mfu_sweep.analysis.verdicts.pair import compare_series
-from mfu_sweep.results import parse_document
+from mfu_sweep.records.results import parse_document
 
 DRIFT_NOTE = "neighbouring shapes' ratios are correlated (drift"
 

@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from mfu_sweep.analysis.series import group_series
+from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.verdicts.bands import SAME, bands_and_runs, run_variance
 from mfu_sweep.analysis.verdicts.compare import compare_series
 from mfu_sweep.cli import main
-from mfu_sweep.results import load_sweeps, parse_document
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import load_sweeps, parse_document
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "sweeps" / "published"

@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from mfu_sweep.cli import main
-from mfu_sweep.models import find_model, load_models
-from mfu_sweep.results import load_sweeps
-from mfu_sweep.routing import local_expert_tokens
-from mfu_sweep.shapes import Shape, ShapeError, read_shape_rows
-from mfu_sweep.workloads import (
+from mfu_sweep.gemm.models import find_model, load_models
+from mfu_sweep.gemm.routing import local_expert_tokens
+from mfu_sweep.gemm.shape_files import read_shape_rows
+from mfu_sweep.gemm.shapes import Shape, ShapeError
+from mfu_sweep.gemm.workloads import (
     DEEPBENCH_SETS,
     _Collector,
     deepbench_rows,
@@ -26,6 +26,7 @@ from mfu_sweep.workloads import (
     step_flops,
     sweep_shapes,
 )
+from mfu_sweep.records.results import load_sweeps
 
 LINEAR = {"qkv", "attn-out", "mlp-gate", "mlp-up", "mlp-down", "router", "experts-gate", "experts-up",
           "experts-down"}
@@ -378,12 +379,12 @@ def test_bad_moe_options_name_the_option(spec: str, fragment: str) -> None:
 
 @pytest.mark.parametrize("spec", ["96x40x24:nt:m=32,0,48,16", "40x24x96:tn:k=32,0,48,16"])
 def test_grouped_gemm_runs_for_real_on_the_cpu_and_is_checked(spec: str) -> None:
-    from mfu_sweep.dtypes import get_dtype
+    from mfu_sweep.gemm.dtypes import get_dtype
+    from mfu_sweep.gemm.shapes import parse_shape
     from mfu_sweep.measure.backends.cpu import CpuBackend
     from mfu_sweep.measure.backends.operands import relative_error
     from mfu_sweep.measure.bench import Task, run_task
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.shapes import parse_shape
 
     shape, backend, fp32 = parse_shape(spec), CpuBackend(), get_dtype("fp32")
     quick = TimingConfig(budget_s=0.02, min_samples=3, max_samples=5, min_block_s=1e-4, warmup_s=0.0)
@@ -407,8 +408,8 @@ def test_grouped_gemm_runs_for_real_on_the_cpu_and_is_checked(spec: str) -> None
 ])
 @pytest.mark.parametrize("model", ["llama-3-8b", "qwen3-32b"])
 def test_size_options_and_sdpa_are_the_gemms_the_built_model_runs(model: str, opts: str) -> None:
-    from mfu_sweep.measure.step_models import build
-    from mfu_sweep.measure.step_spec import parse_model_spec
+    from mfu_sweep.measure.steps.models import build
+    from mfu_sweep.measure.steps.spec import parse_model_spec
 
     spec = parse_model_spec(f"llm:{model}:{opts}")
     work = build(spec, "train")

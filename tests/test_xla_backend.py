@@ -22,12 +22,12 @@ pytest.importorskip("torch_xla", reason="torch_xla is not installed here; `make 
 from click.testing import CliRunner  # noqa: E402
 
 from mfu_sweep.cli import main  # noqa: E402
+from mfu_sweep.gemm.shapes import Shape  # noqa: E402
 from mfu_sweep.measure.backends import BackendError, resolve_device  # noqa: E402
 from mfu_sweep.measure.backends.xla import MAX_GRAPH_CALLS, XlaBackend  # noqa: E402
 from mfu_sweep.measure.bench import Task, run_task  # noqa: E402
 from mfu_sweep.measure.timing import TimingConfig  # noqa: E402
-from mfu_sweep.results import load_sweeps, validate_file  # noqa: E402
-from mfu_sweep.shapes import Shape  # noqa: E402
+from mfu_sweep.records.results import load_sweeps, validate_file  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.environ.get("PJRT_DEVICE", "").upper() != "CPU",
                                 reason="these tests expect XLA's CPU device (PJRT_DEVICE=CPU)")
@@ -107,8 +107,8 @@ def test_every_gemm_survives_optimisation(tmp_path: Path) -> None:
     """XLA's optimised HLO of a timed graph still holds one dot per call: nothing was dropped or merged."""
     script = textwrap.dedent("""
         from mfu_sweep.measure.backends.xla import XlaBackend
-        from mfu_sweep.dtypes import get_dtype
-        from mfu_sweep.shapes import Shape
+        from mfu_sweep.gemm.dtypes import get_dtype
+        from mfu_sweep.gemm.shapes import Shape
         b = XlaBackend(0)
         dt, s = get_dtype("fp32"), Shape(1, 64, 48, 32)
         inputs = b.make_inputs(s, dt, 8, 0)
@@ -127,7 +127,7 @@ def test_every_gemm_survives_optimisation(tmp_path: Path) -> None:
 
 
 def test_ceilings_on_xla(backend: XlaBackend) -> None:
-    from mfu_sweep.measure.ceilings import measure_ceilings
+    from mfu_sweep.measure.checks.ceilings import measure_ceilings
 
     block = measure_ceilings(backend, ["fp32"], [128], FAST)
     assert block["memory_bandwidth"]["gbs"] > 0.1 and block["memory_bandwidth"]["timer"] == "xla"
@@ -146,7 +146,7 @@ def test_soak_executes_every_call(backend: XlaBackend) -> None:
 
 
 def test_steps_on_xla_record_a_first_step_that_holds_the_graph_compile(tmp_path: Path) -> None:
-    from mfu_sweep.step_files import load_step_file
+    from mfu_sweep.records.step_files import load_step_file
 
     tiny = "llm:llama-3-8b:hidden=64:ffn=128:layers=2:heads=4:kv_heads=2:vocab=256:seq=32:tokens=64"
     out = tmp_path / "xla-steps.json"

@@ -4,6 +4,9 @@ One module per command group; this module only builds the group. Every command
 validates its input at the edge and turns domain errors into one-line messages
 with a non-zero exit (``click.ClickException``), never a traceback. Nothing
 outside this package imports it (or Click).
+
+May import: every package (the ground and every stage); nothing imports it. No torch in this process: the device
+runs in a worker.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ from mfu_sweep.cli.common import (
     seed_option,
 )
 from mfu_sweep.cli.progress import load_files, step
-from mfu_sweep.outputs import check_output_file, is_stdout
-from mfu_sweep.text import counted
+from mfu_sweep.util.outputs import check_output_file, is_stdout
+from mfu_sweep.util.text import counted
 
 FILES = result_files
 
@@ -68,8 +68,8 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
         mfu-sweep merge sweeps/*.json -o sweeps/all.json --json
     """
     from mfu_sweep.analysis.sources.merge import Relabel, merge_files
-    from mfu_sweep.filelock import output_lock
-    from mfu_sweep.results import write_json_atomic
+    from mfu_sweep.records.results import write_json_atomic
+    from mfu_sweep.util.filelock import output_lock
 
     rules = [Relabel.parse(r) for r in relabels]
     check_output_file(output, force)
@@ -97,7 +97,7 @@ def merge(files: tuple[str, ...], output: str, relabels: tuple[str, ...], force:
 
 
 def _pm(value: float, ci: Sequence[float], constrained: bool = True) -> str:
-    from mfu_sweep.present.export import round_to_uncertainty
+    from mfu_sweep.present.export.tables import round_to_uncertainty
 
     if not constrained:
         return "n/c"
@@ -160,7 +160,7 @@ def fit(files: tuple[str, ...], model: str, n_boot: int, seed: int, as_json: boo
     """
     from mfu_sweep.analysis.fits.fit import fit_groups
     from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
 
     loaded = load_files(files)
@@ -372,11 +372,11 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         mfu-sweep compare before.json after.json --a before.json:amd-epyc-cpu --b after.json:amd-epyc-cpu
     """
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
     from mfu_sweep.cli import board as ranked
-    from mfu_sweep.contention import contention_reason
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.contention import contention_reason
+    from mfu_sweep.records.summaries import filter_sweeps
 
     whole = label_a is None and label_b is None
     fast = ranked.fleet_inputs(files, exclude_contended, baseline, not no_cache) \
@@ -471,7 +471,7 @@ def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) 
     """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
     if metric != "mfu" or not comps:
         return []
-    from mfu_sweep.analysis.series import SeriesKey, group_series
+    from mfu_sweep.analysis.ground.series import SeriesKey, group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
 
     series = group_series(sweeps)

@@ -34,14 +34,14 @@ def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_
     notes ``compare`` prints before its boards; None when the files are better loaded whole: no more than
     :data:`HANDFUL` files, too few devices to rank, or a case the digests cannot answer as the records would
     (see the module docstring). No note is printed then, so the whole path prints each once."""
-    from mfu_sweep.allocator import keep_freed_memory, paused_gc
-    from mfu_sweep.analysis.series import SeriesError
+    from mfu_sweep.analysis.ground.series import SeriesError
     from mfu_sweep.analysis.sources import digest_series as ds
     from mfu_sweep.analysis.sources.cache import DigestCache
     from mfu_sweep.analysis.sources.reading import read_digests, workers_for
     from mfu_sweep.analysis.sources.runs import check_pooling
     from mfu_sweep.cli.common import invalid_note
     from mfu_sweep.cli.progress import keep_for_the_command, step
+    from mfu_sweep.util.allocator import keep_freed_memory, paused_gc
 
     if len(files) <= HANDFUL or invalid_note() is not None:  # a few files: read whole, never twice
         return None

@@ -17,8 +17,8 @@ from typing import Any, NoReturn
 
 import click
 
-from mfu_sweep.errors import BackendError, with_hint
-from mfu_sweep.outputs import OutputError, check_suffix, os_error_message
+from mfu_sweep.util.errors import BackendError, with_hint
+from mfu_sweep.util.outputs import OutputError, check_suffix, os_error_message
 
 
 def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -28,7 +28,7 @@ def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
     name the field and the bad value; :class:`BackendError` says why a device
     is unusable (a hint on what to try is added where it has none). Both become
     ``click.ClickException`` (exit code 1). An ``OSError`` that reaches here (a
-    disk filling up mid-run) is worded by ``mfu_sweep.outputs.os_error_message``.
+    disk filling up mid-run) is worded by ``mfu_sweep.util.outputs.os_error_message``.
     """
 
     @functools.wraps(fn)
@@ -177,8 +177,8 @@ def json_output(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 def label_text(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """Option callback of a series label: one line of text with something in it (the file name made from it is
-    :func:`mfu_sweep.names.safe_name`'s; the label itself goes into the JSON as given)."""
-    from mfu_sweep.names import has_control
+    :func:`mfu_sweep.util.names.safe_name`'s; the label itself goes into the JSON as given)."""
+    from mfu_sweep.util.names import has_control
 
     if value is not None and (not value.strip() or has_control(value)):
         raise click.BadParameter(f"{ascii(value)} must be one line of printable text (no control characters or "
@@ -224,7 +224,7 @@ def invalid_note() -> Callable[[str], None] | None:
 
 def echo_incomplete(sweeps: Any) -> None:
     """A ``note:`` on stderr for every incomplete (interrupted) sweep among ``sweeps``."""
-    from mfu_sweep.summaries import incomplete_reason
+    from mfu_sweep.records.summaries import incomplete_reason
 
     for reason in filter(None, map(incomplete_reason, sweeps)):
         click.echo(f"note: {reason}", err=True)
@@ -262,15 +262,15 @@ gate_option = click.option(
 
 class DtypeChoice(click.Choice):
     """The tool's dtypes as a choice that also takes torch's names (``bfloat16``, ``torch.float32``, ``half``),
-    each given back as the tool's own (:func:`mfu_sweep.dtypes.canonical_dtype`)."""
+    each given back as the tool's own (:func:`mfu_sweep.gemm.dtypes.canonical_dtype`)."""
 
     def __init__(self) -> None:
-        from mfu_sweep.dtypes import DTYPES
+        from mfu_sweep.gemm.dtypes import DTYPES
 
         super().__init__(list(DTYPES))
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from mfu_sweep.dtypes import canonical_dtype
+        from mfu_sweep.gemm.dtypes import canonical_dtype
 
         try:
             return canonical_dtype(str(value))
@@ -281,7 +281,7 @@ class DtypeChoice(click.Choice):
 def dtype_aliases(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """Option callback: torch's names of dtypes (``bfloat16``) as the tool's (``bf16``); other text stays as given,
     for the option's own check (e.g. "matches no records", naming the dtypes present)."""
-    from mfu_sweep.dtypes import canonical_dtype
+    from mfu_sweep.gemm.dtypes import canonical_dtype
 
     def one(text: str | None) -> str | None:
         if text is None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mfu_sweep.contention import CONTENDED_SHARE, contention_note, exclude_contended
+from mfu_sweep.records.contention import CONTENDED_SHARE, contention_note, exclude_contended
 
 
 def exclude_option(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -93,10 +93,10 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     """
     require_torch("ceilings")
     from mfu_sweep.measure.backends import resolve_device
-    from mfu_sweep.measure.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
+    from mfu_sweep.measure.checks.ceilings import CEILING_TIMING, add_to_result, measure_ceilings, summary_lines
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.outputs import check_output_file, is_stdout
-    from mfu_sweep.results import write_json_atomic
+    from mfu_sweep.records.results import write_json_atomic
+    from mfu_sweep.util.outputs import check_output_file, is_stdout
 
     if as_json and is_stdout(output):
         raise click.ClickException("--json and -o - both print the block on standard output: pass one of them")
@@ -105,7 +105,7 @@ def ceilings(device: str, dtypes: tuple[str, ...], sizes: tuple[int, ...], budge
     quiet = as_json or is_stdout(output)  # the summary lines go to stderr when stdout carries JSON
     if into:  # fail before measuring when another writer (a sweep) holds the file
         check_output_file(into, force=True, flag="--into")
-        from mfu_sweep.filelock import output_lock
+        from mfu_sweep.util.filelock import output_lock
 
         with output_lock(into) as lock:
             if lock.note:
@@ -149,7 +149,7 @@ def selftest(device: str, rel_tol: float, dtypes: tuple[str, ...], as_json: bool
     """
     require_torch("selftest")
     from mfu_sweep.measure.backends import resolve_device
-    from mfu_sweep.measure.selftest import format_table, run_selftest
+    from mfu_sweep.measure.checks.selftest import format_table, run_selftest
 
     backend = resolve_device(device)
     info = backend.describe()

@@ -1,6 +1,6 @@
 """The ``export`` command: records, fits, crossovers, bands or time to N steps as a table, or nvbench JSON.
 
-A thin wrapper over :mod:`mfu_sweep.present.export` and :mod:`mfu_sweep.present.export_nvbench`.
+A thin wrapper over :mod:`mfu_sweep.present.export.tables` and :mod:`mfu_sweep.present.export.nvbench`.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, margin_option, result_files, seed_option
 from mfu_sweep.cli.progress import load_files
-from mfu_sweep.outputs import OutputError, check_output_file, is_stdout, table_format
+from mfu_sweep.util.outputs import OutputError, check_output_file, is_stdout, table_format
 
 
 def _write_or_echo(text: str, output: str | None, force: bool) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    from mfu_sweep.results import write_text_atomic
+    from mfu_sweep.records.results import write_text_atomic
 
     write_text_atomic(check_output_file(output, force), text)  # -o -: standard output
     if not is_stdout(output):
@@ -67,10 +67,10 @@ def export(files: tuple[str, ...], fmt: str | None, what: str, metric: str, marg
         mfu-sweep export sweeps/all.json --what bands --metric tflops --margin 1% -o bands.csv
         mfu-sweep export sweeps/amd-epyc-cpu.json --format nvbench -o amd-epyc-cpu.nvbench.json
     """
-    from mfu_sweep.present.export import NO_CROSSOVER, export_table
+    from mfu_sweep.present.export.tables import NO_CROSSOVER, export_table
 
     if fmt == "nvbench":
-        from mfu_sweep.present.export_nvbench import export_nvbench
+        from mfu_sweep.present.export.nvbench import export_nvbench
 
         if is_stdout(output):
             raise OutputError("-o - means standard output, but --format nvbench writes a JSON file and a folder of "

@@ -2,7 +2,7 @@
 
 Registered on the main group by :mod:`mfu_sweep.cli`. All reading
 and checking happens in :mod:`mfu_sweep.importers`; this module parses options,
-refuses to overwrite, holds each output's one-writer lock (``mfu_sweep.filelock``), writes
+refuses to overwrite, holds each output's one-writer lock (``mfu_sweep.util.filelock``), writes
 atomically and prints.
 """
 
@@ -19,17 +19,17 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, dtype_aliases, invoked_argv, spec_file_option
-from mfu_sweep.filelock import output_lock
 from mfu_sweep.importers import FORMATS, import_sources
 from mfu_sweep.importers.common import SourceError, parse_pairs
 from mfu_sweep.importers.pieces import split_for_limit
-from mfu_sweep.inputs import MAX_MB_ENV, STDIN, max_input_bytes
-from mfu_sweep.names import check_distinct_names, safe_name
-from mfu_sweep.outputs import check_output_dir
-from mfu_sweep.results import ResultError, read_json, save_sweep
+from mfu_sweep.records.results import ResultError, read_json, save_sweep
+from mfu_sweep.records.summaries import summary_line
 from mfu_sweep.specs import load_chips
-from mfu_sweep.summaries import summary_line
-from mfu_sweep.text import counted
+from mfu_sweep.util.filelock import output_lock
+from mfu_sweep.util.inputs import MAX_MB_ENV, STDIN, max_input_bytes
+from mfu_sweep.util.names import check_distinct_names, safe_name
+from mfu_sweep.util.outputs import check_output_dir
+from mfu_sweep.util.text import counted
 
 
 def _source_of(path: Path) -> tuple[str | None, str]:

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, require_torch, spec_file_option
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 
 @click.command()
@@ -93,8 +93,8 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
         mfu-sweep validate sweeps/*.json
         mfu-sweep validate sweeps/*.json --json
     """
-    from mfu_sweep.results import check_file
-    from mfu_sweep.summaries import incomplete_reason
+    from mfu_sweep.records.results import check_file
+    from mfu_sweep.records.summaries import incomplete_reason
 
     bad = 0
     found = []
@@ -110,7 +110,7 @@ def validate(files: tuple[str, ...], as_json: bool) -> None:
                 click.echo(f"{f}: INVALID: {problems[0]}{more}")
             continue
         if not sweeps:  # a valid step file (`mfu-sweep steps`): its one-line summary
-            from mfu_sweep.step_files import load_step_file, summary_line
+            from mfu_sweep.records.step_files import load_step_file, summary_line
 
             line = summary_line(load_step_file(f))
             found[-1]["steps"] = line
@@ -138,7 +138,7 @@ def _detect_identity(d: dict) -> None:
         for cite in citations(rates.uarch) if rates.uarch else ():
             click.echo(f"  cited: {cite}")
     if d.get("fingerprint"):
-        from mfu_sweep.fingerprint import describe
         from mfu_sweep.measure.sweep import default_label
+        from mfu_sweep.records.fingerprint import describe
 
         click.echo(f"fingerprint: {describe(d)}; default label {default_label(d)}")

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors, invoked_argv, json_output, label_text, positive_float, require_torch
-from mfu_sweep.measure.step_spec import STEP_DTYPES
+from mfu_sweep.measure.steps.spec import STEP_DTYPES
 
 # The modes each device stack runs a model's step in (the lazy graph is XLA's: torch-xla or XLA torch-neuronx).
 DEVICE_MODES = {"xla": ("lazy",), "cpu": ("eager", "compile"), "cuda": ("eager", "compile"),
@@ -36,7 +36,7 @@ def _check_modes(modes: tuple[str, ...], backend: str, device: str) -> None:
 
 def _from_file(ctx: click.Context, output: str, params: dict[str, Any]) -> dict[str, Any]:
     """``--resume``: options not given on the command line are the file's."""
-    from mfu_sweep.step_files import load_step_file
+    from mfu_sweep.records.step_files import load_step_file
 
     if not Path(output).exists():
         return params
@@ -136,8 +136,8 @@ def _plan(device: str, model: str | None, kind: str, modes: tuple[str, ...], com
           caches: tuple[str, ...], repeats: int, steps: int, warmup: int, profile_steps: int, timeout_s: float,
           start_timeout_s: float, dtype: str | None, threads: int | None, output: str, label: str | None,
           resume: bool, force: bool) -> Any:
-    from mfu_sweep.measure.step_spec import check_dtype, parse_model_spec
-    from mfu_sweep.measure.steps import StepPlan
+    from mfu_sweep.measure.steps.loop import StepPlan
+    from mfu_sweep.measure.steps.spec import check_dtype, parse_model_spec
 
     if model is None:
         raise click.UsageError("give --model (llm:..., hf:... or py:FILE.py:FUNCTION), or --resume an existing file")
@@ -162,8 +162,8 @@ def _plan(device: str, model: str | None, kind: str, modes: tuple[str, ...], com
 
 
 def _measure(quiet: bool, **params: Any) -> None:
-    from mfu_sweep.measure.steps import StepsError, environment_note, run_steps
-    from mfu_sweep.step_files import series_line, summary_line
+    from mfu_sweep.measure.steps.loop import StepsError, environment_note, run_steps
+    from mfu_sweep.records.step_files import series_line, summary_line
 
     plan = _plan(**params)
     note = environment_note()
@@ -197,14 +197,14 @@ class _Progress:
         self.name = ""
 
     def start(self, steps: Any, total: int) -> None:
-        from mfu_sweep.progress import Progress
+        from mfu_sweep.util.progress import Progress
 
         click.echo(f"device: {steps.label} ({steps.device.get('name')}); model: {steps.model.get('spec')} "
                    f"({steps.model.get('params') or 0:,} parameters), {steps.step_kind} {steps.dtype}", err=True)
         self.bar = Progress("steps", total, unit="run", quiet=self.quiet, close_line=True)
 
     def update(self, slot: Any, run: Any) -> None:
-        from mfu_sweep.step_files import series_name
+        from mfu_sweep.records.step_files import series_name
 
         if self.bar is None:
             return

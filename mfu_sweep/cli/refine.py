@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from mfu_sweep.cli.common import domain_errors
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 EXIT_NOTHING_PROPOSED = 3  # settled or looks spent: scripts loop `while mfu-sweep refine ...; do ...; done`
 
@@ -61,8 +61,8 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
         mfu-sweep refine sweeps/cpu.json --a cpu/fp32 --b cpu/bf16 -o next.csv
     """
     from mfu_sweep.analysis.refine.plan import plan_refinement, write_shape_file
-    from mfu_sweep.outputs import check_output_file, is_stdout
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
+    from mfu_sweep.util.outputs import check_output_file, is_stdout
 
     sweeps = load_sweeps(files)
     check_output_file(output, force)  # before the comparisons, which take a while
@@ -95,7 +95,7 @@ def refine(files: tuple[str, ...], output: str, target: float, looks: int | None
 
 def imported_labels(sweeps: Sequence[Any]) -> list[str]:
     """Labels of imported sweeps (published tables, other tools' logs): they cannot be measured again."""
-    from mfu_sweep.results import is_published
+    from mfu_sweep.records.results import is_published
 
     return list(dict.fromkeys(s.label for s in sweeps if is_published(s.device)))
 
@@ -122,7 +122,7 @@ def sweep_commands(sweeps: Sequence[Any], shape_file: str) -> list[str]:
     its label, since a merged file cannot be resumed: its own sweep file must be.
     Imported sweeps get no command: a published table cannot be measured again.
     """
-    from mfu_sweep.results import is_published
+    from mfu_sweep.records.results import is_published
 
     out = []
     measured = [s for s in sweeps if not is_published(s.device)]

@@ -4,7 +4,7 @@ A sweep killed at the wrong moment, a disk error or an editor can leave a line i
 result file (``.FILE.journal``) that does not parse; every reader then refuses the file, naming the line.
 ``repair`` keeps every intact record: it folds them into ``FILE`` (written atomically, under the file's
 one-writer lock, so never while a sweep writes it), removes the journal and says which lines it dropped
-and why. The library part is :func:`mfu_sweep.journal.plan_repair`.
+and why. The library part is :func:`mfu_sweep.records.journal.plan_repair`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import click
 
 from mfu_sweep.cli.common import domain_errors
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 
 @click.command()
@@ -38,10 +38,10 @@ def repair(file: str) -> None:
         mfu-sweep repair sweeps/my-cpu.json
         mfu-sweep sweep --resume -o sweeps/my-cpu.json
     """
-    from mfu_sweep import journal
-    from mfu_sweep.filelock import output_lock
-    from mfu_sweep.outputs import check_name, check_output_file, is_stdout
-    from mfu_sweep.results import ResultError, read_json, validate_file, write_json_atomic
+    from mfu_sweep.records import journal
+    from mfu_sweep.records.results import ResultError, read_json, validate_file, write_json_atomic
+    from mfu_sweep.util.filelock import output_lock
+    from mfu_sweep.util.outputs import check_name, check_output_file, is_stdout
 
     if not is_stdout(file) and not os.path.lexists(check_name(file)):  # before the check makes its folder
         raise ResultError(f"{file!r}: no such file")

@@ -1,7 +1,7 @@
 """The ``plot`` and ``report`` commands: figures and the one-shot report from result files.
 
 Registered on the main group by :mod:`mfu_sweep.cli`. The logic
-lives in :mod:`mfu_sweep.present.plot` and :mod:`mfu_sweep.present.report`; this module parses
+lives in :mod:`mfu_sweep.present.figures.plot` and :mod:`mfu_sweep.present.report.write`; this module parses
 options, checks the output directory and prints what it wrote.
 """
 
@@ -16,8 +16,8 @@ import click
 from mfu_sweep.cli.common import allow_invalid_option, domain_errors, dtype_aliases, echo_incomplete
 from mfu_sweep.cli.contended import exclude_option
 from mfu_sweep.cli.progress import load_inputs, step
-from mfu_sweep.manifest import left_note
 from mfu_sweep.present import FIGURE_KINDS
+from mfu_sweep.util.manifest import left_note
 
 METRIC_CHOICE = click.Choice(["mfu", "tflops"])
 
@@ -35,8 +35,8 @@ FORCE = click.option("--force", is_flag=True,
 
 
 def output_dir(path: str, force: bool = False, products: tuple[str, ...] = ()) -> Path:
-    """Create ``path`` if needed and check it takes ``products`` (``mfu_sweep.outputs``); a one-line error."""
-    from mfu_sweep.outputs import check_output_dir
+    """Create ``path`` if needed and check it takes ``products`` (``mfu_sweep.util.outputs``); a one-line error."""
+    from mfu_sweep.util.outputs import check_output_dir
 
     return check_output_dir(path, force, products)
 
@@ -70,11 +70,11 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     ``then`` (the output check) runs once the files are read and selected, before the imports that take
     seconds (matplotlib, scipy) and the work.
     """
-    from mfu_sweep.analysis.series import check_labels
+    from mfu_sweep.analysis.ground.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
     from mfu_sweep.analysis.steps.step_files import select_runs
     from mfu_sweep.cli.contended import apply
-    from mfu_sweep.summaries import filter_sweeps
+    from mfu_sweep.records.summaries import filter_sweeps
 
     loaded, step_files = load_inputs(files)
     step_files = select_runs(step_files, dtypes, modes)
@@ -90,7 +90,7 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
 
 def _nothing_to_draw(sweeps: list, metric: str, kinds: tuple[str, ...], step_files: list) -> None:
     """Refuse, before any fitting, a plot whose --figure kinds these sweeps give no figure of."""
-    from mfu_sweep.present.figures import figure_stems
+    from mfu_sweep.present.figures.arrange import figure_stems
 
     asked = " ".join(f"--figure {k}" for k in kinds) or "any figure"
     others = figure_stems(sweeps, metric=metric, kinds=None, step_files=step_files)
@@ -137,15 +137,15 @@ def plot(files: tuple[str, ...], output: str, formats: tuple[str, ...], kinds: t
     """
     _use_agg()
     sweeps, step_files = _load(files, dtypes, modes, exclude_contended)
-    from mfu_sweep.present.figures import figure_stems
+    from mfu_sweep.present.figures.arrange import figure_stems
 
     suffixes = formats or ("png",)
     stems = figure_stems(sweeps, metric=metric, kinds=kinds or None, step_files=step_files)
     if not stems:
         _nothing_to_draw(sweeps, metric, kinds, step_files)
     out = output_dir(output, force, tuple(f"{stem}.{fmt}" for stem in stems for fmt in suffixes))
-    from mfu_sweep.present.figures import blank_notes, make_figures, save_figure
-    from mfu_sweep.present.report import analyse
+    from mfu_sweep.present.figures.arrange import blank_notes, make_figures, save_figure
+    from mfu_sweep.present.report.write import analyse
 
     if sweeps:
         click.echo("fitting and comparing series ...", err=True)
@@ -202,7 +202,7 @@ def report(files: tuple[str, ...], output: str, force: bool, detail: bool, metri
     sweeps, step_files = _load(files, dtypes, modes, exclude_contended,
                                then=lambda: output_dir(output, force, REPORT_FILES))
     out = Path(output)
-    from mfu_sweep.present.report import analyse, write_report
+    from mfu_sweep.present.report.write import analyse, write_report
 
     click.echo("fitting and comparing series ...", err=True)
     with step("fitting", "series") as bar:

@@ -1,6 +1,6 @@
 """``mfu-sweep predict --steps`` and ``predict STEPS.json``: time to N steps on the terminal.
 
-The tables are the report's (:mod:`mfu_sweep.present.report_steps`), printed as aligned text. A step file
+The tables are the report's (:mod:`mfu_sweep.present.report.steps`), printed as aligned text. A step file
 (``mfu-sweep steps``) names its model, step kind and dtype: :func:`predict_from_step_files` checks the
 options against them and prints the measured step, with the GEMM sum of sweeps beside it where given.
 """
@@ -15,15 +15,9 @@ import click
 
 from mfu_sweep.analysis.steps.costs import INCOMPLETE
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult
-from mfu_sweep.present.blocks import Table
-from mfu_sweep.present.report_steps import (
-    method_note,
-    of_which_table,
-    payoff_table,
-    series_table,
-    times_table,
-)
-from mfu_sweep.workloads import WorkloadGemm
+from mfu_sweep.gemm.workloads import WorkloadGemm
+from mfu_sweep.present.report.blocks import Table
+from mfu_sweep.present.report.steps import method_note, of_which_table, payoff_table, series_table, times_table
 
 
 def text_table(table: Table) -> str:

@@ -21,9 +21,10 @@ from mfu_sweep.cli.common import (
     require_torch,
     spec_file_option,
 )
+from mfu_sweep.cli.progress import SweepProgress
 from mfu_sweep.cli.refine import loop_settings, refine_options, run_loop
-from mfu_sweep.errors import BackendError, with_hint
-from mfu_sweep.measure.sweep import (
+from mfu_sweep.gemm.shapes import MAX_PASSES
+from mfu_sweep.measure.planning import (
     ACCEL_RANGE,
     ACCEL_REPEATS,
     BUDGET_ONE_PASS_S,
@@ -32,8 +33,8 @@ from mfu_sweep.measure.sweep import (
     CPU_REPEATS,
     POINTS_PER_DECADE,
 )
-from mfu_sweep.shapes import MAX_PASSES
-from mfu_sweep.text import counted
+from mfu_sweep.util.errors import BackendError, with_hint
+from mfu_sweep.util.text import counted
 
 
 def _range_default(end: int) -> str:
@@ -181,7 +182,6 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         mfu-sweep sweep --device cuda -o h100.json --refine-against mi300x.json --refine-budget 20m
     """
     require_torch("sweep")
-    from mfu_sweep.allocator import paused_gc
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.cli.sweep_plan import (
         check_resume_device,
@@ -190,24 +190,22 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         records_done,
         resumed_params,
     )
+    from mfu_sweep.gemm.shape_files import forget_shape_files
     from mfu_sweep.measure.backends import auto_backend, parse_device
     from mfu_sweep.measure.distributed import gather_to_rank0, placement
     from mfu_sweep.measure.layouts import in_layouts, runnable_tasks
-    from mfu_sweep.measure.sweep import (
-        SweepError,
-        SweepPlan,
+    from mfu_sweep.measure.planning import (
         default_budget,
-        default_label,
         limit_passes,
         make_tasks,
-        run_sweep,
         select_shapes,
         shape_file_passes,
         sweep_repeats,
     )
+    from mfu_sweep.measure.sweep import SweepError, SweepPlan, default_label, run_sweep
     from mfu_sweep.measure.timing import TimingConfig
-    from mfu_sweep.shapes import forget_shape_files
     from mfu_sweep.specs import load_chips
+    from mfu_sweep.util.allocator import paused_gc
 
     if resume and force:
         raise click.ClickException("--resume continues the file and --force overwrites it; pass one of them")
@@ -291,7 +289,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     if loop:
         _check_loop(loop, plan, budget_s, place)
     started = time.monotonic()
-    bar = _Progress(quiet)
+    bar = SweepProgress(quiet)
     try:
         with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             result = run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass,
@@ -311,7 +309,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
     finally:
         bar.close()
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.summaries import compile_summary, summary_line
+    from mfu_sweep.records.summaries import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"
                + (f" over {result.settings['repeats']} passes" if result.settings.get("repeats", 1) > 1 else ""))
@@ -327,7 +325,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
                    f"{'needs' if one else 'need'} more than {cap['fraction']:.0%} of "
                    f"{cap['memory_bytes'] / 2**30:.0f} GiB and {'was' if one else 'were'} left out; the largest "
                    f"kept is {cap['max_flops_kept'] or 0:.3g} FLOP", err=True)
-    from mfu_sweep.contention import contention_note
+    from mfu_sweep.records.contention import contention_note
 
     busy = contention_note([result])
     if busy:
@@ -369,7 +367,7 @@ def _check_timer(timer: str, backend: str) -> None:
 
 def _layouts(given: tuple[str, ...]) -> tuple[str, ...] | None:
     """``--layout`` values (comma-separated or repeated), validated; None when not given."""
-    from mfu_sweep.shapes import ShapeError, parse_layouts
+    from mfu_sweep.gemm.shapes import ShapeError, parse_layouts
 
     if not given:
         return None
@@ -394,7 +392,7 @@ def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | Non
     from mfu_sweep.cli.device import device_options_env
     from mfu_sweep.measure.sweep import SweepError, run_sweep
 
-    bar = _Progress(quiet)
+    bar = SweepProgress(quiet)
     try:
         with device_options_env(timer, soak, threads, on_throttle, fast_accum):
             return run_sweep(plan, progress=bar.update, on_start=bar.start, on_pass=bar.new_pass)
@@ -406,7 +404,7 @@ def _measure(plan: Any, quiet: bool, timer: str, soak: float, threads: int | Non
 
 def _write_failed(exc: OSError, output: Path) -> str:
     """One line for a write that failed mid-sweep: why, and that the finished shapes are kept."""
-    from mfu_sweep.outputs import os_error_message
+    from mfu_sweep.util.outputs import os_error_message
 
     line = os_error_message(exc, exc.filename or output)
     if output.exists():
@@ -417,7 +415,7 @@ def _write_failed(exc: OSError, output: Path) -> str:
 def _write_gathered(docs: list[dict[str, Any]], final: Path) -> None:
     """Rank 0: merge every rank's sweep into one file."""
     from mfu_sweep.analysis.sources.merge import merge_sweeps
-    from mfu_sweep.results import parse_document, write_json_atomic
+    from mfu_sweep.records.results import parse_document, write_json_atomic
 
     # the ranks' live sweeps, not files: an unknown value may still be NaN here (writing makes it null), which
     # the checks of a file would refuse
@@ -456,7 +454,7 @@ def _refuse_early(output: str) -> None:
     """``-o -``, a name too long, and a device node, FIFO or socket at ``-o`` are refused before anything else
     (before ``--resume`` reads the file)."""
     from mfu_sweep.measure.sweep import NO_STDOUT
-    from mfu_sweep.outputs import OutputError, check_name, check_replaceable, is_stdout
+    from mfu_sweep.util.outputs import OutputError, check_name, check_replaceable, is_stdout
 
     if is_stdout(output):
         raise OutputError(f"-o - means standard output, but {NO_STDOUT}")
@@ -466,10 +464,10 @@ def _refuse_early(output: str) -> None:
 
 def _default_output(device: str, label: str | None, cache: str = "rotate", suffix: str | None = None) -> Path:
     """``sweeps/<label>.json`` for ``--device`` and ``--label`` (plus :func:`cache_suffix` of ``--cache``), the
-    label made a safe file name (:func:`mfu_sweep.names.safe_name`: never outside ``sweeps/``)."""
+    label made a safe file name (:func:`mfu_sweep.util.names.safe_name`: never outside ``sweeps/``)."""
     from mfu_sweep.measure.backends import auto_backend
-    from mfu_sweep.names import safe_name
     from mfu_sweep.specs.cpu import default_cpu_label
+    from mfu_sweep.util.names import safe_name
 
     if suffix is None:
         suffix = cache_suffix(cache) if label is None else ""
@@ -477,49 +475,3 @@ def _default_output(device: str, label: str | None, cache: str = "rotate", suffi
         picked = auto_backend() if device == "auto" else device
         label = default_cpu_label() if picked.startswith("cpu") else picked.replace(":", "-")
     return Path("sweeps") / f"{safe_name(label + suffix)}.json"
-
-
-LINE_WIDTH = 160  # the peak's basis runs to ~550 characters; wrapped, a log stays readable
-
-
-class _Progress:
-    """The sweep's progress per pass on stderr (``mfu_sweep.progress``): a bar on a terminal, a line per pass
-    (and one every few seconds in a long pass) in a log: "pass i/R", shapes done, the shape and its MFU."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.bar: Any = None
-        self.left = 0  # shapes of the passes not started yet: the ETA counts them
-        self.before = 0  # records in the file before this run
-
-    def new_pass(self, index: int, repeats: int, todo: int | None = None) -> None:
-        from mfu_sweep.progress import Progress
-
-        self.close()
-        desc = f"pass {index + 1}/{repeats}" if repeats > 1 else "sweep"
-        self.left = max(0, self.left - (todo or 0))
-        self.bar = Progress(desc, todo, unit="shape", quiet=self.quiet, close_line=True, after=self.left)
-
-    def start(self, sweep: Any, total: int) -> None:
-        import textwrap
-
-        self.left, self.before = total, len(sweep.records)
-
-        line = f"device: {sweep.device['label']} ({sweep.device['name']}); peak: {sweep.peak.source}"
-        click.echo(textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="  ", break_on_hyphens=False), err=True)
-
-    def update(self, task: Any, record: Any) -> None:
-        if self.bar is None:
-            return
-        if record is None:
-            self.bar.describe(f"{task.shape} {task.dtype} {task.mode}")
-            return
-        mfu = f"{record.mfu:.1%}" if record.mfu is not None else record.status
-        tf = f"{record.tflops:.3g} TFLOP/s " if record.tflops is not None else ""
-        busy = (record.extra.get("machine") or {}).get("other_share") if "contended" in record.flags else None
-        self.bar.advance(note=f"{tf}MFU {mfu}" + (f" contended (others {busy:.0%})" if busy is not None else ""))
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None

@@ -35,8 +35,8 @@ RESUMED = "mfu_sweep.resumed"
 def _stored_command(path: Path) -> tuple[list[str], dict[str, Any]]:
     """The ``mfu-sweep sweep`` arguments stored in a sweep file (``run.argv``, without the program and command)
     and the file's settings."""
-    from mfu_sweep.journal import resume_problem
-    from mfu_sweep.results import load_sweeps, read_json
+    from mfu_sweep.records.journal import resume_problem
+    from mfu_sweep.records.results import load_sweeps, read_json
 
     if not path.exists():
         raise click.ClickException(f"cannot resume {str(path)!r}: no such file; drop --resume to start it")
@@ -59,7 +59,7 @@ def recorded_defaults(settings: dict[str, Any]) -> dict[str, Any]:
     Defaults change between versions (``--repeats`` defaulted to 1 before passes
     existed); the file's own record of what ran wins over today's default.
     """
-    from mfu_sweep.results import sweep_repeats
+    from mfu_sweep.records.results import sweep_repeats
 
     timing = settings.get("timing") or {}
     out: dict[str, Any] = {"repeats": sweep_repeats(settings)}
@@ -130,7 +130,7 @@ def print_dry_run(tasks: Sequence[Any], repeats: int, timing: Any, isolate: str,
     finds done there, and the per-shape costs they measured.
     """
     from mfu_sweep.measure.estimate import estimate_sweep, measured_costs
-    from mfu_sweep.text import counted
+    from mfu_sweep.util.text import counted
 
     done = {(r.run_pass, r.key) for r in records}
     est = estimate_sweep(tasks, repeats, timing, peaks, isolate, done, measured_costs(records))
@@ -167,7 +167,7 @@ def _first_shapes(tasks: Sequence[Any], most: int) -> list[str]:
 
 
 def _time_range(low: float, high: float) -> str:
-    from mfu_sweep.progress import format_duration
+    from mfu_sweep.util.progress import format_duration
 
     a, b = format_duration(low), format_duration(high)
     return a if a == b else f"{a} to {b}"
@@ -192,7 +192,7 @@ def dry_run_peaks(on_cpu: bool, threads: int | None, chip: str | None, spec_file
 def check_resume_device(path: Path, backend: str) -> None:
     """``--resume --dry-run``: refuse a device of another backend than the file's (``backend``: the one asked
     for, ``auto`` resolved), as the real resume does once its device opens."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     if not path.exists():
         return
@@ -205,7 +205,7 @@ def check_resume_device(path: Path, backend: str) -> None:
 
 def records_done(path: Path) -> list[Any]:
     """The records already in ``path``, journal included (none when it does not exist)."""
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     if not path.exists():
         return []

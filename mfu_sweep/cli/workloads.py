@@ -18,12 +18,12 @@ from mfu_sweep.analysis.steps.gemm_sum import LEFT_OUT, STEP_KINDS, Part, StepPr
 from mfu_sweep.cli.common import DtypeChoice, allow_invalid_option
 from mfu_sweep.cli.common import domain_errors as one_line_errors
 from mfu_sweep.cli.contended import exclude_option
-from mfu_sweep.contention import contention_note
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.models import load_models
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import ShapeError, format_groups
-from mfu_sweep.workloads import KINDS, WorkloadGemm, resolve_family, step_flops
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.models import load_models
+from mfu_sweep.gemm.shapes import ShapeError, format_groups
+from mfu_sweep.gemm.workloads import KINDS, WorkloadGemm, resolve_family, step_flops
+from mfu_sweep.records.contention import contention_note
+from mfu_sweep.records.results import Sweep
 
 CSV_COLUMNS = ("batch", "m", "n", "k", "layout", "groups", "role", "pass", "count", "flops", "bytes", "intensity",
                "family")

@@ -6,6 +6,9 @@ One module per source format (``xla_perf_table``, ``deepbench``,
 "imported"`` plus an ``import`` provenance block). :func:`import_sources` is
 what ``mfu-sweep import`` calls. Only ground modules are imported here (results,
 shapes, dtypes, specs); no click, no torch.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``) and itself; never ``measure/``,
+``analysis/``, ``present/``, ``workflow/``, ``cli/``, torch, matplotlib or Click.
 """
 
 from __future__ import annotations
@@ -15,14 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from mfu_sweep.dtypes import DTYPES, canonical_dtype
-from mfu_sweep.foreign import NOT_IMPORTED, describe
+from mfu_sweep.gemm.dtypes import DTYPES, canonical_dtype
 from mfu_sweep.importers import deepbench, grouping, mamf_finder, nvbench, options, tritonbench, values, xla_perf_table
 from mfu_sweep.importers.common import SourceDevice, SourceError, build_sweep, map_chip
 from mfu_sweep.importers.sniff import sniff
-from mfu_sweep.names import safe_name
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.foreign import NOT_IMPORTED, describe
+from mfu_sweep.records.results import Sweep
 from mfu_sweep.specs import ChipSpec, load_chips
+from mfu_sweep.util.names import safe_name
 
 READERS: dict[str, Callable[..., list[SourceDevice]]] = {
     xla_perf_table.FORMAT: xla_perf_table.read,

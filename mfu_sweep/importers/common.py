@@ -3,7 +3,7 @@
 A reader turns one source file into :class:`SourceDevice` objects (one per device
 the file holds), each a list of :class:`SourceRow` (one value per shape and dtype,
 exactly as the source gives it) plus the provenance it can establish. This module
-turns them into ordinary v1 :class:`~mfu_sweep.results.Sweep` objects with
+turns them into ordinary v1 :class:`~mfu_sweep.records.results.Sweep` objects with
 ``device.backend = "imported"`` and an ``import`` block, so every command that
 reads sweeps reads them too.
 
@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.dtypes import DType, fp8_format, get_dtype
-from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields
+from mfu_sweep.gemm.dtypes import DType, fp8_format, get_dtype
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.importers.identity import ARCH_CHIPS, Identity, generic_name
 from mfu_sweep.importers.peak_basis import annotate, assumed_peak
-from mfu_sweep.inputs import InputError, decode, read_limited
-from mfu_sweep.names import without_control
-from mfu_sweep.results import IMPORTED_BACKEND, Record, Sweep, finish_record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import Fingerprint, fingerprint_from_fields
+from mfu_sweep.records.results import IMPORTED_BACKEND, Record, Sweep, finish_record
 from mfu_sweep.specs import ChipSpec, Peak, SpecError, find_chip
-from mfu_sweep.text import quoted
+from mfu_sweep.util.inputs import InputError, decode, read_limited
+from mfu_sweep.util.names import without_control
+from mfu_sweep.util.text import quoted
 
 PROVENANCE_FILE = "provenance.toml"
 

@@ -19,7 +19,7 @@ Times come from the ``Time (msec)`` column, not from TERAFLOPS.
 Every row is imported with its layout: the ``A Transpose`` and ``B Transpose``
 letters (cuBLAS op flags, ``N`` or ``T``) become the shape's ``layout`` as
 published, M, N and K kept, as the ``deepbench:`` workload family sweeps them
-(:mod:`mfu_sweep.workloads`), so a shape measured in ``NN`` and ``TN`` is two
+(:mod:`mfu_sweep.gemm.workloads`), so a shape measured in ``NN`` and ``TN`` is two
 records, each layout a series of its own (mode ``eager-tn`` ...). A row whose
 transpose is neither ``N`` nor ``T`` has no layout here: it is left out with a
 note naming its row and value, never replaced by another layout's row.
@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 from xml.etree.ElementTree import ParseError
 
+from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, dedupe, read_provenance, sha256_of
 from mfu_sweep.importers.values import number
-from mfu_sweep.inputs import MAX_MB_ENV, InputError, check_size, max_input_bytes
-from mfu_sweep.shapes import Shape, ShapeError
+from mfu_sweep.util.inputs import MAX_MB_ENV, InputError, check_size, max_input_bytes
 
 FORMAT = "deepbench"
 SECTION = "Dense Matrix Multiplication"

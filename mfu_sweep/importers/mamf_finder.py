@@ -40,13 +40,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.identity import Identity, IdentityError, cuda_properties, from_torch_properties, one_device
 from mfu_sweep.importers.mamf_summary import Outcome, Summary, parse_summary
 from mfu_sweep.importers.values import tflops
-from mfu_sweep.inputs import InputError, decode, encoding_name, read_limited
-from mfu_sweep.shapes import Shape, ShapeError
-from mfu_sweep.text import counted
+from mfu_sweep.util.inputs import InputError, decode, encoding_name, read_limited
+from mfu_sweep.util.text import counted
 
 FORMAT = "mamf-finder"
 TORCH_DTYPES = {

@@ -35,7 +35,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.dtypes import ALIASES, DTYPES
+from mfu_sweep.gemm.dtypes import ALIASES, DTYPES
+from mfu_sweep.gemm.shapes import DEFAULT_LAYOUT, LAYOUTS, Shape, ShapeError, parse_groups
 from mfu_sweep.importers import nvbench_text
 from mfu_sweep.importers.common import (
     CACHES,
@@ -49,9 +50,8 @@ from mfu_sweep.importers.common import (
 from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.importers.values import count, number, read_text
-from mfu_sweep.inputs import InputError, parse_json, read_limited
-from mfu_sweep.shapes import DEFAULT_LAYOUT, LAYOUTS, Shape, ShapeError, parse_groups
-from mfu_sweep.text import counted
+from mfu_sweep.util.inputs import InputError, parse_json, read_limited
+from mfu_sweep.util.text import counted
 
 FORMAT = "nvbench"
 TYPE_NAMES = {

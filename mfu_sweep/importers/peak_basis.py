@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
 from mfu_sweep.specs import Peak
 
 MAYBE_TF32 = "maybe_tf32"

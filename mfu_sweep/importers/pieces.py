@@ -1,6 +1,6 @@
 """An import too large for one file: split into pieces that the tool's own readers accept.
 
-Every reader refuses a file over the input limit (:func:`mfu_sweep.inputs.max_input_bytes`, 256 MiB unless
+Every reader refuses a file over the input limit (:func:`mfu_sweep.util.inputs.max_input_bytes`, 256 MiB unless
 ``MFU_SWEEP_MAX_INPUT_MB`` says otherwise): OpenXLA's table of 300,000 entries imported as one 269 MiB file
 that ``validate`` then refused. :func:`split_for_limit` cuts such a sweep's records into consecutive pieces,
 each a whole sweep of the same device, run and import block that stays within :data:`PIECE_FILL` of the
@@ -16,8 +16,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from mfu_sweep import jsonio
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util import jsonio
 
 PIECE_FILL = 0.9  # of the input limit: room for a reader's own limit rounding and a later field or two
 

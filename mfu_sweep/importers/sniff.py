@@ -1,7 +1,7 @@
 """Guess which tool wrote a file, for the message of a refusal (never to choose a reader).
 
 :func:`sniff` names an import format (``xla-perf-table``, ``deepbench``, ``mamf-finder``, ``nvbench``,
-``tritonbench``) or, for JSON, any kind of :data:`mfu_sweep.foreign.KINDS` (pyperf, Google Benchmark,
+``tritonbench``) or, for JSON, any kind of :data:`mfu_sweep.records.foreign.KINDS` (pyperf, Google Benchmark,
 pytest-benchmark, an mfu-sweep result ...).
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from mfu_sweep.foreign import json_kind
-from mfu_sweep.inputs import InputError, decode, parse_json, read_limited
+from mfu_sweep.records.foreign import json_kind
+from mfu_sweep.util.inputs import InputError, decode, parse_json, read_limited
 
 _HEAD = 65536
 _JSON_MAX = 64 * 2**20  # parse whole JSON files up to this size; past it the key test of the head decides

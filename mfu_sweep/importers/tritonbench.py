@@ -35,12 +35,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.importers import tritonbench_text
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.values import read_text
-from mfu_sweep.inputs import InputError, parse_json
-from mfu_sweep.shapes import Shape, ShapeError
-from mfu_sweep.text import counted
+from mfu_sweep.util.inputs import InputError, parse_json
+from mfu_sweep.util.text import counted
 
 FORMAT = "tritonbench"
 X_LABEL = "(M, N, K)"

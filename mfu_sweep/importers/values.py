@@ -9,7 +9,7 @@ misplaced exponent, a unit read wrong): such a value is not a measurement of any
 source prints as zero (below its resolution) stays what it was: a record with status ``error`` that
 says so, used by no analysis.
 
-:func:`read_text` reads a source within the input size limit (:mod:`mfu_sweep.inputs`), as UTF-8 with
+:func:`read_text` reads a source within the input size limit (:mod:`mfu_sweep.util.inputs`), as UTF-8 with
 or without a byte-order mark, or as UTF-16/32 with one (a PowerShell redirect, Notepad's "Unicode").
 """
 
@@ -21,8 +21,8 @@ from functools import cache
 from pathlib import Path
 
 from mfu_sweep.importers.common import SourceDevice, SourceError
-from mfu_sweep.inputs import InputError, decode, read_limited
 from mfu_sweep.specs import load_chips
+from mfu_sweep.util.inputs import InputError, decode, read_limited
 
 ABSURD_FACTOR = 10
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from mfu_sweep.gemm.shapes import Shape, ShapeError
 from mfu_sweep.importers.common import SourceDevice, SourceError, SourceRow, read_provenance, sha256_of
 from mfu_sweep.importers.txtpb import Message, TextProtoError, parse
 from mfu_sweep.importers.values import absurd_tflops, beyond_any_peak, read_text
-from mfu_sweep.shapes import Shape, ShapeError
 
 FORMAT = "xla-perf-table"
 
@@ -33,7 +33,7 @@ XLA_TYPES = {
     "f4e2m1fn", "c64", "c128",
 }
 # Source key -> this tool's dtype. Only keys whose inputs and output match one of our dtypes
-# (mfu_sweep/dtypes.py: fp8 = e4m3 inputs, bf16 output); the other keys are counted and skipped.
+# (mfu_sweep/gemm/dtypes.py: fp8 = e4m3 inputs, bf16 output); the other keys are counted and skipped.
 DTYPE_KEYS = {
     "bf16xbf16->bf16": "bf16",
     "f16xf16->f16": "fp16",

@@ -2,7 +2,7 @@
 
 This is what a worker process runs per task. It never computes MFU: the
 parent owns the peak and derives statistics with
-:func:`mfu_sweep.results.finish_record`, so a crashed worker loses nothing
+:func:`mfu_sweep.records.results.finish_record`, so a crashed worker loses nothing
 but its task.
 """
 
@@ -23,17 +23,17 @@ try:  # imported with the module, not by a worker's first shape (which then impo
 except ImportError:  # not a Unix
     resource = None  # type: ignore[assignment]
 
-from mfu_sweep.allocator import reused_allocations
-from mfu_sweep.dtypes import DType, fp8_format, get_dtype
+from mfu_sweep.gemm.dtypes import DType, fp8_format, get_dtype
+from mfu_sweep.gemm.shapes import Shape, check_memory
 from mfu_sweep.measure.backends.base import TorchBackend, Unsupported
 from mfu_sweep.measure.backends.operands import relative_error
-from mfu_sweep.measure.energy import metered_block_timer
-from mfu_sweep.measure.memory import gib, record_test_oom_kill, working_set
+from mfu_sweep.measure.machine.energy import metered_block_timer
+from mfu_sweep.measure.machine.memory import gib, record_test_oom_kill, working_set
+from mfu_sweep.measure.machine.throttle import guard_block_timer, policy_from_env
 from mfu_sweep.measure.task import Task, blank_record
-from mfu_sweep.measure.throttle import guard_block_timer, policy_from_env
 from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer, Measurement, measure
-from mfu_sweep.results import Record
-from mfu_sweep.shapes import Shape, check_memory
+from mfu_sweep.records.results import Record
+from mfu_sweep.util.allocator import reused_allocations
 
 MAX_INPUT_SETS = 64
 # With --cache flush every call is timed alone (event pair or host clock
@@ -105,7 +105,7 @@ def run_task(backend: TorchBackend, task: Task) -> Record:
     """Measure ``task`` on ``backend``; failures other than bugs become statuses.
 
     Before anything is allocated, the shape's working set is checked against the memory free to it
-    (:mod:`mfu_sweep.measure.memory`): a shape that cannot fit is an ``oom`` record naming both, never run.
+    (:mod:`mfu_sweep.measure.machine.memory`): a shape that cannot fit is an ``oom`` record naming both, never run.
     """
     dt = get_dtype(task.dtype)
     check_memory(task.shape, dt)
@@ -146,7 +146,7 @@ def _short(exc: BaseException, limit: int = 500) -> str:
 
 def _guarded(backend: TorchBackend, block_timer: BlockTimer) -> tuple[BlockTimer, dict[str, Any]]:
     """``block_timer`` metered for energy where the device counts it, and under the ``--on-throttle`` policy
-    (:mod:`mfu_sweep.measure.throttle`) where it is not ``keep``; the logs to read afterwards."""
+    (:mod:`mfu_sweep.measure.machine.throttle`) where it is not ``keep``; the logs to read afterwards."""
     logs: dict[str, Any] = {}
     read_mj = backend.energy_reader()
     if read_mj is not None:

@@ -2,7 +2,7 @@
 
 :class:`Checkpoint` writes the result file whole when a run starts and when it
 ends, and in between appends each record to the file's journal
-(:mod:`mfu_sweep.journal`): one synced line per shape, whatever the file holds,
+(:mod:`mfu_sweep.records.journal`): one synced line per shape, whatever the file holds,
 so appending to a 10,000-record sweep costs what appending to an empty one does.
 
 :class:`ShapeClock` stamps every record with what the sweep itself cost beside
@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mfu_sweep.journal import Journal
-from mfu_sweep.progress import format_duration
-from mfu_sweep.results import Record, Sweep, save_sweep
-from mfu_sweep.text import counted
+from mfu_sweep.records.journal import Journal
+from mfu_sweep.records.results import Record, Sweep, save_sweep
+from mfu_sweep.util.progress import format_duration
+from mfu_sweep.util.text import counted
 
 OVERHEAD_FIELD = "overhead_s"
 WORKER_FIELD = "worker_s"
@@ -57,7 +57,7 @@ class Checkpoint:
         self.close(check=False)  # the file holds every record, synced: the journal's last sync no longer matters
 
     def close(self, check: bool = True) -> None:
-        """Close the journal (``mfu_sweep.journal.Journal.close``); it stays beside the file unless folded."""
+        """Close the journal (``mfu_sweep.records.journal.Journal.close``); it stays beside the file unless folded."""
         if self.journal is not None:
             journal, self.journal = self.journal, None
             journal.close(check)

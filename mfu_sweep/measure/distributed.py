@@ -12,7 +12,7 @@
   written as one merged file, each record tagged with rank, host and device
   index.
 * The pieces of one sharded sweep (either way) may come from several hosts:
-  :func:`mfu_sweep.shards.shard_plan` says what they share, and ``series.check_labels`` accepts
+  :func:`mfu_sweep.records.shards.shard_plan` says what they share, and ``series.check_labels`` accepts
   them under one label although ``run.host`` differs.
 """
 
@@ -25,8 +25,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mfu_sweep.results import Sweep
-from mfu_sweep.shards import parse_shard
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.shards import parse_shard
 
 T = TypeVar("T")
 DISTRIBUTE = ("replicate", "shard")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from mfu_sweep.measure.checkpoint import OVERHEAD_FIELD, WORKER_FIELD
 from mfu_sweep.measure.task import Task
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
 
 ASSUMED_FRACTION = 0.5  # of the peak; the default CPU sweep reaches 20-60% of its estimated peak
 WORKER_START_S = 3.0  # a fresh worker imports torch: 2-4 s on this project's 2-core VMs

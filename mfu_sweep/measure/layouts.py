@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from mfu_sweep.dtypes import DType, get_dtype
+from mfu_sweep.gemm.dtypes import DType, get_dtype
+from mfu_sweep.gemm.shapes import Shape, with_layout
 from mfu_sweep.measure.task import Task
-from mfu_sweep.shapes import Shape, with_layout
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 
 def in_layouts(shapes: Sequence[tuple[Shape, str]], layouts: Sequence[str] | None) -> list[tuple[Shape, str]]:

@@ -23,136 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.dtypes import DTYPES, get_dtype
-from mfu_sweep.filelock import LockError, OutputLock
-from mfu_sweep.journal import resume_problem
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
+from mfu_sweep.gemm.shapes import DEVICE_MEMORY_FRACTION, Shape, fits_device
 from mfu_sweep.measure.checkpoint import Checkpoint, ShapeClock
+from mfu_sweep.measure.machine.watch import SweepWatch
 from mfu_sweep.measure.passes import order_seeds, plan_passes, plan_slots
 from mfu_sweep.measure.task import Task
-from mfu_sweep.measure.watch import SweepWatch
 from mfu_sweep.measure.worker import InProcessRunner, SubprocessRunner
-from mfu_sweep.outputs import OutputError, check_name, check_output_file, check_suffix
-from mfu_sweep.results import (
-    Record,
-    ResultError,
-    Sweep,
-    finish_record,
-    load_sweeps,
-    read_json,
-)
-from mfu_sweep.shapes import (
-    DEVICE_MEMORY_FRACTION,
-    Shape,
-    check_memory,
-    fits_device,
-    parse_shape,
-    points_for_range,
-    read_shape_rows,
-    square_family,
-)
+from mfu_sweep.records.journal import resume_problem
+from mfu_sweep.records.results import Record, ResultError, Sweep, finish_record, load_sweeps, read_json
 from mfu_sweep.specs import Peak, apply_peak_override
+from mfu_sweep.util.filelock import LockError, OutputLock
+from mfu_sweep.util.outputs import OutputError, check_name, check_output_file, check_suffix
 
 # Settings that change what a record measures: a resumed file keeps one value (default for older files).
 # --repeats and --seed are here because they fix which (pass, shape) pairs exist and in what order; a shape
 # file whose every row has a passes column may extend a file's passes (see _resume_from).
 RESUME_MUST_MATCH: dict[str, Any] = {"cache": "rotate", "threads": None, "repeats": 1, "seed": 0}
-
-
-# Default square range: on an accelerator 1 MFLOP to 10 TFLOP per GEMM (s = 17088 at the top; the
-# top decade is where the biggest chips differ), capped by device memory; on a 2-core CPU fp32 runs
-# at ~0.1-0.2 TFLOP/s, so 20 GFLOP (s = 2176) keeps the default sweep within a couple of minutes.
-ACCEL_RANGE = (1e6, 1e13)
-CPU_RANGE = (1e6, 2e10)
-# Square sizes per decade of FLOPs when --points is not given: 4 put three or more FLOP counts in
-# every one-decade window, so compare's run rule (two FLOP counts) can call a lead one decade wide.
-POINTS_PER_DECADE = 4.0
-# Passes over the shapes when --repeats is not given (docs/sweeping.md, "Passes", has the measurements):
-# on this project's 2-core CPU VMs a shape's median moves by an sd of ~27% of log-time between runs
-# (median over shapes; 60% under heavy load) against a +-1% within-run interval, and heavy-tailed,
-# so five passes: a median two bad passes cannot move. On accelerators a pass is costlier (29 shapes
-# at 1 s plus first calls); three is the fewest whose median one bad pass cannot move (not measured).
-CPU_REPEATS = 5
-ACCEL_REPEATS = 3
-# --budget-s when not given: per pass, so R passes cost about what one long pass did.
-BUDGET_ONE_PASS_S = 2.0
-BUDGET_PER_PASS_S = 1.0
-
-
-def default_repeats(on_cpu: bool) -> int:
-    """Passes over the shapes when ``--repeats`` is not given."""
-    return CPU_REPEATS if on_cpu else ACCEL_REPEATS
-
-
-def default_budget(repeats: int) -> float:
-    """Measurement budget per shape and pass when ``--budget-s`` is not given."""
-    return BUDGET_ONE_PASS_S if repeats == 1 else BUDGET_PER_PASS_S
-
-
-def select_shapes(shape_specs: Sequence[str] = (), shape_file: str | None = None, families: Sequence[str] = (),
-                  min_flop: float | None = None, max_flop: float | None = None, points: int | None = None,
-                  align: int = 64, on_cpu: bool = True) -> list[tuple[Shape, str]]:
-    """(shape, family) pairs from explicit shapes, a CSV, workload families, else the square family.
-
-    The square family is added when nothing else is asked for, when ``families`` names it
-    (``square``, the family name its records carry), or when a FLOP range is given; its default
-    range depends on the device (see ``CPU_RANGE``) and ``points`` defaults to
-    ``POINTS_PER_DECADE`` per decade of it.
-    Duplicates keep their first family.
-    """
-    from mfu_sweep.workloads import is_square_family, sweep_shapes
-
-    first: dict[Shape, str] = {}  # each shape once, with its first family (a million-row file: no list beside it)
-    for spec in shape_specs:
-        first.setdefault(parse_shape(spec), "custom")
-    if shape_file:
-        for row in read_shape_rows(shape_file):
-            first.setdefault(row.shape, row.family or "csv")
-    square = False
-    for family in families:  # --shapes square: the family its records name, beside the others
-        square = is_square_family(family) or square
-        for s, f in [] if is_square_family(family) else sweep_shapes(family):
-            first.setdefault(s, f)
-    if not first or square or min_flop is not None or max_flop is not None:
-        lo, hi = CPU_RANGE if on_cpu else ACCEL_RANGE
-        lo, hi = min_flop or lo, max_flop or hi
-        if points is None:
-            points = points_for_range(lo, hi, POINTS_PER_DECADE) if hi >= lo else 2
-        for s in square_family(lo, hi, points, align):
-            first.setdefault(s, "square")
-    return list(first.items())
-
-
-def make_tasks(shapes: Sequence[tuple[Shape, str]], dtypes: Sequence[str], modes: Sequence[str],
-               **task_kw: Any) -> list[Task]:
-    """Every (dtype, mode, shape) as a task, after refusing shapes with absurd memory needs."""
-    tasks = [Task(shape=s, dtype=d, mode=m, family=f, **task_kw) for d in dtypes for m in modes for s, f in shapes]
-    for t in tasks:
-        check_memory(t.shape, get_dtype(t.dtype))
-    return tasks
-
-
-def shape_file_passes(shape_file: str | None) -> dict[Shape, int]:
-    """The ``passes`` column of a shape file, shape -> passes (rows without one are left out)."""
-    if not shape_file:
-        return {}
-    return {row.shape: row.passes for row in read_shape_rows(shape_file) if row.passes is not None}
-
-
-def limit_passes(tasks: Sequence[Task], passes: dict[Shape, int]) -> list[Task]:
-    """Tasks whose shape has a ``passes`` entry run in that many passes only (``Task.passes``)."""
-    return [replace(t, passes=passes[t.shape]) if t.shape in passes else t for t in tasks]
-
-
-def sweep_repeats(repeats: int | None, on_cpu: bool, passes: dict[Shape, int], every_shape_has_passes: bool) -> int:
-    """Passes of the sweep: ``--repeats`` (or the default), raised to the largest ``passes`` of a shape file.
-
-    When every shape comes from a shape file with a ``passes`` column and ``--repeats``
-    is not given, the column alone decides (no default passes over nothing).
-    """
-    most = max(passes.values(), default=1)
-    if repeats is None and every_shape_has_passes and passes:
-        return most
-    return max(repeats or default_repeats(on_cpu), most)
 
 
 class SweepError(RuntimeError):
@@ -354,7 +241,7 @@ def _resume_from(plan: SweepPlan, fresh: Sweep) -> Sweep:
 
 
 def _check_output(plan: SweepPlan) -> None:
-    """The output can be written and the overwrite rule holds (``mfu_sweep.outputs``), before the device opens."""
+    """The output can be written and the overwrite rule holds (``mfu_sweep.util.outputs``), before the device opens."""
     out = plan.output
     if plan.resume and plan.force:
         raise SweepError("--resume continues a file and --force overwrites it; pass one of them")
@@ -406,7 +293,7 @@ def run_sweep(plan: SweepPlan, progress: ProgressFn | None = None,
     is called when pass ``i`` of ``R`` starts with ``n`` tasks to run, ``progress(task, None)`` before a task and
     ``progress(task, record)`` after it. Ctrl-C or any exception leaves the file
     with every finished record.
-    The output's one-writer lock (``mfu_sweep.filelock``) is held for the whole run:
+    The output's one-writer lock (``mfu_sweep.util.filelock``) is held for the whole run:
     a second sweep to the same file fails at once with a :class:`SweepError` naming
     the holder; ``notify`` hears about a stale lock taken over.
     """

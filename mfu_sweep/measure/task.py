@@ -10,10 +10,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from mfu_sweep.dtypes import get_dtype
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.timing import TimingConfig
-from mfu_sweep.results import Record
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.results import Record
 
 CACHE_POLICIES = ("rotate", "flush", "none")  # none: one operand set, hot in cache (what Timer times)
 

@@ -21,7 +21,7 @@ from bisect import insort
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mfu_sweep.stats import median_ci, relative_half_width
+from mfu_sweep.util.stats import median_ci, relative_half_width
 
 BlockTimer = Callable[[int], float]
 """Runs ``n`` calls back to back and returns the elapsed seconds for all of them."""

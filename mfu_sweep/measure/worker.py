@@ -27,10 +27,10 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mfu_sweep.errors import BackendError
-from mfu_sweep.measure.memory import oom_kills
+from mfu_sweep.measure.machine.memory import oom_kills
 from mfu_sweep.measure.task import SOAK_ENV, Task, blank_record
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
+from mfu_sweep.util.errors import BackendError
 
 STDERR_TAIL_LINES = 20
 # Backends whose first GEMM initialises the device cheaply (a thread pool, a CUDA context and cuBLAS
@@ -53,8 +53,8 @@ def initialise_device(backend: Any) -> dict[str, Any]:
 
 
 def _tiny_gemm(backend: Any, mode: str) -> None:
-    from mfu_sweep.dtypes import get_dtype
-    from mfu_sweep.shapes import Shape
+    from mfu_sweep.gemm.dtypes import get_dtype
+    from mfu_sweep.gemm.shapes import Shape
 
     shape, dt = Shape(1, 64, 64, 64), get_dtype("fp32")
     fn = backend.gemm_fn(shape, dt, mode, backend.make_inputs(shape, dt, 1, 0), None)
@@ -111,9 +111,9 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
     (:func:`initialise_compile`). With ``soak_s`` > 0 a large GEMM then runs that
     long (clocks and temperature settle) and what ran is recorded as ``environment.soak``.
     """
-    from mfu_sweep.allocator import fixed_allocation
     from mfu_sweep.measure.backends import resolve_device
     from mfu_sweep.specs import load_chips
+    from mfu_sweep.util.allocator import fixed_allocation
 
     backend = resolve_device(device)
     check_throttle_readings(backend)
@@ -133,7 +133,7 @@ def hello(device: str, spec_file: str | None, chip: str | None, soak_s: float = 
 def check_throttle_readings(backend: Any) -> None:
     """Refuse ``--on-throttle discard|wait`` (:data:`ON_THROTTLE_ENV`) on a device that reports no throttling,
     before any shape: a policy that cannot see throttling would silently keep everything."""
-    from mfu_sweep.measure.throttle import policy_from_env
+    from mfu_sweep.measure.machine.throttle import policy_from_env
 
     policy = policy_from_env()
     if policy != "keep" and backend.throttle_probe() is None:
@@ -143,7 +143,7 @@ def check_throttle_readings(backend: Any) -> None:
 
 def unsupported_dtypes(backend: Any) -> dict[str, dict[str, str]]:
     """``{mode: {dtype: reason}}`` for the dtypes ``backend.check_supported`` refuses, asked before any shape runs."""
-    from mfu_sweep.dtypes import DTYPES, get_dtype
+    from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
     from mfu_sweep.measure.backends.base import Unsupported
 
     out: dict[str, dict[str, str]] = {}

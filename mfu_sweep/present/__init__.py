@@ -1,6 +1,9 @@
 """Presentation: figures (one module per kind, a shared theme), the one-shot report and export tables.
 
 Never imports device code, torch or Click (``tests/test_layout.py``).
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), ``analysis/`` and matplotlib; never
+``measure/``, ``workflow/``, ``cli/``, torch or Click.
 """
 
 # What `plot --figure` picks from (kept here, free of matplotlib, so the CLI can offer it without

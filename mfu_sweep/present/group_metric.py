@@ -5,7 +5,7 @@ one has none, MFU would silently leave that device out (the DeepBench tables nam
 its 11 fp32 devices), so that dtype and mode is compared by TFLOP/s instead, and a note says so. With
 ``metric="tflops"`` everything is TFLOP/s::
 
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.present.group_metric import group_metrics
 
     chosen = group_metrics(group_series(sweeps), "mfu")
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mfu_sweep.analysis.series import Series, SeriesKey
-from mfu_sweep.text import counted
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
+from mfu_sweep.util.text import counted
 
 MOST_NAMED = 4
 

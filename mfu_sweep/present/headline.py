@@ -1,11 +1,11 @@
 """The few lines a command ends (``sweep``) or opens (``compare``) with: the result in one glance.
 
 ``sweep`` ends with the best throughput and MFU of each series with the shape that reached it (the
-numbers of :mod:`mfu_sweep.analysis.summary`, the same as the report's), the fitted compute ceiling
+numbers of :mod:`mfu_sweep.analysis.ground.summary`, the same as the report's), the fitted compute ceiling
 when the shapes constrain it, and the command to look further::
 
     from mfu_sweep.present.headline import sweep_headline
-    from mfu_sweep.results import load_sweeps
+    from mfu_sweep.records.results import load_sweeps
 
     print(sweep_headline(load_sweeps(["sweeps/amd-epyc-zen5-cpu.json"]), "sweeps/amd-epyc-zen5-cpu.json"))
 
@@ -21,11 +21,11 @@ from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
-from mfu_sweep.analysis.series import group_series
-from mfu_sweep.analysis.summary import SeriesSummary, summarise
-from mfu_sweep.present.export import significant
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import format_flops
+from mfu_sweep.analysis.ground.series import group_series
+from mfu_sweep.analysis.ground.summary import SeriesSummary, summarise
+from mfu_sweep.present.export.tables import significant
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import format_flops
 
 PEAK_WORDS = {"vendor spec": "of the vendor peak", "estimated": "of the estimated peak",
               "override": "of the given peak"}

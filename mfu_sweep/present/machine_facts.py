@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mfu_sweep.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, flagged_passes, is_flagged
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.records.contention import CONTENDED_SHARE, MACHINE_FIELD, contention_share, flagged_passes, is_flagged
+from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.specs import Peak
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 
 def peak_facts(peak: Peak, records: Sequence[Record]) -> list[tuple[str, str]]:

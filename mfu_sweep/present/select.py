@@ -10,12 +10,12 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.fits.fit import RooflineFit
-from mfu_sweep.analysis.series import Series, group_series
-from mfu_sweep.analysis.summary import shape_point, shape_records
-from mfu_sweep.present.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, PALETTE, series_colors
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.analysis.ground.series import Series, group_series
+from mfu_sweep.analysis.ground.summary import shape_point, shape_records
+from mfu_sweep.present.figures.theme import ANNOTATION_GREY, BARS_PREFIX, INTERVAL_TEXT, PALETTE, series_colors
+from mfu_sweep.records.results import Record, Sweep
+from mfu_sweep.records.summaries import available
 from mfu_sweep.specs import Peak
-from mfu_sweep.summaries import available
 
 # --------------------------------------------------------------------------- selecting data
 
@@ -41,7 +41,7 @@ def pick_series(sweeps: Sequence[Sweep], dtype: str | None, mode: str | None) ->
 
 
 def label_colors(sweeps: Sequence[Sweep], colors: Mapping[str, str] | None) -> Mapping[str, str]:
-    """``colors``, or :func:`~mfu_sweep.present.theme.series_colors` of the sweeps: distinct among every device
+    """``colors``, or :func:`~mfu_sweep.present.figures.theme.series_colors` of the sweeps: distinct among every device
     when the palette has a colour for each (a figure's one legend lists the devices of all its panels), else
     distinct among the devices of each dtype and mode (those that share a panel)."""
     if colors is not None:
@@ -80,7 +80,7 @@ def time_interval(record: Record) -> tuple[tuple[float, float] | None, str | Non
 
 
 def shape_groups(series: Series) -> list[list[Record]]:
-    """The records of each shape, in FLOP order (:func:`mfu_sweep.analysis.summary.shape_records`)."""
+    """The records of each shape, in FLOP order (:func:`mfu_sweep.analysis.ground.summary.shape_records`)."""
     return shape_records(series)
 
 

@@ -4,6 +4,8 @@ The data lives in ``chips.toml`` beside this module. ``load_chips`` reads it
 (or a user's ``--spec-file``) into frozen :class:`ChipSpec` objects;
 ``find_chip`` maps what a framework reports (a CUDA device name, an XLA device
 kind) to an entry; :class:`Peak` is the ``peak`` block of a result file.
+
+May import: ``util/`` and ``gemm/`` (dtypes); never ``records/``, a stage, torch, matplotlib or Click.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mfu_sweep.dtypes import DTYPES
+from mfu_sweep.gemm.dtypes import DTYPES
 
 CHIPS_FILE = Path(__file__).with_name("chips.toml")
 # Dtypes a chip entry may give a peak for: every dtype measured against its own figure (fp8-rowwise is
@@ -224,7 +226,7 @@ def load_chips(extra: str | Path | None = None) -> dict[str, ChipSpec]:
     """The shipped table, with entries from ``extra`` (a TOML file) added or replacing by id."""
     chips = parse_chips(CHIPS_FILE.read_text(), origin=CHIPS_FILE.name)
     if extra is not None:
-        from mfu_sweep.inputs import InputError, read_limited
+        from mfu_sweep.util.inputs import InputError, read_limited
 
         path = Path(extra)
         try:  # within the input limit; a FIFO or a device is refused, never read

@@ -35,7 +35,7 @@ from functools import cache
 from pathlib import Path
 
 from mfu_sweep.specs import Peak, SpecError
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 UARCH_FILE = Path(__file__).with_name("cpu_uarch.toml")
 RATE_DTYPES = ("fp32", "bf16", "fp16")

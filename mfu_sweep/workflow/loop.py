@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mfu_sweep.analysis.refine.plan import RefinePlan, plan_refinement, write_shape_file
-from mfu_sweep.results import Record, Sweep, load_sweeps
-from mfu_sweep.shapes import Shape
-from mfu_sweep.text import counted
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import Record, Sweep, load_sweeps
+from mfu_sweep.util.text import counted
 
 UNTIL_KINDS = ("crossover-width", "bend-width")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?)\s*(s|m|h)?\s*$")

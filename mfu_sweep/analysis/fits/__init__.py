@@ -2,4 +2,7 @@
 and which fitted memory roofs are physically plausible.
 
 Imports only the ground of ``analysis/`` (``series``, ``summary``, ``sources/``) and the top-level modules.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), ``analysis/ground/`` and
+``analysis/sources/``; never verdicts, fleet, steps or refine, and no torch, matplotlib or Click.
 """

@@ -72,10 +72,10 @@ from mfu_sweep.analysis.fits.roofline import (
     log_time_jac,
     shape_data,
 )
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
-from mfu_sweep.analysis.summary import summarise
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import counted
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.ground.summary import summarise
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import counted
 
 __all__ = ["LN_TERA", "LOWER", "MIN_LEVERAGE", "MODELS", "PARAMS", "UPPER", "RooflineFit", "ShapeData", "fit_all",
            "fit_groups", "fit_series", "log_time", "log_time_jac", "shape_data", "why_unfittable"]
@@ -252,7 +252,7 @@ def fit_series(series: Series, *, model: str = "auto", n_boot: int = 200, seed: 
     Parameters
     ----------
     series:
-        From :func:`mfu_sweep.analysis.series.group_series`.
+        From :func:`mfu_sweep.analysis.ground.series.group_series`.
     model:
         ``"auto"`` (default: ``pnorm`` if it wins on BIC, else ``max``), ``"max"`` or ``"pnorm"``.
     n_boot, seed, alpha:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
 
-from mfu_sweep.allocator import keep_freed_memory
+from mfu_sweep.util.allocator import keep_freed_memory
 
 K = TypeVar("K")
 T = TypeVar("T")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mfu_sweep.results import Sweep
+from mfu_sweep.records.results import Sweep
 
 # A GEMM streams its operands no slower than this share of a plain copy unless something else limits it.
 PLAUSIBLE_COPY_FRACTION = 0.5

@@ -14,8 +14,8 @@ import numpy as np
 
 from mfu_sweep.analysis.fits.physical import BandwidthRange
 from mfu_sweep.analysis.fits.roofline import MIN_LEVERAGE, PARAMS, log_time, log_time_jac
-from mfu_sweep.analysis.series import SeriesKey
-from mfu_sweep.text import format_flops
+from mfu_sweep.analysis.ground.series import SeriesKey
+from mfu_sweep.util.text import format_flops
 
 NAMES = {"t0_s": "overhead t0", "p_tflops": "compute ceiling P", "w_tbs": "bandwidth W"}
 # A poor fit (docs/analysis.md): the recorded CPU sweeps fit to an RMS log error of 0.03-0.29, published tables
@@ -43,7 +43,7 @@ class RooflineFit:
     range from a measured copy bandwidth or the spec, used as bounds).
     ``w_free_tbs`` is the W of the unbounded fit when that left the plausible range.
     ``best_tflops`` is the best measured TFLOP/s of the fitted shapes (the summary's value,
-    ``mfu_sweep.analysis.summary``): a P below it is no ceiling (:attr:`is_ceiling`).
+    ``mfu_sweep.analysis.ground.summary``): a P below it is no ceiling (:attr:`is_ceiling`).
     """
 
     key: SeriesKey

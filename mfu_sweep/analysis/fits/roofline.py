@@ -23,7 +23,7 @@ from scipy.optimize import least_squares
 
 from mfu_sweep.analysis.fits import lsq
 from mfu_sweep.analysis.fits.batch import Problem, Steps
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 
 # A parameter is "constrained" when, at some measured shape, a 1% change of it
 # moves the predicted time by at least this many percent.

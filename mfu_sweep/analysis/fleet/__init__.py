@@ -2,4 +2,7 @@
 view of one chip's devices against the median of the rest, and the spread of a replicate run.
 
 Imports the ground of ``analysis/``, ``fits/`` and ``verdicts/``.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), ``analysis/ground/``, ``sources/``,
+``fits/`` and ``verdicts/``; never steps or refine, and no torch, matplotlib or Click.
 """

@@ -41,9 +41,9 @@ from typing import Any
 import numpy as np
 from scipy.special import stdtr, stdtrit
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.sources.medians import shape_table
-from mfu_sweep.text import format_flops
+from mfu_sweep.util.text import format_flops
 
 LN_TERA = 12 * math.log(10)
 METRICS = ("mfu", "tflops")

@@ -20,7 +20,7 @@ from typing import Any
 
 from mfu_sweep.analysis.fleet.leaderboard import REST, Leaderboard, leaderboards
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
-from mfu_sweep.analysis.series import Series, SeriesKey, with_peak
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, with_peak
 from mfu_sweep.analysis.verdicts.margin import margin_words
 
 FAIL_ON = ("slower", "ambiguous")
@@ -147,7 +147,7 @@ def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline:
     ``margin``) go to :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
     :func:`~mfu_sweep.analysis.fleet.view.replicate_fleets`.
     """
-    from mfu_sweep.allocator import paused_gc
+    from mfu_sweep.util.allocator import paused_gc
 
     boards: list[Leaderboard] = []
     notes: list[str] = []

@@ -42,10 +42,10 @@ from mfu_sweep.analysis.fleet.evidence import (
     rest_median,
     shape_evidence,
 )
-from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.analysis.sources.medians import Z95
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, lead_words, margin_words
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 __all__ = ["HANDFUL", "LN_TERA", "MAD_EFFICIENCY", "MAD_TO_SIGMA", "MEDIAN_SE", "METRICS", "REST", "Z95", "Band",
            "BandBoard", "BandCell", "Grid", "Leaderboard", "LeaderboardError", "Profile", "Run", "ShapeEvidence",

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series, shape_seconds
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series, shape_seconds
+from mfu_sweep.records.results import Record, Sweep
 
 RANK_SUFFIX = re.compile(r"^(?P<base>.+)\.r(?P<rank>\d+)$")
 

@@ -27,9 +27,9 @@ from mfu_sweep.analysis.fleet.cells import lead_words
 from mfu_sweep.analysis.fleet.evidence import EvidenceMap
 from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
-from mfu_sweep.analysis.series import Series, SeriesKey
+from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.analysis.verdicts.margin import margin_words
-from mfu_sweep.text import counted, format_flops
+from mfu_sweep.util.text import counted, format_flops
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts.curves import pass_curve
 
 BEND_Z = 3.0  # standard errors: one in ~370 straight stretches looks bent by chance (normal)

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.records.results import Sweep
 
 DEFAULT_LOOKS = 8  # looks planned before the first data: the initial sweep + up to 7 refinement rounds
 

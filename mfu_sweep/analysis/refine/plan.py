@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.refine.looks import (
     DEFAULT_ALPHA,
     FAMILY_PREFIX,
@@ -42,12 +43,11 @@ from mfu_sweep.analysis.refine.looks import (
     shape_passes,
 )
 from mfu_sweep.analysis.refine.regions import Region, candidate_regions, crossover_regions
-from mfu_sweep.analysis.series import Series
 from mfu_sweep.analysis.verdicts.comparison import Comparison
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import Shape, parse_shape, size_align
-from mfu_sweep.text import counted
+from mfu_sweep.gemm.shapes import Shape, parse_shape, size_align
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import counted
 
 DEFAULT_TARGET = 1.5  # crossover interval: high/low FLOPs at most this
 
@@ -336,7 +336,7 @@ def shape_file_text(plan: RefinePlan, header: Sequence[str] = ()) -> str:
 
 def write_shape_file(path: str | Path, plan: RefinePlan, header: Sequence[str] = ()) -> None:
     """Write :func:`shape_file_text` atomically (``-``: to standard output)."""
-    from mfu_sweep.results import write_text_atomic
+    from mfu_sweep.records.results import write_text_atomic
 
     write_text_atomic(path, shape_file_text(plan, header))
 
@@ -374,7 +374,7 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     target:
         Crossover intervals (high/low FLOPs) to reach.
     looks, alpha:
@@ -395,7 +395,7 @@ def plan_refinement(sweeps: Sequence[Sweep], *, target: float = DEFAULT_TARGET, 
     RefineError
         One device only (without ``bends_only``), or no pair that can be compared.
     """
-    from mfu_sweep.analysis.series import group_series
+    from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
 
     if max_shapes < 1:

@@ -33,8 +33,9 @@ CACHE_ENV = "XDG_CACHE_HOME"
 SIZE_ENV = "MFU_SWEEP_CACHE_MB"
 MAX_BYTES = 1 << 30  # 1 GiB: the digests of a 32,768-file fleet take about a tenth of it
 # What a digest holds and which files pass: a change to any of these changes the namespace.
-KEYED_MODULES = ("results.py", "checks.py", "inputs.py", "journal.py", "jsonio.py", "contention.py", "shapes.py",
-                 "analysis/series.py", "analysis/sources/medians.py", "analysis/sources/digest.py")
+KEYED_MODULES = ("records/results.py", "records/checks.py", "util/inputs.py", "records/journal.py", "util/jsonio.py",
+                 "records/contention.py", "gemm/shapes.py", "analysis/ground/series.py", "analysis/sources/medians.py",
+                 "analysis/sources/digest.py")
 
 
 def cache_root() -> Path:

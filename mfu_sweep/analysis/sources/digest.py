@@ -7,7 +7,7 @@ and in which passes, for the notes) and, per series and shape, the median of the
 standard error (:mod:`mfu_sweep.analysis.sources.medians`). :func:`digest_sweep` takes them from a
 loaded, validated sweep; :func:`encode` and :func:`decode` turn a file's digests into compact JSON for
 the cache (:mod:`mfu_sweep.analysis.sources.cache`) and back. A digest never holds where a file lies: the
-caller names its sweeps (``Sweep.source``) as :func:`mfu_sweep.results.load_sweeps` would.
+caller names its sweeps (``Sweep.source``) as :func:`mfu_sweep.records.results.load_sweeps` would.
 
 Every table comes twice where it differs: from every usable record, and from the records that are not
 flagged contended (what ``--exclude-contended`` keeps).
@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep import jsonio
-from mfu_sweep.analysis.series import usable
+from mfu_sweep.analysis.ground.series import usable
 from mfu_sweep.analysis.sources.medians import ShapeTable, pooled_table
-from mfu_sweep.contention import flagged_summary, is_flagged
-from mfu_sweep.results import Record, Sweep
+from mfu_sweep.records.contention import flagged_summary, is_flagged
+from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.specs import Peak
+from mfu_sweep.util import jsonio
 
 DIGEST_FORMAT = 1  # the encoding below; a change bumps it (the cache keys on it)
 
@@ -155,7 +155,7 @@ def _peak(block: Mapping[str, Any]) -> Peak:
 
 
 def source_of(path: str, merged: bool, index: int) -> str:
-    """``Sweep.source`` of a file's ``index``-th sweep, as :func:`mfu_sweep.results.parse_document` names it."""
+    """``Sweep.source`` of a file's ``index``-th sweep, as :func:`mfu_sweep.records.results.parse_document` names it."""
     return f"{path}: sweeps[{index}]" if merged else path
 
 

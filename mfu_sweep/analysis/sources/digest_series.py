@@ -1,10 +1,10 @@
 """Series and notes from file digests: what ``compare``'s fleet gate does with loaded sweeps, without records.
 
 Each function here answers as its counterpart over loaded sweeps does (the tests compare them on SYNTHETIC
-fleets): :func:`contention_note_of` as :func:`mfu_sweep.contention.contention_note`,
-:func:`incomplete_notes` as :func:`mfu_sweep.summaries.incomplete_reason` per sweep,
+fleets): :func:`contention_note_of` as :func:`mfu_sweep.records.contention.contention_note`,
+:func:`incomplete_notes` as :func:`mfu_sweep.records.summaries.incomplete_reason` per sweep,
 :func:`collisions` as :func:`mfu_sweep.analysis.sources.runs.label_collisions`, and
-:func:`group_digests` as :func:`mfu_sweep.analysis.series.group_series`, with the same checks (one label,
+:func:`group_digests` as :func:`mfu_sweep.analysis.ground.series.group_series`, with the same checks (one label,
 one device; one series, one peak) on the same metadata. Its series carry per-shape medians
 (``Series.table``) instead of records: what the leaderboards, the fleet view and the gate read. ``exclude``
 answers for ``--exclude-contended``.
@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from mfu_sweep.analysis.series import Series, SeriesKey, _check_peak, check_labels, host_of, sweep_order
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, _check_peak, check_labels, host_of, sweep_order
 from mfu_sweep.analysis.sources.digest import SweepDigest
 from mfu_sweep.analysis.sources.medians import ShapeTable
 from mfu_sweep.analysis.sources.runs import label_collisions
-from mfu_sweep.contention import contention_line, contention_part
-from mfu_sweep.results import Sweep
-from mfu_sweep.summaries import incomplete_reason
+from mfu_sweep.records.contention import contention_line, contention_part
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.summaries import incomplete_reason
 
 
 def contention_note_of(digests: Sequence[SweepDigest], exclude: bool = False) -> str | None:
@@ -65,7 +65,7 @@ def group_digests(digests: Sequence[SweepDigest], exclude: bool = False) -> dict
     """``group_series`` of the digested sweeps: series with per-shape medians; None where a shape of a series
     comes from two sweeps (see the module docstring).
 
-    Raises :class:`~mfu_sweep.analysis.series.SeriesError` as ``group_series`` does.
+    Raises :class:`~mfu_sweep.analysis.ground.series.SeriesError` as ``group_series`` does.
     """
     ordered = sorted(digests, key=lambda d: sweep_order(d.sweep))
     check_labels([d.sweep for d in ordered])

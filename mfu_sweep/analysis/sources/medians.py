@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.stats import median_ci_indices
+from mfu_sweep.util.stats import median_ci_indices
 
 Z95 = 1.959964
 

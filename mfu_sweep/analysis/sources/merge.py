@@ -30,11 +30,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.analysis.series import check_labels, host_of, sweep_order
-from mfu_sweep.names import has_control
-from mfu_sweep.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json, screen
-from mfu_sweep.shards import check_shards
-from mfu_sweep.text import counted
+from mfu_sweep.analysis.ground.series import check_labels, host_of, sweep_order
+from mfu_sweep.records.results import SCHEMA_VERSION, ResultError, Sweep, parse_document, read_json, screen
+from mfu_sweep.records.shards import check_shards
+from mfu_sweep.util.names import has_control
+from mfu_sweep.util.text import counted
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def merge_sweeps(sweeps: Iterable[Sweep], relabel: Sequence[Relabel] = ()) -> Me
 def read_versioned(paths: Sequence[str | Path],
                    on_invalid: Callable[[str], None] | None = None) -> list[tuple[str, Any]]:
     """Read every file and refuse a mix of schema versions (before parsing any of them); ``on_invalid``: damaged
-    journal lines are skipped with a note (:func:`mfu_sweep.results.read_json`)."""
+    journal lines are skipped with a note (:func:`mfu_sweep.records.results.read_json`)."""
     docs = [(str(p), read_json(p, on_invalid)) for p in paths]
     versions: dict[Any, str] = {}
     for path, data in docs:
@@ -185,7 +185,7 @@ def read_versioned(paths: Sequence[str | Path],
 def merge_files(paths: Sequence[str | Path], relabel: Sequence[Relabel] = (),
                 on_invalid: Callable[[str], None] | None = None) -> MergeResult:
     """Load, validate and merge sweep and merged files in any mix (``on_invalid``: see
-    :func:`mfu_sweep.results.parse_document`; with it, what fails validation is left out of the merge)."""
+    :func:`mfu_sweep.records.results.parse_document`; with it, what fails validation is left out of the merge)."""
     if not paths:
         raise ResultError("no result files given")
     sweeps: list[Sweep] = []

@@ -3,10 +3,10 @@
 :func:`read_digests` hands the files to worker processes (one per core, forked where the platform can),
 chunk by chunk. A worker reads a file's bytes, looks its digest up in the cache by their hash
 (:mod:`mfu_sweep.analysis.sources.cache`), and on a miss loads and validates the file exactly as
-:func:`mfu_sweep.results.load_sweeps` does, digests it (:mod:`mfu_sweep.analysis.sources.digest`) and
+:func:`mfu_sweep.records.results.load_sweeps` does, digests it (:mod:`mfu_sweep.analysis.sources.digest`) and
 stores the digest. Only digests (a few KiB a file) come back, so memory holds one file per worker and the
 fleet's digests, never its samples. A file that fails is the error of the first such file in the order
-given, with the message :func:`~mfu_sweep.results.load_sweeps` gives.
+given, with the message :func:`~mfu_sweep.records.results.load_sweeps` gives.
 
 Ground of ``analysis/``: imports the top-level modules, ``series`` and ``sources/`` only.
 """
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from mfu_sweep.analysis.sources.cache import DigestCache, content_key
 from mfu_sweep.analysis.sources.digest import SweepDigest, decode, digest_sweep, encode, intact
-from mfu_sweep.journal import journal_path
-from mfu_sweep.results import ResultError, parse_document, read_bytes, read_json
+from mfu_sweep.records.journal import journal_path
+from mfu_sweep.records.results import ResultError, parse_document, read_bytes, read_json
 
 Progress = Callable[[int, int], None]
 CHUNK = 64  # files per task: progress every few hundred milliseconds, little pickling
@@ -95,7 +95,7 @@ def read_digests(files: Sequence[str], cache: DigestCache | None = None, *, work
                  progress: Progress | None = None) -> tuple[list[SweepDigest], ReadStats]:
     """The digests of every sweep of ``files``, in file order, and how the read went.
 
-    Raises :class:`~mfu_sweep.results.ResultError` for the first file (in ``files``' order) that cannot be
+    Raises :class:`~mfu_sweep.records.results.ResultError` for the first file (in ``files``' order) that cannot be
     read or fails validation; with no file at all, "no result files given" as ``load_sweeps`` says.
     """
     files = [str(f) for f in files]

@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.analysis.series import SeriesError
-from mfu_sweep.results import Sweep
+from mfu_sweep.analysis.ground.series import SeriesError
+from mfu_sweep.records.results import Sweep
 
 # Settings that change what a record measures (missing: the default older files ran with).
 POOL_MUST_MATCH: dict[str, Any] = {"repeats": 1, "cache": "rotate", "threads": None, "timer": "auto",

@@ -20,4 +20,7 @@ in fresh processes) and sweeps of the step's GEMMs (their sum, the step's breakd
 
 Imports only the ground of ``analysis/`` and ``fits/`` (a roofline fit stands in for unmeasured shapes of a
 GEMM sum); torch-free.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), ``analysis/ground/``, ``sources/``,
+``fits/`` and ``verdicts/``; never fleet or refine, and no torch, matplotlib or Click.
 """

@@ -18,9 +18,9 @@ import math
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from mfu_sweep.results import Record, Sweep, sweep_repeats
-from mfu_sweep.shapes import Shape
-from mfu_sweep.workloads import WorkloadGemm
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import WorkloadGemm
+from mfu_sweep.records.results import Record, Sweep, sweep_repeats
 
 FINISHED, DID_NOT_FINISH, INCOMPLETE = "finished", "did not finish", "incomplete"
 CACHES = ("cold", "warm")
@@ -190,7 +190,7 @@ def collect_costs(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype:
     sweeps:
         Loaded sweeps; a series is a device label, dtype, mode and compile cache.
     gemms:
-        The workload (:func:`mfu_sweep.workloads.resolve_family`).
+        The workload (:func:`mfu_sweep.gemm.workloads.resolve_family`).
     dtype:
         Which records to use.
     modes:

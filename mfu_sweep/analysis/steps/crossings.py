@@ -22,7 +22,7 @@ import numpy as np
 
 from mfu_sweep.analysis.steps.costs import StepKey
 from mfu_sweep.analysis.steps.draws import Interval, ShapeDraws, StepLine, interval
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
 
 IV = "interval "  # how a sentence introduces an interval of N: "from N = 48 [interval 39, 62]"
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from mfu_sweep.analysis.steps.costs import SeriesCosts
-from mfu_sweep.shapes import Shape
+from mfu_sweep.gemm.shapes import Shape
 
 DEFAULT_N_BOOT = 2000
 WEIGHT_STREAM, SCALE_STREAM = 1, 2  # second and third words of the generators' seeds

@@ -20,11 +20,11 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mfu_sweep.analysis.series import shape_seconds
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Record, Sweep
-from mfu_sweep.shapes import Shape
-from mfu_sweep.workloads import WorkloadGemm
+from mfu_sweep.analysis.ground.series import shape_seconds
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import WorkloadGemm
+from mfu_sweep.records.results import Record, Sweep
 
 SOURCES = ("measured", "fitted", "missing")
 LEFT_OUT = (
@@ -174,7 +174,7 @@ def measured_medians(sweeps: Sequence[Sweep], dtype: str, mode: str) -> dict[str
     """Median seconds per call of every finished shape, by series label then shape.
 
     Within one sweep the passes of a ``--repeats`` run are one time (the median of their medians,
-    :func:`~mfu_sweep.analysis.series.shape_seconds`); a later sweep with the same label and shape
+    :func:`~mfu_sweep.analysis.ground.series.shape_seconds`); a later sweep with the same label and shape
     replaces an earlier one, so the order of the files decides.
     """
     out: dict[str, dict[Shape, float]] = {}
@@ -220,9 +220,9 @@ def roofline_predictors(sweeps: Sequence[Sweep], dtype: str, mode: str,
     """
     try:
         from mfu_sweep.analysis.fits.fit import fit_series
-        from mfu_sweep.analysis.series import group_series
+        from mfu_sweep.analysis.ground.series import group_series
     except ModuleNotFoundError as exc:
-        if exc.name in ("mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.series"):
+        if exc.name in ("mfu_sweep.analysis.fits.fit", "mfu_sweep.analysis.ground.series"):
             return {}
         raise
     dt = get_dtype(dtype)
@@ -301,7 +301,7 @@ def predict_step(sweeps: Sequence[Sweep], gemms: Sequence[WorkloadGemm], dtype: 
     Parameters
     ----------
     sweeps:
-        Loaded sweeps (see :func:`mfu_sweep.results.load_sweeps`); series are their device labels.
+        Loaded sweeps (see :func:`mfu_sweep.records.results.load_sweeps`); series are their device labels.
     gemms:
         The workload, e.g. ``resolve_family("llm:qwen3-32b:tokens=8192")``.
     dtype, mode:

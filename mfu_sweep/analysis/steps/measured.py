@@ -39,10 +39,10 @@ from mfu_sweep.analysis.steps.time_to_n import (
     gemm_lines,
     mark_lines,
 )
-from mfu_sweep.contention import contention_note, exclude_contended
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import ShapeError
-from mfu_sweep.workloads import resolve_family
+from mfu_sweep.gemm.shapes import ShapeError
+from mfu_sweep.gemm.workloads import resolve_family
+from mfu_sweep.records.contention import contention_note, exclude_contended
+from mfu_sweep.records.results import Sweep
 
 
 def model_key(f: StepFile) -> tuple[str, str, str]:

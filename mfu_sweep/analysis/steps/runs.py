@@ -31,7 +31,7 @@ from mfu_sweep.analysis.steps.costs import DID_NOT_FINISH, FINISHED, INCOMPLETE,
 from mfu_sweep.analysis.steps.crossings import GRAPH_MODES
 from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, StepLine, mean_draws, pass_weights
 from mfu_sweep.analysis.steps.step_files import StepFile, StepRun
-from mfu_sweep.text import counted
+from mfu_sweep.util.text import counted
 
 
 def key_of(file: StepFile, run: StepRun) -> StepKey:

@@ -7,7 +7,7 @@ seconds of every step done, the first step and the steady step (the median after
 breakdown where the stack exposes it, the GEMM share from the profiler and the contended flag.
 
 This module reads only the fields of that contract, each checked for its type and range with a one-line
-:class:`~mfu_sweep.results.ResultError` naming the file, the field and the value (a file with an unknown
+:class:`~mfu_sweep.records.results.ResultError` naming the file, the field and the value (a file with an unknown
 mode is refused, never half read); it does not judge whether the numbers agree with each other, which is
 the validator's part. :func:`read_inputs` sorts the files a command was given into sweeps and step files,
 reading each once.
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.names import has_control
-from mfu_sweep.results import ResultError, Sweep, parse_document, read_json
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.records.results import ResultError, Sweep, parse_document, read_json
+from mfu_sweep.util.names import has_control
 
 KIND = "steps"
 MODES = ("eager", "compile", "lazy")  # lazy: the XLA / torch-neuronx graph
@@ -249,7 +249,7 @@ def read_inputs(paths: Iterable[str | Path], on_invalid: Callable[[str], None] |
                 each: Callable[[int], None] | None = None) -> tuple[list[Sweep], list[StepFile]]:
     """The sweeps and the step files among ``paths`` (any mix), each file read once.
 
-    Sweep and merged files go through :func:`mfu_sweep.results.parse_document` (validated; ``on_invalid``
+    Sweep and merged files go through :func:`mfu_sweep.records.results.parse_document` (validated; ``on_invalid``
     as there); step files through :func:`parse_step_file`. ``each(i)`` is called after the i-th file.
     """
     sweeps: list[Sweep] = []

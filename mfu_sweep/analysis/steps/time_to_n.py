@@ -12,8 +12,8 @@ A step is a total, so passes are averaged (the mean is what N steps add up to); 
 Entry point :func:`predict_steps`::
 
     from mfu_sweep.analysis.steps.time_to_n import predict_steps
-    from mfu_sweep.results import load_sweeps
-    from mfu_sweep.workloads import resolve_family
+    from mfu_sweep.records.results import load_sweeps
+    from mfu_sweep.gemm.workloads import resolve_family
 
     gemms = resolve_family("llm:llama-3-8b:tokens=32:tp=8:lm_head=0")
     result = predict_steps(load_sweeps(["sweeps/a.json"]), gemms, dtype="fp32", steps=(1, 100, 10_000))
@@ -44,11 +44,11 @@ from mfu_sweep.analysis.steps.crossings import (
 from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, Interval, ShapeDraws, StepLine, draw_costs, interval
 from mfu_sweep.analysis.steps.gemm_sum import LEFT_OUT
 from mfu_sweep.analysis.steps.runs import RunFacts
-from mfu_sweep.dtypes import get_dtype
-from mfu_sweep.results import Sweep
-from mfu_sweep.shapes import Shape
-from mfu_sweep.text import counted
-from mfu_sweep.workloads import WorkloadGemm
+from mfu_sweep.gemm.dtypes import get_dtype
+from mfu_sweep.gemm.shapes import Shape
+from mfu_sweep.gemm.workloads import WorkloadGemm
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import counted
 
 # Version of the JSON of a StepsResult (predict --steps --json, each object of analysis.json's "steps"
 # list); one constant, one place; a reader checks "version".

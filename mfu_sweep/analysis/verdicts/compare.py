@@ -45,7 +45,7 @@ from itertools import combinations
 from typing import Any
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series
-from mfu_sweep.analysis.series import Series, SeriesKey, group_series
+from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series
 from mfu_sweep.analysis.verdicts.comparison import (
     METRICS,
     CompareError,
@@ -60,8 +60,8 @@ from mfu_sweep.analysis.verdicts.comparison import (
 )
 from mfu_sweep.analysis.verdicts.evidence import holm
 from mfu_sweep.analysis.verdicts.pair import check_pair, compare_series
-from mfu_sweep.results import Sweep
-from mfu_sweep.text import SI, counted, format_flops
+from mfu_sweep.records.results import Sweep
+from mfu_sweep.util.text import SI, counted, format_flops
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
@@ -218,7 +218,7 @@ def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: s
                    b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
                    on_error: OnError | None = None, on_skip: OnError | None = None,
                    on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
-    """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.series.group_series``).
+    """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.ground.series.group_series``).
 
     Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
     (``a`` becomes the first series of its pairs). See :func:`compare_all` for
@@ -262,7 +262,7 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
     Parameters
     ----------
     sweeps:
-        From ``mfu_sweep.results.load_sweeps``.
+        From ``mfu_sweep.records.results.load_sweeps``.
     metric, a, b:
         ``"mfu"`` or ``"tflops"``; labels that select pairs, or ``LABEL/DTYPE[/MODE]``
         selectors (both needed) to compare across dtypes or modes (:func:`compare_across`).

@@ -12,7 +12,7 @@ import numpy as np
 from mfu_sweep.analysis.verdicts.bands import BAND_TEST, MIN_BAND_SHAPES, Band, RunClaim, run_longest
 from mfu_sweep.analysis.verdicts.evidence import NOT_MEASURED
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, margin_words
-from mfu_sweep.text import format_flops
+from mfu_sweep.util.text import format_flops
 
 METRICS = ("mfu", "tflops")
 FIT_GRID = 256

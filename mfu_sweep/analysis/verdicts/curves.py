@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts.comparison import LN_TERA
 from mfu_sweep.analysis.verdicts.evidence import runs_of
-from mfu_sweep.results import Record
+from mfu_sweep.records.results import Record
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ class _Raw:
     @property
     def shown(self) -> tuple[float, float]:
         """The values a table shows for a and b: each the metric at the median time over passes, the one
-        number per shape of :func:`~mfu_sweep.analysis.series.shape_seconds` (the report's, the figures'),
+        number per shape of :func:`~mfu_sweep.analysis.ground.series.shape_seconds` (the report's, the figures'),
         where the ratio and its test use the mean of the log over passes."""
         return _median_over_passes(self.values_a), _median_over_passes(self.values_b)
 

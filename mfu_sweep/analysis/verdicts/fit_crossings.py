@@ -28,7 +28,7 @@ from dataclasses import replace
 import numpy as np
 
 from mfu_sweep.analysis.fits.result import RooflineFit
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts.bands import Band
 from mfu_sweep.analysis.verdicts.comparison import FIT_GRID, Crossover, format_flops
 from mfu_sweep.analysis.verdicts.curves import _crossings, bytes_along, crossing_point, lead_runs

@@ -46,7 +46,7 @@ import numpy as np
 
 from mfu_sweep.analysis.verdicts.curves import PassCurve, _log_metric, _Raw
 from mfu_sweep.analysis.verdicts.run_test import ModelTerms
-from mfu_sweep.shapes import ShapeError, parse_shape
+from mfu_sweep.gemm.shapes import ShapeError, parse_shape
 
 NEIGHBOURS = 24  # measured shapes of the other side a prediction rests on (a quadratic: up to 11 parameters)
 MAX_REACH = 3.5  # every neighbour within this many octaves (Euclidean in log2 B, M, N, K) of the shape

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_series, why_unfittable
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts import segments as band_segments
 from mfu_sweep.analysis.verdicts.bands import Band, bands_and_runs, method_edges, run_variance
 from mfu_sweep.analysis.verdicts.comparison import (
@@ -26,8 +26,8 @@ from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, merge, sup
 from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
 from mfu_sweep.analysis.verdicts.matching import Matching, left_out_in, match_shapes, measured_in, terms_of
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
-from mfu_sweep.dtypes import DTYPES, fp8_format
-from mfu_sweep.text import counted
+from mfu_sweep.gemm.dtypes import DTYPES, fp8_format
+from mfu_sweep.util.text import counted
 
 Refs = tuple[Mapping[Any, Series], Mapping[Any, Series]]
 
@@ -88,7 +88,7 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
     Parameters
     ----------
     a, b:
-        Series from :func:`mfu_sweep.analysis.series.group_series`; ratios are a/b.
+        Series from :func:`mfu_sweep.analysis.ground.series.group_series`; ratios are a/b.
     metric:
         ``"mfu"`` (needs a peak for both) or ``"tflops"``.
     seed:

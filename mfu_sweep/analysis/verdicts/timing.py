@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.analysis.series import Series
+from mfu_sweep.analysis.ground.series import Series
 from mfu_sweep.analysis.verdicts.comparison import CompareError
 from mfu_sweep.analysis.verdicts.curves import pass_curve
 from mfu_sweep.analysis.verdicts.matching import measured_points

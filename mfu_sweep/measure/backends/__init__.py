@@ -7,6 +7,9 @@ imports without any accelerator software installed. A backend class may
 define ``available()`` (and a stricter ``auto_available()`` for ``auto``);
 its constructor raises :class:`BackendError` with the reason when the
 device is absent or the index is out of range.
+
+May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), torch and the rest of ``measure/``; never
+``analysis/``, ``present/``, ``workflow/``, ``cli/``, matplotlib or Click.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mfu_sweep.errors import BackendError
+from mfu_sweep.util.errors import BackendError
 
 if TYPE_CHECKING:  # the torch-free parent process parses --device without importing torch
     from mfu_sweep.measure.backends.base import TorchBackend

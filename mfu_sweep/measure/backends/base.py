@@ -17,14 +17,14 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.operands import Inputs, Unsupported, gemm_call, make_inputs_for
-from mfu_sweep.measure.energy import EnergyReader
-from mfu_sweep.measure.memory import Free
+from mfu_sweep.measure.machine.energy import EnergyReader
+from mfu_sweep.measure.machine.memory import Free
+from mfu_sweep.measure.machine.throttle import Probe
 from mfu_sweep.measure.task import fast_accum_from_env
-from mfu_sweep.measure.throttle import Probe
 from mfu_sweep.measure.timing import BlockTimer, TimingConfig, host_block_timer, host_flush_timer
-from mfu_sweep.shapes import Shape
 from mfu_sweep.specs import ChipSpec, Peak, find_chip, get_chip
 
 GemmFn = Callable[[int], torch.Tensor]
@@ -235,7 +235,7 @@ class TorchBackend:
 
     def soak_shape(self) -> tuple[Shape, DType]:
         """The GEMM :meth:`soak` runs: large enough to keep every unit busy."""
-        from mfu_sweep.dtypes import get_dtype
+        from mfu_sweep.gemm.dtypes import get_dtype
 
         if self.device.type == "cpu":
             return Shape(1, 512, 512, 512), get_dtype("fp32")
@@ -272,6 +272,7 @@ class TorchBackend:
         return None
 
     def free_memory(self) -> Free | None:
-        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.memory`); None: unknown, no check."""
+        """Memory free for a shape's working set now (:mod:`mfu_sweep.measure.machine.memory`); None: unknown, no
+        check."""
         return None
 

@@ -9,16 +9,16 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.errors import BackendError
-from mfu_sweep.fingerprint import cpu_fingerprint, read_meminfo_gib
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
-from mfu_sweep.measure.memory import Free, host_free
+from mfu_sweep.measure.machine.memory import Free, host_free
 from mfu_sweep.measure.task import THREADS_ENV, TIMER_ENV, check_threads
 from mfu_sweep.measure.timing import BlockTimer, CpuTimeBlockTimer
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import cpu_fingerprint, read_meminfo_gib
 from mfu_sweep.specs import ChipSpec, Peak
 from mfu_sweep.specs.cpu import estimate_cpu_peak, load_cpuinfo, machine_tag
+from mfu_sweep.util.errors import BackendError
 
 CPU_TIMERS = ("auto", "profiler", "cputime")  # auto: the host clock; cputime: the calling thread's CPU time
 CPUTIME_TIMER = "thread-cputime"  # the record's timer under --timer cputime

@@ -26,9 +26,8 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.errors import BackendError
-from mfu_sweep.fingerprint import Fingerprint, fingerprint_from_fields, gpu_fields
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.measure.backends.cuda_telemetry import (
     NvmlDevice,
@@ -41,11 +40,12 @@ from mfu_sweep.measure.backends.cuda_telemetry import (
 from mfu_sweep.measure.backends.generic import event_flush_timer
 from mfu_sweep.measure.backends.scaled import rocm_32x8_swizzler
 from mfu_sweep.measure.layouts import grouped_problem
-from mfu_sweep.measure.memory import Free
+from mfu_sweep.measure.machine.memory import Free
 from mfu_sweep.measure.task import TIMER_ENV
 from mfu_sweep.measure.timing import BlockTimer
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import Fingerprint, fingerprint_from_fields, gpu_fields
 from mfu_sweep.specs import ChipSpec, find_chip, load_chips
+from mfu_sweep.util.errors import BackendError
 
 TIMERS = ("auto", "events", "graph", "profiler")
 # Eager launch cost of one torch.mm is ~5-10 us of host time; a kernel that is
@@ -204,7 +204,7 @@ class GraphBlockTimer:
     The first invocation runs its ``n`` calls eagerly (so the record's first call still contains first-use
     costs), then warms up on a side stream and captures. A later block of ``n`` calls replays
     ``ceil(n / calls_per_graph)`` graphs and returns the time scaled to ``n`` calls; ``last_calls`` says how many
-    calls it really ran (:data:`mfu_sweep.measure.energy.RAN_ATTR`: the energy meter counts those).
+    calls it really ran (:data:`mfu_sweep.measure.machine.energy.RAN_ATTR`: the energy meter counts those).
     """
 
     def __init__(self, call: Callable[[], object], device: torch.device, calls_per_graph: int) -> None:
@@ -489,6 +489,6 @@ class CudaBackend(TorchBackend):
         return summarize_telemetry(samples, max_clock)
 
     def soak_shape(self) -> tuple[Shape, DType]:
-        from mfu_sweep.dtypes import get_dtype
+        from mfu_sweep.gemm.dtypes import get_dtype
 
         return Shape(1, 8192, 8192, 8192), get_dtype("bf16")

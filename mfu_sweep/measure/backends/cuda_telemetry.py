@@ -14,9 +14,9 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.errors import BackendError
 from mfu_sweep.measure.backends.base import Telemetry
-from mfu_sweep.measure.throttle import ThrottleState
+from mfu_sweep.measure.machine.throttle import ThrottleState
+from mfu_sweep.util.errors import BackendError
 
 SAMPLE_INTERVAL_S = 0.02
 

@@ -15,13 +15,13 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.errors import BackendError
-from mfu_sweep.fingerprint import fingerprint_from_fields
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, TorchBackend
 from mfu_sweep.measure.timing import BlockTimer, host_block_timer, host_flush_timer
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import fingerprint_from_fields
 from mfu_sweep.specs import find_chip
+from mfu_sweep.util.errors import BackendError
 
 
 def event_block_timer(call: Callable[[], object], make_event: Callable[[], Any],

@@ -42,12 +42,12 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.errors import BackendError
-from mfu_sweep.fingerprint import fingerprint_from_fields, neuron_fields
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import fingerprint_from_fields, neuron_fields
 from mfu_sweep.specs import ChipSpec, Peak, get_chip, load_chips
+from mfu_sweep.util.errors import BackendError
 
 LNC_ENV = "NEURON_LOGICAL_NC_CONFIG"
 CC_FLAGS_ENV = "NEURON_CC_FLAGS"

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import torch
 
-from mfu_sweep.dtypes import DType
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.scaled import layout_scales, quantize, scaled_op, spread_blocks
 from mfu_sweep.measure.layouts import shape_problem
-from mfu_sweep.shapes import Shape
 
 CHECK_ROWS = 32
 
@@ -156,7 +156,7 @@ def gemm_call(shape: Shape, dtype: DType, inputs: Inputs, layout: str = "none",
     ``torch.compile`` pass False: inductor compiles ``torch.mm(a, b, out=c)`` and ``torch.bmm`` to a GEMM
     into a buffer of its own and a copy kernel into ``c``, a whole extra pass over C that a compiled model
     does not make; the allocating op compiles to the one GEMM kernel (its result's memory is reused while it
-    is timed: :func:`mfu_sweep.allocator.reused_allocations`).
+    is timed: :func:`mfu_sweep.util.allocator.reused_allocations`).
     """
     problem = run_problem(shape, dtype)
     if problem:

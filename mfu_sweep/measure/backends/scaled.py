@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
+from mfu_sweep.gemm.dtypes import DType
 
 E4M3_MAX = 448.0
 E2M1_MAX = 6.0

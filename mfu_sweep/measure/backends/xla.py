@@ -33,9 +33,8 @@ from typing import Any
 
 import torch
 
-from mfu_sweep.dtypes import DType
-from mfu_sweep.errors import BackendError
-from mfu_sweep.fingerprint import fingerprint_from_fields, host_cpu_fingerprint, xla_fields
+from mfu_sweep.gemm.dtypes import DType
+from mfu_sweep.gemm.shapes import Shape
 from mfu_sweep.measure.backends.base import DeviceInfo, GemmFn, Inputs, Telemetry, TorchBackend, Unsupported
 from mfu_sweep.measure.backends.neuron import (
     CC_FLAGS_ENV,
@@ -45,8 +44,9 @@ from mfu_sweep.measure.backends.neuron import (
     package_version,
 )
 from mfu_sweep.measure.timing import BlockTimer
-from mfu_sweep.shapes import Shape
+from mfu_sweep.records.fingerprint import fingerprint_from_fields, host_cpu_fingerprint, xla_fields
 from mfu_sweep.specs import ChipSpec, Peak, find_chip
+from mfu_sweep.util.errors import BackendError
 
 ACCEL_ROTATION_BYTES = 2**30
 # GEMMs per graph: enough to amortise a graph launch, few enough to compile quickly
@@ -243,7 +243,7 @@ class XlaBackend(TorchBackend):
 
     def soak_shape(self) -> tuple[Shape, DType]:
         if self.on_cpu:
-            from mfu_sweep.dtypes import get_dtype
+            from mfu_sweep.gemm.dtypes import get_dtype
 
             return Shape(1, 512, 512, 512), get_dtype("fp32")
         return super().soak_shape()
