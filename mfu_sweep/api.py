@@ -278,8 +278,7 @@ def _workloads(sweeps: Sequence[Sweep], model: str | None, dtype: str | None) ->
     """(dtype, GEMMs) of ``model`` (in ``dtype``, or each dtype its records hold), or of every family held."""
     from mfu_sweep.gemm.dtypes import canonical_dtype
     from mfu_sweep.gemm.workloads import resolve_family
-    from mfu_sweep.present.export.steps import NO_FAMILY
-    from mfu_sweep.present.report.steps import family_workloads
+    from mfu_sweep.present.export.steps import NO_FAMILY, family_workloads
 
     want = None if dtype is None else canonical_dtype(dtype)
     if model is None:

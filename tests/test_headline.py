@@ -16,7 +16,7 @@ from mfu_sweep.analysis.ground.series import group_series
 from mfu_sweep.analysis.ground.summary import summarise
 from mfu_sweep.cli import main
 from mfu_sweep.present.export.tables import significant
-from mfu_sweep.present.headline import sweep_headline
+from mfu_sweep.present.report.headline import sweep_headline
 from mfu_sweep.records.results import load_sweeps
 
 ROOT = Path(__file__).resolve().parents[1]

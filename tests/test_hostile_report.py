@@ -38,11 +38,11 @@ from mfu_sweep.cli import main  # noqa: E402
 from mfu_sweep.present.figures.arrange import blank_notes, figure_legend, figure_stems, make_figures  # noqa: E402
 from mfu_sweep.present.figures.choice import best_tflops, choose_figures  # noqa: E402
 from mfu_sweep.present.figures.mfu import plot_mfu  # noqa: E402
+from mfu_sweep.present.figures.select import curve_bytes, label_colors  # noqa: E402
 from mfu_sweep.present.report.caveats import contention_clause  # noqa: E402
 from mfu_sweep.present.report.numbers import fitted_p_cell  # noqa: E402
 from mfu_sweep.present.report.render import STYLE, to_html, to_markdown  # noqa: E402
 from mfu_sweep.present.report.write import analyse, build_report  # noqa: E402
-from mfu_sweep.present.select import curve_bytes, label_colors  # noqa: E402
 from mfu_sweep.records.contention import flag_record  # noqa: E402
 from mfu_sweep.records.results import load_sweeps, parse_document  # noqa: E402
 

@@ -298,3 +298,50 @@ def test_pyproject_reads_without_setuptools_warnings() -> None:
         warnings.simplefilter("always")
         apply_configuration(Distribution(), PACKAGE.parent / "pyproject.toml")
     assert [f"{w.category.__name__}: {str(w.message).splitlines()[0]}" for w in caught] == []
+
+
+# Inside present/, rooms in order of what they output; a room imports only the shared modules directly inside
+# present/ (rank 0) and rooms of a lower rank: export's tables, then the figures, then the report on top.
+PRESENT_RANK = {"shared": 0, "export": 1, "figures": 2, "report": 3}
+
+
+def present_room(module: str) -> str | None:
+    """``export``, ``figures`` or ``report`` for a module of that room, ``shared`` for one directly inside
+    present/ (and present/ itself), None outside present/."""
+    parts = module.split(".")
+    if parts[:2] != ["mfu_sweep", "present"]:
+        return None
+    return parts[2] if len(parts) > 3 else "shared"
+
+
+def present_violations(edges: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in sorted(edges.items()):
+        if (room := present_room(module)) is None:
+            continue
+        for target in sorted(targets):
+            other = present_room(target)
+            if other is not None and other != room and PRESENT_RANK[other] >= PRESENT_RANK[room]:
+                bad.append(f"{module} ({room}) imports {target} ({other})")
+    return bad
+
+
+def test_present_rooms_are_ranked() -> None:
+    rooms = {present_room(m) for m in known_modules()} - {None}
+    assert rooms == set(PRESENT_RANK), rooms ^ set(PRESENT_RANK)
+    assert present_violations(internal(graph())) == []
+
+
+def test_present_rules_catch_an_arrow_back_up() -> None:
+    edges = {"mfu_sweep.present.export.tables": {"mfu_sweep.present.report.render", "mfu_sweep.present.words"},
+             "mfu_sweep.present.figures.steps": {"mfu_sweep.present.report.steps", "mfu_sweep.present.export.steps"},
+             "mfu_sweep.present.select": {"mfu_sweep.present.figures.theme"},
+             "mfu_sweep.present.export.steps": {"mfu_sweep.present.figures.steps"},
+             "mfu_sweep.present.report.write": {"mfu_sweep.present.figures.arrange", "mfu_sweep.present.export.tables",
+                                                "mfu_sweep.present.group_metric"}}
+    assert present_violations(edges) == [
+        "mfu_sweep.present.export.steps (export) imports mfu_sweep.present.figures.steps (figures)",
+        "mfu_sweep.present.export.tables (export) imports mfu_sweep.present.report.render (report)",
+        "mfu_sweep.present.figures.steps (figures) imports mfu_sweep.present.report.steps (report)",
+        "mfu_sweep.present.select (shared) imports mfu_sweep.present.figures.theme (figures)",
+    ]

@@ -417,7 +417,7 @@ def test_passes_of_a_repeats_sweep_are_one_point_per_shape_with_their_range() ->
     sweeps = sweeps_of(doc("chip-a", repeats=3, noise_model=NOISE_MODELS["per-shape 5%"]))
     (series,) = group_series(sweeps).values()
     assert len(series.records) == 3 * len(FLOPS)
-    from mfu_sweep.present.select import metric_points
+    from mfu_sweep.present.figures.select import metric_points
 
     xs, ys, bars, kinds = metric_points(series, "tflops")
     assert len(xs) == len(FLOPS) and kinds == {"passes"}
@@ -554,7 +554,7 @@ def test_every_two_palette_colours_are_plainly_different() -> None:
 def test_devices_drawn_together_get_distinct_colours_b200_and_gfx950_above_all() -> None:
     """On the published data the headline crossover pair (B200, gfx950) were two near-identical oranges
     (CIEDE2000 15); every two devices that share a dtype and mode now differ by at least 20."""
-    from mfu_sweep.present.select import label_colors
+    from mfu_sweep.present.figures.select import label_colors
     from mfu_sweep.records.results import load_sweeps
 
     sweeps = load_sweeps(sorted(str(p) for p in PUBLISHED.glob("*.json")))

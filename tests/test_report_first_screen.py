@@ -20,8 +20,8 @@ import pytest
 from synthetic import make_sweep_doc
 
 from mfu_sweep.present.export.tables import export_table
-from mfu_sweep.present.headline import pair_sentences
 from mfu_sweep.present.report.blocks import Bullets, Para, Table
+from mfu_sweep.present.report.headline import pair_sentences
 from mfu_sweep.present.report.leads import HEADING, NO_LEADER, board_cells, pair_cells
 from mfu_sweep.present.report.render import to_html, to_markdown
 from mfu_sweep.present.report.write import analyse, build_report

@@ -299,7 +299,7 @@ def _fit_file(tmp_path: Path, name: str, time_fn: Any, peak: float | None = None
 
 
 def test_a_poor_fit_says_so_in_fit_report_and_headline(tmp_path: Path) -> None:
-    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.present.report.headline import sweep_headline
     from mfu_sweep.records.results import load_sweeps
 
     path = _fit_file(tmp_path, "jag", _jagged)
@@ -318,7 +318,7 @@ def test_a_poor_fit_says_so_in_fit_report_and_headline(tmp_path: Path) -> None:
 
 
 def test_a_fitted_p_below_the_best_measured_is_never_called_a_ceiling(tmp_path: Path) -> None:
-    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.present.report.headline import sweep_headline
     from mfu_sweep.records.results import load_sweeps
 
     path = _fit_file(tmp_path, "fall", _falling)

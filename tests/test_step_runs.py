@@ -334,7 +334,7 @@ def test_report_and_plot_of_step_files_alone_draw_the_not_finished_series(tmp_pa
 def test_the_figure_of_a_model_where_nothing_finished_is_never_blank() -> None:
     pytest.importorskip("matplotlib")
     from mfu_sweep.present.figures.arrange import make_figures
-    from mfu_sweep.present.report.steps import STEPS_FIGURE
+    from mfu_sweep.present.figures.steps import STEPS_FIGURE
 
     [f] = files(step_doc("chip", [TIMED_OUT]))
     [ax] = make_figures([], kinds=["steps"], step_files=[f])[STEPS_FIGURE].axes

@@ -266,7 +266,8 @@ def test_export_steps_in_every_format_and_a_clear_error_without_a_family(tmp_pat
 def test_report_section_figure_and_json(tmp_path) -> None:
     pytest.importorskip("matplotlib")
     from mfu_sweep.present.figures.arrange import figure_stems, make_figures
-    from mfu_sweep.present.report.steps import STEPS_FIGURE, steps_blocks, steps_json
+    from mfu_sweep.present.figures.steps import STEPS_FIGURE
+    from mfu_sweep.present.report.steps import steps_blocks, steps_json
 
     sweep, _ = step_sweep(7)
     dnf, _ = step_sweep(8, label="stuck-chip", failures={(next(iter(step_calls(GEMMS))), "compile"): "timeout"})

@@ -450,7 +450,7 @@ def _pair_lines(comps: Sequence[Any], speed: Sequence[Any]) -> list[str]:
     """``pair_sentences`` of the pairs; none without pairs (the fleet gate: the report's modules not imported)."""
     if not comps:
         return []
-    from mfu_sweep.present.headline import pair_sentences
+    from mfu_sweep.present.report.headline import pair_sentences
 
     return pair_sentences(comps, speed)
 

@@ -308,7 +308,7 @@ def sweep(device: str, dtypes: tuple[str, ...], modes: tuple[str, ...], compile_
         raise click.ClickException(_write_failed(exc, plan.output)) from None
     finally:
         bar.close()
-    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.present.report.headline import sweep_headline
     from mfu_sweep.records.summaries import compile_summary, summary_line
 
     click.echo(f"{result.device['label']}: {summary_line(result.records)}"

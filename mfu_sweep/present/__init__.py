@@ -1,6 +1,8 @@
 """Presentation: figures (one module per kind, a shared theme), the one-shot report and export tables.
 
-Never imports device code, torch or Click (``tests/test_layout.py``).
+Never imports device code, torch or Click (``tests/test_layout.py``). Its rooms are ranked: the shared modules
+directly inside (words, group_metric, machine_facts) import no room; ``export/`` imports only them;
+``figures/`` them and ``export/``; ``report/``, on top, any of them.
 
 May import: the ground (``records/``, ``gemm/``, ``specs/``, ``util/``), ``analysis/`` and matplotlib; never
 ``measure/``, ``workflow/``, ``cli/``, torch or Click.

@@ -23,8 +23,8 @@ from typing import Any
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_all
 from mfu_sweep.analysis.ground.series import SeriesKey, sweep_order
 from mfu_sweep.analysis.verdicts.compare import SI, CompareError, Comparison, Crossover, compare_all
+from mfu_sweep.present.export.escape import md_cell, md_text, plain
 from mfu_sweep.present.export.steps import steps_display, steps_rows
-from mfu_sweep.present.report.render import md_cell, md_text, plain
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.util.stats import median_ci
@@ -399,7 +399,7 @@ def to_latex(table: Table) -> str:
 
 def to_markdown(table: Table) -> str:
     """A GitHub-flavoured Markdown table, notes below it; every text escaped as the report's
-    (:func:`mfu_sweep.present.report.render.md_cell`: no markup from a label survives)."""
+    (:func:`mfu_sweep.present.export.escape.md_cell`: no markup from a label survives)."""
     def cell(v: str, u: str | None) -> str:
         return md_cell(f"{v} ± {u}" if u is not None else v)
 

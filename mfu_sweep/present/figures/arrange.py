@@ -19,6 +19,7 @@ from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.ground.series import SeriesKey, group_series
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.present import FIGURE_KINDS
+from mfu_sweep.present.export.steps import family_workloads
 from mfu_sweep.present.figures.choice import FigureChoice
 from mfu_sweep.present.figures.compile import first_call_dtypes, has_speedup, plot_first_call, plot_speedup
 from mfu_sweep.present.figures.fleet import board_of, figure_stem, heatmap_height, plot_fleet_heatmap
@@ -26,7 +27,8 @@ from mfu_sweep.present.figures.grid import has_failures, heatmap_grids, plot_hea
 from mfu_sweep.present.figures.marks import mark_incomplete
 from mfu_sweep.present.figures.mfu import plot_mfu
 from mfu_sweep.present.figures.roofline import plot_roofline
-from mfu_sweep.present.figures.steps import figure_results, plot_time_to_steps
+from mfu_sweep.present.figures.select import available, label_colors
+from mfu_sweep.present.figures.steps import STEPS_FIGURE, figure_results, plot_time_to_steps
 from mfu_sweep.present.figures.theme import (
     BARS_PREFIX,
     COLUMN_IN,
@@ -42,8 +44,6 @@ from mfu_sweep.present.figures.theme import (
     theme,
 )
 from mfu_sweep.present.group_metric import GroupMetrics
-from mfu_sweep.present.report.steps import STEPS_FIGURE, family_workloads
-from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.names import check_distinct_names, safe_name

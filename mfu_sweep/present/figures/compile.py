@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series
+from mfu_sweep.present.figures.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     BARS_PREFIX,
@@ -24,7 +25,6 @@ from mfu_sweep.present.figures.theme import (
     plain_log_axis,
     series_name,
 )
-from mfu_sweep.present.select import is_family, label_colors, pick_series, pick_value, shape_groups, shape_time
 from mfu_sweep.records.results import Record, Sweep
 
 # --------------------------------------------------------------------------- 3. first call
@@ -108,7 +108,7 @@ def speedup_points(eager: Series, compiled: Series) -> list[tuple[float, float, 
     """``(flops, speedup, low, high)`` per shape both series measured; speedup = eager / compiled time.
 
     The interval combines the two time intervals (CI, else IQR; the range over passes of a
-    ``--repeats`` sweep) at their extremes; each time is :func:`~mfu_sweep.present.select.shape_time`.
+    ``--repeats`` sweep) at their extremes; each time is :func:`~mfu_sweep.present.figures.select.shape_time`.
     """
     a, b = _by_shape(eager), _by_shape(compiled)
     out = []

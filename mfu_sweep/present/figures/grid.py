@@ -11,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from mfu_sweep.analysis.ground.series import shape_seconds
+from mfu_sweep.present.figures.select import choose_value, metric_value, pick_value
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     STATUS_ABBREV,
@@ -24,7 +25,6 @@ from mfu_sweep.present.figures.theme import (
     peak_kind,
     safe_text,
 )
-from mfu_sweep.present.select import choose_value, metric_value, pick_value
 from mfu_sweep.records.results import Record, Sweep
 from mfu_sweep.records.summaries import all_records
 

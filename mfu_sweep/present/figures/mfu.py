@@ -16,6 +16,14 @@ from matplotlib.transforms import Bbox
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.ground.series import SeriesKey
+from mfu_sweep.present.figures.select import (
+    fit_curve,
+    interval_proxy,
+    label_colors,
+    metric_points,
+    pick_series,
+    pick_value,
+)
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     CROSSOVER_STYLE,
@@ -39,7 +47,6 @@ from mfu_sweep.present.figures.theme import (
     spans_decades,
 )
 from mfu_sweep.present.machine_facts import legend_notes
-from mfu_sweep.present.select import fit_curve, interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.records.results import Sweep, is_published
 
 
@@ -58,7 +65,7 @@ def plot_mfu(sweeps: Sequence[Sweep], *, dtype: str | None = None, mode: str | N
     bands' conclusion taken together, :func:`together_spans`) and a vertical line
     at each crossover (one per change of leader, from the data; the fits' crossings are its second estimate) with its
     interval shaded and a label that overlaps no other label nor the strip (:class:`CrossoverLabels`). Fitted
-    curves follow one representative aspect (:func:`~mfu_sweep.present.select.curve_bytes`).
+    curves follow one representative aspect (:func:`~mfu_sweep.present.figures.select.curve_bytes`).
 
     Parameters
     ----------

@@ -12,6 +12,7 @@ from matplotlib.lines import Line2D
 from mfu_sweep.analysis.fits.fit import RooflineFit, fit_groups
 from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.ground.series import Series, SeriesKey
+from mfu_sweep.present.figures.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     SHARED_ROOF_COLOR,
@@ -26,7 +27,6 @@ from mfu_sweep.present.figures.theme import (
     safe_text,
     series_name,
 )
-from mfu_sweep.present.select import interval_proxy, label_colors, metric_points, pick_series, pick_value
 from mfu_sweep.records.results import Sweep, is_published
 
 

@@ -23,6 +23,7 @@ from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
+from mfu_sweep.present.export.steps import series_name, state_text, steps_results
 from mfu_sweep.present.figures.theme import (
     ANNOTATION_GREY,
     add_legend,
@@ -32,9 +33,9 @@ from mfu_sweep.present.figures.theme import (
     no_data_panel,
     series_colors,
 )
-from mfu_sweep.present.report.steps import series_name, state_text, steps_results
 from mfu_sweep.records.results import Sweep
 
+STEPS_FIGURE = "time-to-steps"
 MAX_MARKED = 6  # crossovers marked per panel: every break-even, then the earliest crossovers between devices
 # Ticks of the time axis at round durations, so a reader sees minutes and hours rather than kiloseconds.
 TIME_TICKS = ((1e-6, "1 µs"), (1e-5, "10 µs"), (1e-4, "100 µs"), (1e-3, "1 ms"), (1e-2, "10 ms"), (0.1, "100 ms"),
@@ -92,7 +93,7 @@ def plot_time_to_steps(result: StepsResult, *, colors: Mapping[str, str] | None 
                        ax: Axes | None = None) -> Axes:
     """Time to N steps against N for every series of ``result`` (its ``steps`` are the x values).
 
-    Give ``result`` many N (:func:`~mfu_sweep.present.report.steps.dense_steps`) for smooth lines.
+    Give ``result`` many N (:func:`~mfu_sweep.present.export.steps.dense_steps`) for smooth lines.
     """
     ax = new_ax(ax)
     colors = colors or series_colors(t.key.label for t in result.series)

@@ -14,8 +14,8 @@ from mfu_sweep.analysis.fits.fit import RooflineFit
 from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.analysis.ground.summary import SeriesSummary, summarise
 from mfu_sweep.present.export.tables import significant
+from mfu_sweep.present.figures.select import shape_groups, shape_interval_kind
 from mfu_sweep.present.figures.theme import INTERVAL_TEXT
-from mfu_sweep.present.select import shape_groups, shape_interval_kind
 from mfu_sweep.util.text import format_flops
 
 PEAK_NOTE = {"estimated": " (estimated peak)", "override": " (override peak)"}

@@ -11,73 +11,31 @@ the sweeps hold both modes of other shapes, how many calls until compile pays pe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from functools import partial
+from collections.abc import Sequence
 from typing import Any
 
 from mfu_sweep import __version__
-from mfu_sweep.analysis.steps.costs import DID_NOT_FINISH, StepKey
-from mfu_sweep.analysis.steps.counts import one_two_five
 from mfu_sweep.analysis.steps.crossings import DevicePayoffs
 from mfu_sweep.analysis.steps.draws import Interval
-from mfu_sweep.analysis.steps.measured import model_groups, predict_measured
 from mfu_sweep.analysis.steps.runs import RunFacts
 from mfu_sweep.analysis.steps.step_files import StepFile
-from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, StepTimes, predict_steps
-from mfu_sweep.gemm.shapes import ShapeError
-from mfu_sweep.gemm.workloads import NO_PASS, WorkloadGemm, resolve_family
+from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, predict_steps
+from mfu_sweep.gemm.workloads import NO_PASS, WorkloadGemm
+from mfu_sweep.present.export.steps import (
+    duration,
+    ratio_cell,
+    series_name,
+    state_text,
+    steps_results,
+    time_cell,
+)
 from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.text import counted
 
-STEPS_FIGURE = "time-to-steps"
 MAX_PAYOFF_ROWS = 30
 MAX_COLUMNS = 8  # series up to which the report tabulates time to N (one column each)
 MAX_PAYOFF_DEVICES = 4  # devices whose per-shape payoff the report shows when the sweeps hold no model family
-UNITS = ((86400.0 * 2, 86400.0, "d"), (7200.0, 3600.0, "h"), (120.0, 60.0, "min"), (1.0, 1.0, "s"),
-         (1e-3, 1e-3, "ms"), (0.0, 1e-6, "µs"))
-
-
-def duration(seconds: float | None) -> str:
-    """``"24.1 s"``, ``"3.2 h"``, ``"850 µs"``: three significant digits in the unit the value calls for."""
-    if seconds is None:
-        return "-"
-    scale, name = _unit(seconds)
-    return f"{seconds / scale:.3g} {name}"
-
-
-def _unit(seconds: float) -> tuple[float, str]:
-    return next((scale, name) for above, scale, name in UNITS if abs(seconds) >= above)
-
-
-def time_cell(iv: Interval | None) -> str:
-    """``"24.1 s [21, 103]"``: the value and its interval in the value's unit."""
-    if iv is None:
-        return "-"
-    scale, name = _unit(iv.value)
-    if iv.low is None or iv.high is None:
-        return f"{iv.value / scale:.3g} {name}"
-    return f"{iv.value / scale:.3g} {name} [{iv.low / scale:.3g}, {iv.high / scale:.3g}]"
-
-
-def _g3(x: float) -> str:
-    """Three significant digits, trailing zeros kept (``1.00``), no bare point (``153``, not ``153.``)."""
-    return f"{x:#.3g}".rstrip(".")
-
-
-def ratio_cell(iv: Interval | None) -> str:
-    """``"55.0x [48.2, 61.0]"``."""
-    if iv is None:
-        return "-"
-    if iv.low is None or iv.high is None:
-        return f"{_g3(iv.value)}x"
-    return f"{_g3(iv.value)}x [{_g3(iv.low)}, {_g3(iv.high)}]"
-
-
-def series_name(key: StepKey) -> str:
-    """``"h100 compile (cold)"``, ``"h100 compile max-autotune (warm)"``: the label, mode and cache, without the
-    dtype the section names."""
-    return f"{key.label} {key.mode_name}" + (f" ({key.cache})" if key.cache else "")
 
 
 def percent_cell(iv: Interval | None) -> str:
@@ -138,11 +96,6 @@ def times_table(result: StepsResult) -> Table:
         cells = [time_cell(t.times[i][1]) if t.finished else state_text(t) for t in cols]
         rows.append((f"{n:,}", *cells))
     return Table(("N steps", *(series_name(t.key) for t in cols)), tuple(rows))
-
-
-def state_text(t: StepTimes) -> str:
-    """A series without times in a cell: a measured one whose runs all failed is ``not finished``."""
-    return "not finished" if t.facts is not None and t.state == DID_NOT_FINISH else t.state
 
 
 def payoff_table(payoffs: DevicePayoffs, limit: int = MAX_PAYOFF_ROWS) -> Table:
@@ -206,22 +159,6 @@ def method_note(result: StepsResult) -> str:
 # --------------------------------------------------------------------------- the report's section
 
 
-def family_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, str, list[WorkloadGemm]]]:
-    """(family, dtype, GEMMs) of every ``llm:`` family and dtype the records hold, in order of appearance."""
-    seen: dict[tuple[str, str], None] = {}
-    for sw in sweeps:
-        for r in sw.records:
-            if r.family.startswith("llm:"):
-                seen.setdefault((r.family, r.dtype), None)
-    out = []
-    for family, dtype in seen:
-        try:
-            out.append((family, dtype, resolve_family(family)))
-        except ShapeError:  # a model this version does not know: nothing to sum the shapes into
-            continue
-    return out
-
-
 def swept_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, list[str], list[WorkloadGemm]]]:
     """Per dtype, the labels with both modes and the swept shapes as a workload of one call each."""
     modes: dict[tuple[str, str], set[str]] = {}
@@ -236,38 +173,6 @@ def swept_workloads(sweeps: Sequence[Sweep]) -> list[tuple[str, list[str], list[
             both.setdefault(dtype, []).append(label)
     return [(d, labels, [WorkloadGemm(s, "swept shapes", "swept", NO_PASS, 1) for s in shapes[d]])
             for d, labels in both.items()]
-
-
-def _measured_families(step_files: Sequence[StepFile]) -> set[tuple[str, str]]:
-    """(GEMM family, dtype) of every step file's model, as the sweeps' records name it."""
-    out = set()
-    for f in step_files:
-        if f.model.gemm_family:
-            try:
-                out.add((resolve_family(f.model.gemm_family)[0].family, f.dtype))
-            except ShapeError:
-                out.add((f.model.gemm_family, f.dtype))
-    return out
-
-
-def steps_results(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
-                  exclude: bool = False, dense: bool = False) -> list[StepsResult]:
-    """The time-to-N result of every model, step kind and dtype of the step files (measured, with the sweeps'
-    GEMM sum beside), then of every model family and dtype of the sweeps that no step file measured.
-
-    ``exclude`` leaves out contended runs (the sweeps come selected); ``dense``: many N, for a figure.
-    """
-    makers: list[Callable[[Iterable[int] | None], StepsResult]] = [
-        partial(lambda group, steps: predict_measured(group, sweeps, steps=steps, seed=seed, exclude=exclude), g)
-        for g in model_groups(step_files)]
-    measured = _measured_families(step_files)
-    makers += [partial(lambda gemms, dtype, steps: predict_steps(sweeps, gemms, dtype=dtype, seed=seed, steps=steps),
-                       gemms, dtype)
-               for _, dtype, gemms in family_workloads(sweeps) if (gemms[0].family, dtype) not in measured]
-    results = [make(None) for make in makers]
-    if dense:
-        results = [make(dense_steps(r.steps)) for make, r in zip(makers, results, strict=True)]
-    return results
 
 
 def steps_json(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[StepFile] = (),
@@ -317,7 +222,9 @@ def steps_blocks(sweeps: Sequence[Sweep], seed: int = 0, step_files: Sequence[St
 
 def steps_only_blocks(step_files: Sequence[StepFile], figures: Sequence[str], exclude: bool = False) -> list[Block]:
     """The report of step files alone: the time-to-N section, its figure and the files it read."""
-    from mfu_sweep.present.report.text import caption  # here: its theme imports matplotlib, which export avoids
+    from mfu_sweep.present.report.text import (
+        caption,  # here: its theme imports matplotlib, which `predict --steps` avoids
+    )
 
     labels = sorted({f.label for f in step_files})
     blocks: list[Block] = [Heading(1, "mfu-sweep report"),
@@ -329,10 +236,3 @@ def steps_only_blocks(step_files: Sequence[StepFile], figures: Sequence[str], ex
     blocks += [Heading(2, "Figures"), *(FigureRef(stem, caption(stem, "mfu")) for stem in figures)]
     return [*blocks, Heading(2, "Sources"),
             Bullets(tuple(f"{f.source or 'data given in code'}: {f.label}" for f in step_files))]
-
-
-def dense_steps(steps: Sequence[int], points: int = 60) -> tuple[int, ...]:
-    """Whole N from 1 to the largest of ``steps``, about ``points`` of them evenly spaced on a log axis."""
-    top = max(steps)
-    grid = {max(1, round(top ** (i / (points - 1)))) for i in range(points)}
-    return tuple(sorted(grid | set(one_two_five(1, top))))

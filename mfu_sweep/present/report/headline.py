@@ -4,7 +4,7 @@
 numbers of :mod:`mfu_sweep.analysis.ground.summary`, the same as the report's), the fitted compute ceiling
 when the shapes constrain it, and the command to look further::
 
-    from mfu_sweep.present.headline import sweep_headline
+    from mfu_sweep.present.report.headline import sweep_headline
     from mfu_sweep.records.results import load_sweeps
 
     print(sweep_headline(load_sweeps(["sweeps/amd-epyc-zen5-cpu.json"]), "sweeps/amd-epyc-zen5-cpu.json"))
