@@ -17,7 +17,6 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.ground.series import SeriesKey, group_series
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.figures.choice import FigureChoice
 from mfu_sweep.present.figures.compile import first_call_dtypes, has_speedup, plot_first_call, plot_speedup
@@ -46,6 +45,7 @@ from mfu_sweep.present.report.steps import STEPS_FIGURE, family_workloads
 from mfu_sweep.present.select import available, label_colors
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 from mfu_sweep.util.names import check_distinct_names, safe_name
 from mfu_sweep.util.outputs import replacing
 

@@ -22,12 +22,12 @@ from mfu_sweep.analysis.steps.crossings import DevicePayoffs
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.measured import model_groups, predict_measured
 from mfu_sweep.analysis.steps.runs import RunFacts
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, StepTimes, predict_steps
 from mfu_sweep.gemm.shapes import ShapeError
 from mfu_sweep.gemm.workloads import NO_PASS, WorkloadGemm, resolve_family
 from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 from mfu_sweep.util.text import counted
 
 STEPS_FIGURE = "time-to-steps"
