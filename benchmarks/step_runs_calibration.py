@@ -31,7 +31,7 @@ from scipy.stats import beta  # noqa: E402
 from synthetic_step_runs import COLD, EAGER, Series, break_even, step_doc  # noqa: E402
 
 from mfu_sweep.analysis.steps.measured import predict_measured  # noqa: E402
-from mfu_sweep.analysis.steps.step_files import parse_step_file  # noqa: E402
+from mfu_sweep.records.step_files import parse_step_document  # noqa: E402
 
 CASES = {
     "default (first 15%, steady 3%)": (EAGER, COLD),
@@ -59,7 +59,7 @@ def score(seeds: int, repeats: int, eager: Series, graph: Series, n_boot: int) -
     truth = _truths(eager, graph)
     hits = {m: dict.fromkeys(QUANTITIES, 0) for m in ("t", "normal", "range")}
     for seed in range(seeds):
-        f = parse_step_file(step_doc("chip", [eager, graph], repeats=repeats, seed=seed), "synthetic.json")
+        f = parse_step_document(step_doc("chip", [eager, graph], repeats=repeats, seed=seed), "synthetic.json")
         result = predict_measured([f], steps=(1,), n_boot=n_boot, seed=seed)
         t = next(s for s in result.series if s.key.mode == "compile")
         [b] = result.break_evens

@@ -71,8 +71,9 @@ def _run(s: Series, repeat: int, rng: np.random.Generator, timeout_s: float) -> 
     spread = np.abs(rng.standard_normal(STEADY_STEPS // 2)) * 0.02
     steady = [level, *(level * math.exp(x) for x in spread), *(level * math.exp(-x) for x in spread)]
     steps = [first, *(level * 1.3 for _ in range(WARMUP)), *rng.permutation(steady).tolist()]
+    compile_mode = s.compile_mode or ("default" if s.mode == "compile" else None)  # validate wants it named
     run: dict[str, Any] = {
-        "mode": s.mode, "compile_mode": s.compile_mode, "cache": s.cache, "repeat": repeat, "status": status,
+        "mode": s.mode, "compile_mode": compile_mode, "cache": s.cache, "repeat": repeat, "status": status,
         "error": None, "timeout_s": timeout_s, "steps_s": steps, "warmup_steps": WARMUP, "first_step_s": first,
         "steady_step_s": level, "compile": {}, "graphs": 1 if s.mode != "eager" else None, "graph_breaks": 0,
         "recompiles": 0, "peak_memory_bytes": 1_000_000, "gemm_share": s.gemm_share,
@@ -96,9 +97,10 @@ def step_doc(label: str, series: Sequence[Series], *, repeats: int = 3, seed: in
     runs = [_run(s, r, rng, timeout_s) for r in range(repeats) for s in series]
     return {
         "schema_version": 1, "kind": "steps", "label": label,
-        "provenance": {"tool": {"name": "mfu-sweep-synthetic", "version": "1"},
-                       "argv": ["tests/synthetic_step_runs.py"], "started_at": STAMP, "host": "synthetic-host",
-                       "git_sha": None, "synthetic": True},
+        "provenance": {"tool": {"name": "mfu-sweep-synthetic", "version": "1"}, "version": "1",
+                       "run_id": f"synthetic-{label}-{seed}", "argv": ["tests/synthetic_step_runs.py"],
+                       "started_at": STAMP, "finished_at": STAMP, "host": "synthetic-host", "git_sha": None,
+                       "synthetic": True},
         "device": {"backend": "synthetic", "name": f"Synthetic {label}", "label": label, "synthetic": True},
         "model": dict(model or MODEL), "step_kind": step_kind, "dtype": dtype, "runs": runs,
     }

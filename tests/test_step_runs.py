@@ -16,16 +16,16 @@ from synthetic_steps import FAMILY, step_sweep
 
 from mfu_sweep.analysis.steps.counts import StepsError
 from mfu_sweep.analysis.steps.measured import predict_measured
-from mfu_sweep.analysis.steps.step_files import parse_step_file, read_inputs
 from mfu_sweep.cli import main
 from mfu_sweep.records.results import ResultError, save_sweep
+from mfu_sweep.records.step_files import parse_step_document, read_inputs
 
 TIMED_OUT = Series("compile", first_s=900.0, steady_s=0.7, cache="cold", compile_mode="max-autotune",
                    statuses=("timeout", "timeout", "timeout"))
 
 
 def files(*docs: dict) -> list:
-    return [parse_step_file(d, f"{d['label']}-{i}.json") for i, d in enumerate(docs)]
+    return [parse_step_document(d, f"{d['label']}-{i}.json") for i, d in enumerate(docs)]
 
 
 def run(*args: str) -> object:
@@ -260,16 +260,22 @@ def test_kind_infer_sums_only_the_forward_pass(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda d: d["runs"][0].update(mode="jit"), "runs[0].mode: 'jit' is not one of eager, compile, lazy"),
-    (lambda d: d["runs"][1].update(status="crashed"), "runs[1].status: 'crashed' is not one of ok, timeout, oom"),
-    (lambda d: d["runs"][0].update(first_step_s=-1.0), "runs[0].first_step_s: -1.0 is not a finite number"),
-    (lambda d: d["runs"][0].update(gemm_share=1.5), "runs[0].gemm_share: 1.5 is not a fraction from 0 to 1"),
-    (lambda d: d.pop("model"), "model: missing"),
-    (lambda d: d.update(step_kind="finetune"), "step_kind: 'finetune' is not one of train, infer"),
-    (lambda d: d.update(dtype="fp7"), "dtype: "),
-    (lambda d: d.update(runs={}), "runs: dict is not a list of runs"),
+    (lambda d: d["runs"][0].update(mode="jit"), 'runs/0/mode: "jit" is not one of "eager", "compile" or "lazy"'),
+    (lambda d: d["runs"][1].update(status="crashed"), 'runs/1/status: "crashed" is not one of "ok", "timeout"'),
+    (lambda d: d["runs"][0].update(first_step_s=-1.0), "runs/0/first_step_s: -1.0 is not steps_s[0]"),
+    (lambda d: d["runs"][0].update(gemm_share=1.5), "runs/0/gemm_share: 1.5 is greater than the maximum of 1"),
+    (lambda d: d["runs"][0].update(timeout_s=-1), "runs/0/timeout_s: -1 is less than the minimum of 0"),
+    (lambda d: d["runs"][1].update(compile={"dynamo_s": "fast"}), 'runs/1/compile/dynamo_s: "fast" is not of types'),
+    (lambda d: d["model"].update(spec="llm:x\x1b[2J"), "model/spec: 'llm:x\\x1b[2J' holds a control character"),
+    (lambda d: d.pop("model"), 'model" is a required property'),
+    (lambda d: d.update(step_kind="finetune"), 'step_kind: "finetune" is not one of "train" or "infer"'),
+    (lambda d: d.update(dtype="fp7"), "dtype: unknown dtype 'fp7'"),
+    (lambda d: d.update(runs={}), 'runs: {} is not of type "array"'),
+    (lambda d: d.update(schema_version=2), "schema_version=2 is not supported"),
 ])
 def test_a_bad_step_file_is_one_line_naming_the_field_and_the_value(tmp_path, edit, message) -> None:
+    """Every reader of step files (``predict``, ``report``, ``plot``) parses through the one model in
+    records/step_files.py, so a file ``validate`` refuses is refused by ``predict`` with the same line."""
     doc = step_doc("chip", [EAGER, COLD])
     edit(doc)
     path = write_steps(tmp_path, doc)
@@ -278,6 +284,26 @@ def test_a_bad_step_file_is_one_line_naming_the_field_and_the_value(tmp_path, ed
     assert message in str(exc.value) and str(path) in str(exc.value)
     res = run("predict", str(path))
     assert res.exit_code == 1 and res.output.count("\n") == 1 and message in res.output
+    assert res.output == f"Error: {exc.value}\n"
+    said = run("validate", str(path))
+    problem = str(exc.value).removeprefix(f"{path}: ").removeprefix("invalid v1 file: ")
+    assert said.exit_code == 1 and said.output.startswith(f"{path}: INVALID: ")
+    assert problem in said.output.splitlines()[0]
+
+
+def test_validate_and_predict_read_one_model_of_a_step_file(tmp_path) -> None:
+    """``load_step_file`` (validate, steps --resume) and ``read_inputs`` (predict, report, plot) give one object,
+    which writes back the file it was read from."""
+    from mfu_sweep.records.step_files import StepModel, load_step_file
+
+    doc = step_doc("chip", [EAGER, COLD, TIMED_OUT], model={**MODEL, "note": "kept"})
+    path = write_steps(tmp_path, doc)
+    loaded = load_step_file(path)
+    [], [read] = read_inputs([path])
+    assert read == loaded and read.source == str(path)
+    assert read.model == StepModel(MODEL["spec"], "llm", 21_000_000, FAMILY, {"note": "kept"})
+    assert read.synthetic and read.to_json() == {**doc, "settings": {}}
+    assert [r.finished for r in read.runs] == [True, True, False] * 3
 
 
 def test_step_files_of_two_models_or_options_that_contradict_them_are_refused_in_one_line(tmp_path) -> None:
@@ -357,7 +383,7 @@ def test_report_of_step_files_and_sweeps_shows_of_which_gemms_and_no_gemm_sum_se
 
 
 def test_report_mode_and_dtype_select_the_runs_of_step_files(tmp_path) -> None:
-    from mfu_sweep.analysis.steps.step_files import select_runs
+    from mfu_sweep.records.step_files import select_runs
 
     [f] = files(step_doc("chip", [EAGER, COLD]))
     [eager] = select_runs([f], modes=("eager",))

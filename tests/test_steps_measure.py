@@ -203,8 +203,8 @@ def test_py_models_run_with_a_dict_batch_and_the_sum_as_loss(tmp_path: Path) -> 
     res = steps_cli(*FAST, "--model", f"py:{model}:make", "--mode", "eager", "--repeats", "1", "-o", str(out))
     assert res.exit_code == 0, res.output
     steps = load_step_file(out)
-    assert steps.model["source"] == "py" and steps.model["gemm_family"] is None
-    assert steps.model["params"] == 32 * 64 + 64 + 64 * 8 + 8 and steps.runs[0].ok
+    assert steps.model.source == "py" and steps.model.gemm_family is None
+    assert steps.model.params == 32 * 64 + 64 + 64 * 8 + 8 and steps.runs[0].ok
 
 
 def test_a_py_function_that_raises_is_its_own_error_line_and_nothing_is_written(tmp_path: Path) -> None:
@@ -228,7 +228,7 @@ def test_hf_models_build_from_a_local_config(tmp_path: Path) -> None:
                     "-o", str(out))
     assert res.exit_code == 0, res.output
     steps = load_step_file(out)
-    assert steps.model["source"] == "hf" and steps.model["params"] > 64 * 256 and steps.runs[0].ok
+    assert steps.model.source == "hf" and steps.model.params > 64 * 256 and steps.runs[0].ok
     # a model id whose config is not in the local cache: one line, nothing downloaded, nothing written
     res = CliRunner().invoke(main, ["steps", *FAST, "--model", "hf:nobody/no-such-model-xyz",
                                     "-o", str(tmp_path / "x.json")], env={"HF_HOME": str(tmp_path / "hf")})

@@ -53,7 +53,7 @@ def _from_file(ctx: click.Context, output: str, params: dict[str, Any]) -> dict[
         if ctx.get_parameter_source(name) in (click.core.ParameterSource.DEFAULT, None) and stored[name] is not None:
             out[name] = stored[name]
     if out.get("model") is None:
-        out["model"] = old.model.get("spec")
+        out["model"] = old.model.spec
     return out
 
 
@@ -199,8 +199,8 @@ class _Progress:
     def start(self, steps: Any, total: int) -> None:
         from mfu_sweep.util.progress import Progress
 
-        click.echo(f"device: {steps.label} ({steps.device.get('name')}); model: {steps.model.get('spec')} "
-                   f"({steps.model.get('params') or 0:,} parameters), {steps.step_kind} {steps.dtype}", err=True)
+        click.echo(f"device: {steps.label} ({steps.device.get('name')}); model: {steps.model.spec} "
+                   f"({steps.model.params or 0:,} parameters), {steps.step_kind} {steps.dtype}", err=True)
         self.bar = Progress("steps", total, unit="run", quiet=self.quiet, close_line=True)
 
     def update(self, slot: Any, run: Any) -> None:

@@ -90,9 +90,9 @@ def load_files(files: Sequence[str]) -> list[Any]:
 
 def load_inputs(files: Sequence[str]) -> tuple[list[Any], list[Any]]:
     """:func:`load_files` for commands that also take step files (``predict``, ``plot``, ``report``): the sweeps
-    and the step files among ``files`` (:func:`mfu_sweep.analysis.steps.step_files.read_inputs`)."""
-    from mfu_sweep.analysis.steps.step_files import read_inputs
+    and the step files among ``files`` (:func:`mfu_sweep.records.step_files.read_inputs`)."""
     from mfu_sweep.cli.common import invalid_note
+    from mfu_sweep.records.step_files import read_inputs
     from mfu_sweep.util.allocator import keep_freed_memory
 
     keep_freed_memory()

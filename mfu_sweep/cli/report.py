@@ -72,8 +72,8 @@ def _load(files: tuple[str, ...], dtypes: tuple[str, ...], modes: tuple[str, ...
     """
     from mfu_sweep.analysis.ground.series import check_labels
     from mfu_sweep.analysis.sources.runs import label_collisions, pooling_problems
-    from mfu_sweep.analysis.steps.step_files import select_runs
     from mfu_sweep.cli.contended import apply
+    from mfu_sweep.records.step_files import select_runs
     from mfu_sweep.records.summaries import filter_sweeps
 
     loaded, step_files = load_inputs(files)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from mfu_sweep.gemm.dtypes import DTYPES
+from mfu_sweep.gemm.dtypes import DTYPES, get_dtype
 from mfu_sweep.gemm.shapes import MAX_DIM
 from mfu_sweep.util.names import escape_control, has_control
 
@@ -441,8 +441,12 @@ def _run_problem(run: Mapping[str, Any]) -> str | None:
 def step_problems(data: Mapping[str, Any]) -> list[str]:
     """The checks of meaning of a schema-valid step file: finite numbers, first and steady steps those of
     ``steps_s``, a status with its error line, modes with their caches, one run per (mode, compile mode,
-    cache, repeat)."""
+    cache, repeat), a dtype this version knows."""
     out = []
+    try:
+        get_dtype(data["dtype"])
+    except ValueError as exc:
+        out.append(f"dtype: {exc}")
     seen: dict[tuple, int] = {}
     for i, run in enumerate(data["runs"]):
         where = f"runs/{i}"

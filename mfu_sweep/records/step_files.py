@@ -9,23 +9,35 @@ exposes, graphs, graph breaks, recompiles, peak memory, the GEMM share and the c
 mode, cache); its runs are the repeats. Runs that did not finish are kept, never dropped: a series counts
 them ("did not compile within 600 s: 1 of 3").
 
-Readers of sweeps refuse a step file in one line (``results.parse_document``); this module reads them.
+Readers of sweeps refuse a step file in one line (``results.parse_document``); this module reads them, the one
+model of a step file that ``validate``, ``steps --resume``, ``predict``, ``report`` and ``plot`` share: every reader
+parses through :func:`parse_step_document`, so a file ``validate`` refuses is refused everywhere with the same line.
+:func:`read_inputs` sorts the files a command was given into sweeps and step files, reading each once.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from mfu_sweep.records.results import SCHEMA_VERSION, ResultError, read_json, screen, write_json_atomic
+from mfu_sweep.records.results import (
+    SCHEMA_VERSION,
+    ResultError,
+    Sweep,
+    parse_document,
+    read_json,
+    screen,
+    write_json_atomic,
+)
 from mfu_sweep.util.text import counted
 
 STEPS_KIND = "steps"
 RUN_STATUSES = ("ok", "timeout", "oom", "error")
 CACHES = ("cold", "warm")
+CONTENDED = "contended"  # the flag of a run measured under contention (records.contention.FLAG)
 
 
 def steady_of(steps_s: Sequence[float], warmup: int) -> float | None:
@@ -72,6 +84,24 @@ class StepRun:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def finished(self) -> bool:
+        """Status ok with a first and a steady step: a run that time to N can use."""
+        return self.ok and self.first_step_s is not None and self.steady_step_s is not None
+
+    @property
+    def is_contended(self) -> bool:
+        return self.contended or CONTENDED in self.flags
+
+    @property
+    def error_line(self) -> str | None:
+        """The error's first line (None when there is none)."""
+        return str(self.error).splitlines()[0] if self.error else None
+
+    def compile_times(self) -> dict[str, float]:
+        """The compile breakdown's recorded seconds (the ``*_s`` entries that are not null)."""
+        return {k: float(v) for k, v in self.compile.items() if k.endswith("_s") and v is not None}
+
     def to_json(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
         data.update(steps_s=list(self.steps_s), flags=list(self.flags), compile=dict(self.compile))
@@ -95,13 +125,35 @@ def series_name(series: tuple[str, str | None, str | None]) -> str:
 
 
 @dataclass(frozen=True)
+class StepModel:
+    """The model a step file measured: its ``--model`` spec, what built it (llm, hf, py), its parameter count
+    and the ``llm:`` family whose GEMMs its step runs (None for hf: and py:); unknown fields kept in ``extra``."""
+
+    spec: str
+    source: str
+    params: int | None = None
+    gemm_family: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"spec": self.spec, "source": self.source, "params": self.params, "gemm_family": self.gemm_family,
+                **self.extra}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> StepModel:
+        known = ("spec", "source", "params", "gemm_family")
+        return cls(data["spec"], data["source"], data.get("params"), data.get("gemm_family"),
+                   {k: v for k, v in data.items() if k not in known})
+
+
+@dataclass(frozen=True)
 class StepFile:
     """A step file: one model, step kind and dtype on one device, and its runs."""
 
     label: str
     provenance: Mapping[str, Any]
     device: Mapping[str, Any]
-    model: Mapping[str, Any]
+    model: StepModel
     step_kind: str
     dtype: str
     runs: tuple[StepRun, ...] = ()
@@ -109,12 +161,16 @@ class StepFile:
     extra: Mapping[str, Any] = field(default_factory=dict)
     source: str = ""
 
+    @property
+    def synthetic(self) -> bool:
+        return bool(self.device.get("synthetic") or self.provenance.get("synthetic"))
+
     def with_runs(self, runs: Iterable[StepRun]) -> StepFile:
         return replace(self, runs=tuple(runs))
 
     def to_json(self) -> dict[str, Any]:
         data = {"schema_version": SCHEMA_VERSION, "kind": STEPS_KIND, "label": self.label,
-                "provenance": dict(self.provenance), "device": dict(self.device), "model": dict(self.model),
+                "provenance": dict(self.provenance), "device": dict(self.device), "model": self.model.to_json(),
                 "step_kind": self.step_kind, "dtype": self.dtype, "settings": dict(self.settings),
                 "runs": [r.to_json() for r in self.runs]}
         data.update(self.extra)
@@ -124,7 +180,8 @@ class StepFile:
     def from_json(cls, data: Mapping[str, Any], source: str = "") -> StepFile:
         top = {"schema_version", "kind", "label", "provenance", "device", "model", "step_kind", "dtype", "settings",
                "runs"}
-        return cls(label=data["label"], provenance=data["provenance"], device=data["device"], model=data["model"],
+        return cls(label=data["label"], provenance=data["provenance"], device=data["device"],
+                   model=StepModel.from_json(data["model"]),
                    step_kind=data["step_kind"], dtype=data["dtype"],
                    runs=tuple(StepRun.from_json(r) for r in data["runs"]), settings=data.get("settings") or {},
                    extra={k: v for k, v in data.items() if k not in top}, source=source)
@@ -200,5 +257,34 @@ def summary_line(steps: StepFile) -> str:
     runs = steps.runs
     counts = ", ".join(f"{_count(runs, s)} {s}" for s in RUN_STATUSES)
     unfinished = "" if steps.provenance.get("finished_at") else " (unfinished: continue with --resume)"
-    return (f"{steps.label}: {steps.model.get('spec')} {steps.step_kind} {steps.dtype}: {counted(len(runs), 'run')}: "
+    return (f"{steps.label}: {steps.model.spec} {steps.step_kind} {steps.dtype}: {counted(len(runs), 'run')}: "
             f"{counts}{unfinished}")
+
+
+def select_runs(files: Iterable[StepFile], dtypes: Sequence[str] = (), modes: Sequence[str] = ()) -> list[StepFile]:
+    """The files of ``dtypes`` with only the runs of ``modes`` (empty: all), as ``--dtype``/``--mode`` select."""
+    return [f.with_runs(r for r in f.runs if not modes or r.mode in modes) for f in files
+            if not dtypes or f.dtype in dtypes]
+
+
+def read_inputs(paths: Iterable[str | Path], on_invalid: Callable[[str], None] | None = None,
+                each: Callable[[int], None] | None = None) -> tuple[list[Sweep], list[StepFile]]:
+    """The sweeps and the step files among ``paths`` (any mix), each file read once.
+
+    Sweep and merged files go through :func:`mfu_sweep.records.results.parse_document` (validated; ``on_invalid``
+    as there); step files through :func:`parse_step_document` (validated; a step file's problems are all fatal).
+    ``each(i)`` is called after the i-th file.
+    """
+    sweeps: list[Sweep] = []
+    steps: list[StepFile] = []
+    for i, path in enumerate(paths):
+        data = read_json(path)
+        if is_step_document(data):
+            steps.append(parse_step_document(data, str(path)))
+        else:
+            sweeps += parse_document(data, source=str(path), on_invalid=on_invalid)
+        if each is not None:
+            each(i + 1)
+    if not sweeps and not steps:
+        raise ResultError("no result files given")
+    return sweeps, steps

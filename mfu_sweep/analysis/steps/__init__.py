@@ -9,7 +9,8 @@ in fresh processes) and sweeps of the step's GEMMs (their sum, the step's breakd
 - ``counts``: which step counts N to show (``--steps 1,10,100`` or ``1-10000``).
 - ``costs``: what every distinct GEMM of the step costs on one series (label, dtype, mode, compile cache),
   pass by pass: the steady time per call and the first call; which shapes failed and which are missing.
-- ``step_files`` and ``runs``: a step file read, and its runs as series (finished or not, and why).
+- ``runs``: a step file's runs as series (finished or not, and why); the file itself is read by
+  :mod:`mfu_sweep.records.step_files`, the one model of a step file.
 - ``draws``: the interval machinery, t-scaled weights per pass (GEMM sum) or per run (measured step).
 - ``crossings``: where the leader changes in N (per device compile against eager, per pair of series) and,
   per shape, after how many calls compile pays.

@@ -9,7 +9,7 @@ the share the profiler measured in the step itself. The GEMM sum is never the st
 measured::
 
     from mfu_sweep.analysis.steps.measured import predict_measured
-    from mfu_sweep.analysis.steps.step_files import read_inputs
+    from mfu_sweep.records.step_files import read_inputs
 
     sweeps, files = read_inputs(["steps.json", "sweep.json"])
     result = predict_measured(files, sweeps, steps=(1, 100, 10_000))
@@ -28,7 +28,6 @@ from mfu_sweep.analysis.steps.counts import StepsError
 from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, Interval, StepLine, interval
 from mfu_sweep.analysis.steps.gemm_sum import step_gemms
 from mfu_sweep.analysis.steps.runs import RunSeries, collect_runs, contention_line
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import (
     MEASURED,
     GemmLines,
@@ -43,6 +42,7 @@ from mfu_sweep.gemm.shapes import ShapeError
 from mfu_sweep.gemm.workloads import resolve_family
 from mfu_sweep.records.contention import contention_note, exclude_contended
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 
 
 def model_key(f: StepFile) -> tuple[str, str, str]:

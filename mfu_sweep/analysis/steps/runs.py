@@ -30,7 +30,7 @@ import numpy as np
 from mfu_sweep.analysis.steps.costs import DID_NOT_FINISH, FINISHED, INCOMPLETE, StepKey
 from mfu_sweep.analysis.steps.crossings import GRAPH_MODES
 from mfu_sweep.analysis.steps.draws import DEFAULT_N_BOOT, StepLine, mean_draws, pass_weights
-from mfu_sweep.analysis.steps.step_files import StepFile, StepRun
+from mfu_sweep.records.step_files import StepFile, StepRun
 from mfu_sweep.util.text import counted
 
 
@@ -50,7 +50,7 @@ def reason(run: StepRun) -> str:
     if run.status == "oom":
         return "ran out of memory"
     if run.status == "error":
-        kind = (run.error or "").split(":", 1)[0].strip()
+        kind = (run.error_line or "").split(":", 1)[0].strip()
         return f"failed ({kind})" if kind else "failed"
     return "too few steps for a steady step"
 
@@ -145,8 +145,8 @@ class RunSeries:
         for r in self.runs:
             if not r.finished:
                 reasons[reason(r)] = reasons.get(reason(r), 0) + 1
-        parts = {k for r in done for k in r.compile if k.endswith("_s")}
-        means = tuple((k, _mean(r.compile.get(k) for r in done) or 0.0) for k in sorted(parts))
+        times = [r.compile_times() for r in done]
+        means = tuple((k, _mean(t.get(k) for t in times) or 0.0) for k in sorted({k for t in times for k in t}))
         return RunFacts(len(self.runs), len(done), tuple(reasons.items()), sum(r.is_contended for r in self.runs),
                         self.excluded, means, _mean(r.first_step_s for r in done), _mean(r.gemm_share for r in done),
                         _largest(r.graphs for r in self.runs), _largest(r.graph_breaks for r in self.runs),

@@ -41,7 +41,7 @@ from mfu_sweep.measure.sweep import cold_cache_env, default_label, git_sha, utc_
 from mfu_sweep.measure.task import THREADS_ENV
 from mfu_sweep.records.contention import is_contended
 from mfu_sweep.records.results import NOISY_IQR_RATIO, ResultError
-from mfu_sweep.records.step_files import StepFile, StepRun, load_step_file, save_step_file, steady_of
+from mfu_sweep.records.step_files import StepFile, StepModel, StepRun, load_step_file, save_step_file, steady_of
 from mfu_sweep.util.filelock import LockError, OutputLock
 from mfu_sweep.util.outputs import OutputError, check_output_file, check_suffix
 
@@ -215,7 +215,7 @@ def _header(plan: StepPlan, described: dict[str, Any]) -> StepFile:
     device["torch"] = hello["environment"].get("torch")
     provenance = {"tool": "mfu-sweep", "version": __version__, "run_id": uuid.uuid4().hex, "started_at": utc_now(),
                   "finished_at": None, "argv": list(plan.argv), "host": socket.gethostname(), "git_sha": git_sha()}
-    return StepFile(label=label, provenance=provenance, device=device, model=described["model"],
+    return StepFile(label=label, provenance=provenance, device=device, model=StepModel.from_json(described["model"]),
                     step_kind=plan.kind, dtype=plan.dtype, settings=plan.settings(),
                     extra={"environment": hello["environment"], "peak": hello["peak"], "priming": []})
 
@@ -225,9 +225,9 @@ def _resume_from(plan: StepPlan, fresh: StepFile) -> StepFile:
         old = load_step_file(plan.output)
     except ResultError as exc:
         raise StepsError(f"cannot resume: {exc}") from None
-    now = {"model": fresh.model.get("spec"), "step_kind": fresh.step_kind, "dtype": fresh.dtype,
+    now = {"model": fresh.model.spec, "step_kind": fresh.step_kind, "dtype": fresh.dtype,
            "steps": plan.steps, "warmup_steps": plan.warmup}
-    was = {"model": old.model.get("spec"), "step_kind": old.step_kind, "dtype": old.dtype,
+    was = {"model": old.model.spec, "step_kind": old.step_kind, "dtype": old.dtype,
            "steps": old.settings.get("steps"), "warmup_steps": old.settings.get("warmup_steps")}
     for key in RESUME_MUST_MATCH:
         if was[key] != now[key]:

@@ -22,11 +22,11 @@ from mfu_sweep.analysis.steps.counts import one_two_five
 from mfu_sweep.analysis.steps.crossings import BreakEven, first_n, interval_text, n_text
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.measured import model_groups, predict_measured
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes, predict_steps
 from mfu_sweep.gemm.shapes import ShapeError
 from mfu_sweep.gemm.workloads import WorkloadGemm, resolve_family
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 
 NO_FAMILY = ("export --what steps needs records of a model family's shapes (mfu-sweep sweep --shapes llm:...); "
              "these files hold none")

@@ -17,7 +17,6 @@ from mfu_sweep.analysis.fits.physical import measured_copy_bandwidth
 from mfu_sweep.analysis.fleet.leaderboard import many_devices
 from mfu_sweep.analysis.fleet.view import replicate_fleets, replicate_groups
 from mfu_sweep.analysis.ground.series import SeriesKey, group_series
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.present import FIGURE_KINDS
 from mfu_sweep.present.export.steps import family_workloads
 from mfu_sweep.present.figures.choice import FigureChoice
@@ -46,6 +45,7 @@ from mfu_sweep.present.figures.theme import (
 from mfu_sweep.present.group_metric import GroupMetrics
 from mfu_sweep.present.words import metric_name
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 from mfu_sweep.util.names import check_distinct_names, safe_name
 from mfu_sweep.util.outputs import replacing
 

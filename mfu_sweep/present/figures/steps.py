@@ -21,7 +21,6 @@ from matplotlib.lines import Line2D
 
 from mfu_sweep.analysis.steps.crossings import first_n
 from mfu_sweep.analysis.steps.draws import Interval
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import StepsResult, StepTimes
 from mfu_sweep.present.export.steps import series_name, state_text, steps_results
 from mfu_sweep.present.figures.theme import (
@@ -34,6 +33,7 @@ from mfu_sweep.present.figures.theme import (
     series_colors,
 )
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 
 STEPS_FIGURE = "time-to-steps"
 MAX_MARKED = 6  # crossovers marked per panel: every break-even, then the earliest crossovers between devices

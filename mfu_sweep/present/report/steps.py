@@ -18,7 +18,6 @@ from mfu_sweep import __version__
 from mfu_sweep.analysis.steps.crossings import DevicePayoffs
 from mfu_sweep.analysis.steps.draws import Interval
 from mfu_sweep.analysis.steps.runs import RunFacts
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.steps.time_to_n import STEPS_LEFT_OUT, StepsResult, predict_steps
 from mfu_sweep.gemm.workloads import NO_PASS, WorkloadGemm
 from mfu_sweep.present.export.steps import (
@@ -31,6 +30,7 @@ from mfu_sweep.present.export.steps import (
 )
 from mfu_sweep.present.report.blocks import Block, Bullets, FigureRef, Heading, Para, Table
 from mfu_sweep.records.results import Sweep
+from mfu_sweep.records.step_files import StepFile
 from mfu_sweep.util.text import counted
 
 MAX_PAYOFF_ROWS = 30

@@ -32,7 +32,6 @@ from mfu_sweep.analysis.fleet.spread import replicate_spreads
 from mfu_sweep.analysis.fleet.view import FleetView, fleets_json, replicate_fleets
 from mfu_sweep.analysis.ground.series import Series, SeriesKey, group_series, with_peak
 from mfu_sweep.analysis.ground.summary import SeriesSummary
-from mfu_sweep.analysis.steps.step_files import StepFile
 from mfu_sweep.analysis.verdicts.compare import Comparison, compare_pairs, compile_pairs, format_flops
 from mfu_sweep.present.export.tables import significant
 from mfu_sweep.present.figures.arrange import blank_notes, heatmap_stem, make_figures, save_figure
@@ -61,6 +60,7 @@ from mfu_sweep.present.report.render import to_html, to_markdown
 from mfu_sweep.present.report.steps import steps_blocks, steps_json, steps_only_blocks
 from mfu_sweep.present.report.text import caption, figure_metric, method_blocks
 from mfu_sweep.records.results import Record, Sweep, write_json_atomic
+from mfu_sweep.records.step_files import StepFile
 from mfu_sweep.records.summaries import summary_line
 from mfu_sweep.specs import Peak
 from mfu_sweep.util.outputs import staged
