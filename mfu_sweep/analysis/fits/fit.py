@@ -39,7 +39,7 @@ import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -327,16 +327,29 @@ def _remember(key: str, fit: RooflineFit) -> None:
 
 def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, alpha: float,
          copy_tbs: float | None, opts: Options) -> Steps[RooflineFit]:
-    y = data.log_median
-    log_f, log_b = np.log(data.flops), np.log(data.bytes)
+    """One fit, in order: prepare -> choose the model -> bootstrap -> judge what the data constrain -> notes."""
     plausible = plausible_bandwidth(series.peak.memory_bandwidth_tbs, copy_tbs)
-    best, opts, w_free = yield from _fit_params(model, y, data, opts, plausible)
+    best, opts, w_free = yield from _fit_params(model, data.log_median, data, opts, plausible)
     boot = yield from boot_params_steps(best, data, n_boot, seed, alpha, opts)
     boot.flags.writeable = False
-    resid = y - log_time(best, log_f, log_b)
-    ss_tot = float(np.sum((y - y.mean()) ** 2))
-    nat, nat_boot = _natural(best), _natural(boot)
-    cis = [_interval(nat_boot[:, j], alpha) for j in range(len(best))]
+    verdict = _judge(best, boot, alpha, data, opts, plausible, w_free)
+    fit = _result(series, data, best, boot, verdict, n_boot=n_boot, seed=seed, alpha=alpha, opts=opts,
+                  plausible=plausible, w_free=w_free)
+    return _with_quality_notes(fit)
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """What the bootstrap says of the parameters: which the data constrain, and W's status with its notes."""
+
+    constrained: Mapping[str, bool]
+    w_status: str
+    w_notes: list[str]
+
+
+def _judge(best: np.ndarray, boot: np.ndarray, alpha: float, data: ShapeData, opts: Options,
+           plausible: BandwidthRange, w_free: float | None) -> _Verdict:
+    log_f, log_b = np.log(data.flops), np.log(data.bytes)
     lev = interval_leverage(best, boot, alpha, log_f, log_b)
     constrained = {k: v >= MIN_LEVERAGE for k, v in lev.items()}
     status, w_notes = _bandwidth_status(best, opts, data, lev, plausible, w_free)
@@ -344,7 +357,19 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
         constrained["w_tbs"] = False
     if status == "confounded":
         constrained["t0_s"] = False
-    fit = RooflineFit(
+    return _Verdict(constrained, status, w_notes)
+
+
+def _result(series: Series, data: ShapeData, best: np.ndarray, boot: np.ndarray, verdict: _Verdict, *,
+            n_boot: int, seed: int, alpha: float, opts: Options, plausible: BandwidthRange,
+            w_free: float | None) -> RooflineFit:
+    y = data.log_median
+    resid = y - log_time(best, np.log(data.flops), np.log(data.bytes))
+    ss_tot = float(np.sum((y - y.mean()) ** 2))
+    nat, nat_boot = _natural(best), _natural(boot)
+    cis = [_interval(nat_boot[:, j], alpha) for j in range(len(best))]
+    constrained, status = verdict.constrained, verdict.w_status
+    return RooflineFit(
         key=series.key, model="pnorm" if len(best) == 4 else "max",
         t0_s=float(nat[0]), p_tflops=float(nat[1]), w_tbs=float(nat[2]),
         blend_p=float(nat[3]) if len(best) == 4 else None,
@@ -354,12 +379,15 @@ def _fit(series: Series, data: ShapeData, model: str, n_boot: int, seed: int, al
         rms_log_residual=float(np.sqrt(np.mean(resid**2))),
         r2_log=1.0 - float(np.sum(resid**2)) / ss_tot if ss_tot > 0 else math.nan,
         n_shapes=len(y), n_samples=sum(len(s) for s in data.samples), n_boot=n_boot, seed=seed, alpha=alpha,
-        notes=tuple(w_notes + _notes(series, constrained, skip=("t0_s", "w_tbs") if status == "confounded"
-                                     else ("w_tbs",)) + _one_pass(series, data.n_passes)),
+        notes=tuple(verdict.w_notes + _notes(series, constrained, skip=("t0_s", "w_tbs") if status == "confounded"
+                                             else ("w_tbs",)) + _one_pass(series, data.n_passes)),
         w_status=status, bandwidth_range=plausible if plausible.known else None, w_free_tbs=w_free,
         solver=opts.solver, flop_range=(float(data.flops.min()), float(data.flops.max())), boot=boot,
         best_tflops=summarise(series).best.tflops,
     )
+
+
+def _with_quality_notes(fit: RooflineFit) -> RooflineFit:
     if fit.is_constrained:
         return replace(fit, notes=(*fit.notes, *fit.quality_notes()))
     # one phrase instead of one note per parameter
