@@ -159,9 +159,9 @@ STEPS_MODEL ?= llm:llama-3-8b:hidden=512:ffn=1536:layers=4:heads=8:kv_heads=4:vo
 MODEL_STEPS_ARGS ?= --device cpu --model $(STEPS_MODEL) --mode eager --mode compile --cache cold --cache warm \
 	--repeats 3 --timeout 600
 model-steps-reference: $(STAMP)
-	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind train -o sweeps/$(MACHINE)-model-steps-train.json --force --quiet
-	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind infer -o sweeps/$(MACHINE)-model-steps-infer.json --force --quiet
-	$(BIN)/mfu-sweep validate sweeps/$(MACHINE)-model-steps-train.json sweeps/$(MACHINE)-model-steps-infer.json
+	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind train -o sweeps/steps/$(MACHINE)-model-steps-train.json --force --quiet
+	$(BIN)/mfu-sweep steps $(MODEL_STEPS_ARGS) --kind infer -o sweeps/steps/$(MACHINE)-model-steps-infer.json --force --quiet
+	$(BIN)/mfu-sweep validate sweeps/steps/$(MACHINE)-model-steps-train.json sweeps/steps/$(MACHINE)-model-steps-infer.json
 
 # The tool's step measurement against an independent script, and its cost against a cold GEMM sweep
 # (benchmarks/steps_accuracy.py; docs/time-to-steps.md gets the figures). Quiet machine; one to two hours.
