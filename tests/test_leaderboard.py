@@ -276,3 +276,9 @@ def test_shapes_no_other_device_can_be_predicted_at_are_left_out_and_said() -> N
     assert "skinny" not in lone.overall and not [c for c in lone.cells if c.label == "skinny" and c.n_shapes]
     assert any(n.startswith("skinny is left out: no shape where both it and another device have a value")
                for n in lone.notes), lone.notes
+    # the report's first screen counts the devices a strip could not rank from the boards, not from note wording
+    from mfu_sweep.present.report.caveats import left_out_clause
+
+    assert board.left_out == () and lone.left_out == ("skinny",)
+    assert left_out_clause([board]) is None
+    assert left_out_clause([lone, lone]) == "1 device left out of a strip's ranking (notes below say why)"

@@ -94,6 +94,11 @@ class Leaderboard:
         """The ranked devices (all labels but a baseline reference); computed once (figures index it per row)."""
         return tuple(lbl for lbl in self.labels if lbl != self.reference)
 
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        """The devices this board could not rank (no shape shared with the reference; a note each says why)."""
+        return tuple(lbl for lbl in self.devices if lbl not in self.overall)
+
     @cached_property
     def cells_of(self) -> Mapping[str, tuple[BandCell, ...]]:
         """Each device's cells in the order of ``cells``, grouped in one pass (a filter per device is N²)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from mfu_sweep.analysis.fleet.leaderboard import Leaderboard
 from mfu_sweep.analysis.ground.series import SeriesKey
 from mfu_sweep.analysis.ground.summary import SeriesSummary
 from mfu_sweep.present.group_metric import GroupMetrics
@@ -53,17 +54,17 @@ def above_peak_clause(summaries: Mapping[SeriesKey, SeriesSummary], metrics: Gro
             "there is no lead (read its TFLOP/s)")
 
 
-def left_out_clause(notes: Sequence[str]) -> str | None:
-    """The leaderboards' notes that leave a device out, counted (they are listed under the strips)."""
-    left = [n for n in notes if " is left out" in n or "left out:" in n]
+def left_out_clause(boards: Sequence[Leaderboard]) -> str | None:
+    """The devices some strip's leaderboard could not rank, counted (its notes, listed under the strips, say why)."""
+    left = {lbl for board in boards for lbl in board.left_out}
     if not left:
         return None
     return f"{counted(len(left), 'device')} left out of a strip's ranking (notes below say why)"
 
 
 def caveats(sweeps: Sequence[Sweep], summaries: Mapping[SeriesKey, SeriesSummary], metrics: GroupMetrics,
-            notes: Sequence[str], excluded: bool = False) -> str | None:
+            boards: Sequence[Leaderboard], excluded: bool = False) -> str | None:
     """The first screen's warning line (None when nothing changes the reading)."""
     clauses = [c for c in (above_peak_clause(summaries, metrics), contention_clause(sweeps, excluded),
-                           left_out_clause(notes)) if c]
+                           left_out_clause(boards)) if c]
     return ("Read with care: " + "; ".join(clauses) + ".") if clauses else None

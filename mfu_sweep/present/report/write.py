@@ -351,7 +351,7 @@ def build_report(sweeps: Sequence[Sweep], analysis: Analysis, figures: Sequence[
         blocks.append(Para("SYNTHETIC DATA: some sweeps were generated, not measured.", css="warn"))
     blocks += lead_blocks(analysis.comparisons, analysis.leaderboards, [v.sentence() for v in analysis.fleets],
                           [*analysis.compare_notes, *analysis.leaderboard_notes, *blank], analysis.metric,
-                          caveats(sweeps, analysis.summaries, analysis.metrics, analysis.leaderboard_notes,
+                          caveats(sweeps, analysis.summaries, analysis.metrics, analysis.leaderboards,
                                   analysis.exclude_contended))
     index = _records_index(sweeps)
     blocks += [Heading(2, "Summary"), _summary_table(analysis, index)]
