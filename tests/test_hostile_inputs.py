@@ -205,7 +205,7 @@ def test_nesting_within_the_limit_and_brackets_in_strings_load(tmp_path: Path) -
 
 @pytest.mark.parametrize("limit,path,fragment", [
     ("0.001", GOLDEN, "MiB, beyond the input limit of 0.001 MiB"),  # refused before it is read
-    ("1", Path("/dev/zero"), "'/dev/zero' is a character device, not a regular file"),  # refused, never read
+    ("1", Path("/dev/zero"), "/dev/zero: INVALID: it is a character device, not a regular file"),  # refused, never read
     ("x", GOLDEN, "MFU_SWEEP_MAX_INPUT_MB='x' must be a positive number of MiB"),
     ("-3", GOLDEN, "MFU_SWEEP_MAX_INPUT_MB='-3' must be a positive number of MiB"),
 ])

@@ -417,7 +417,10 @@ def load_sweeps(paths: Iterable[str | Path], validate: bool = True,
 
 
 def validate_file(path: str | Path) -> list[str]:
-    """Every problem of one file: unreadable, the schema, the checks of meaning (empty list when valid)."""
+    """Every problem of one file: unreadable, the schema, the checks of meaning (empty list when valid).
+
+    The problems do not name the file itself (the caller does, once: ``FILE: INVALID: problem``); another
+    file they are about, such as the file's journal, they name."""
     return check_file(path)[0]
 
 
@@ -431,7 +434,16 @@ def check_file(path: str | Path) -> tuple[list[str], list[Sweep]]:
             return problems, []
         return problems, parse_document(data, source=str(path), validate=False)
     except ResultError as exc:
-        return [str(exc)], []
+        return [_without_own_name(str(exc), str(path))], []
+
+
+def _without_own_name(problem: str, path: str) -> str:
+    """``problem`` less the file's name at its start: ``f: ...`` (ResultError), ``'f': ...`` or
+    ``'f' is ...`` (InputError; the last becomes ``it is ...``)."""
+    for name in (path, repr(path)):
+        if problem.startswith(name + ": "):
+            return problem[len(name) + 2:]
+    return "it" + problem[len(repr(path)):] if problem.startswith(repr(path) + " ") else problem
 
 
 def _findings(data: Mapping[str, Any]) -> checks.Findings:
