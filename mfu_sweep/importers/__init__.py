@@ -139,8 +139,9 @@ def import_sources(fmt: str, paths: Sequence[str | Path], chip_overrides: Mappin
     short = grouping.short_uuids(d.identity.uuid for _, d in kept if d.identity.uuid)
     labelled = [(dev, safe_name(label_of.get(i) or dev.key + grouping.label_suffix(dev, short))) for i, dev in kept]
     groups = _group(labelled, devices)
-    chip_at = {id(dev): map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else
-                                 {dev.key: dev.chip} if dev.chip in chips else {}, warnings) for i, dev in kept}
+    chip_at = {id(dev): None if dev.peak is not None and i not in chip_of else  # the peak it carries
+               map_chip(dev, chips, {dev.key: chip_of[i]} if i in chip_of else
+                        {dev.key: dev.chip} if dev.chip in chips else {}, warnings) for i, dev in kept}
     for parts in groups.values():
         chosen = dict.fromkeys(c.id if (c := chip_at[id(p)]) else "none" for p in parts)
         if len(chosen) > 1:

@@ -125,6 +125,9 @@ class SourceDevice:
     """Which GPU the source measured, as far as it says (uuid, architecture, PCI bus id ...)."""
     chip: str | None = None
     """The spec entry the source itself names (an mfu-sweep export read back); ``--chip`` overrides it."""
+    peak: Peak | None = None
+    """The peak block the source carries (an mfu-sweep export read back: a CPU's estimate, an fp32-as-tf32
+    basis), the sweep's peak unless ``--chip`` names a chip."""
     warnings: tuple[str, ...] = ()
     """What the reader left out of this source and the user must hear (a line skipped, named), printed by import."""
 
@@ -247,6 +250,8 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
     rows = [r for p in parts for r in p.rows]
     if chip is not None:
         peak = assumed_peak(Peak.from_chip(chip), ((r.dtype, r.flags) for r in rows))
+    elif first.peak is not None:
+        peak = first.peak
     else:
         peak = Peak(chip=None, tflops={}, memory_bandwidth_tbs=None,
                     source=f"no spec entry for {first.name!r} (imported; MFU left empty)")
@@ -264,7 +269,8 @@ def build_sweep(dev: SourceDevice | Sequence[SourceDevice], fmt: str, label: str
         run={"id": run_id, "started_at": when, "finished_at": when, "argv": list(argv), "host": "imported",
              "git_sha": None},
         environment={k: v for k, v in first.details.items() if k in ("software",)},
-        device={"backend": IMPORTED_BACKEND, "name": without_control(first.name), "chip": chip.id if chip else None,
+        device={"backend": IMPORTED_BACKEND, "name": without_control(first.name),
+                "chip": chip.id if chip else first.chip if first.peak else None,
                 "index": 0, "count": 1, "label": label, "source_key": first.key, **arch,
                 **source_identity(first, fmt).device_fields()},
         peak=peak,

@@ -11,7 +11,9 @@ and the dtype as an axis named ``T``/``dtype``/``type`` or via ``--dtype``;
 ``--axis M=NAME`` maps differently named axes. A ``layout`` axis (``nn``, ``nt``, ``tn``, ``tt``), a
 ``mode`` axis (``eager``, ``compile``) and a ``groups`` axis (``m=512*8``: a grouped GEMM's group sizes;
 ``none``: dense), as ``export --format nvbench`` writes them, are read when present; without them every
-state is a dense ``nn`` shape issued eagerly (nvbench benchmarks call a kernel).
+state is a dense ``nn`` shape issued eagerly (nvbench benchmarks call a kernel). Of such an export, the
+sweep's peak block (``meta.mfu_sweep.devices[].peak``) is the imported sweep's peak unless ``--chip`` names
+a chip, and each state's ``mfu-sweep/math`` (``maybe_tf32``, ``mat_mul_precision`` ...) returns to its record.
 
 How it was measured: ``nv/cold/time/gpu/*`` are isolated launches timed by CUDA
 events with the L2 flushed before each (cold), the launch hidden behind a
@@ -50,6 +52,8 @@ from mfu_sweep.importers.common import (
 from mfu_sweep.importers.identity import Identity
 from mfu_sweep.importers.nvbench_text import State
 from mfu_sweep.importers.values import count, number, read_text
+from mfu_sweep.records.summaries import MATH_FLAGS, MATH_KEYS
+from mfu_sweep.specs import Peak
 from mfu_sweep.util.inputs import InputError, parse_json, read_limited
 from mfu_sweep.util.text import counted
 
@@ -131,6 +135,7 @@ def _json_states(root: dict, name: str, base: Path) -> list[State]:
                 | {"id": st.get("device")},
                 timing={k: str(v) for k in ("timer", "cache")
                         if (v := _summary(st, "mfu-sweep/timing", k)) not in (None, "", "unknown")},
+                math={k: str(v) for k in ("flags", *MATH_KEYS) if (v := _summary(st, "mfu-sweep/math", k))},
             ))
     return out
 
@@ -195,12 +200,14 @@ def _row(state: State, dtype_opt: str | None, mapping: Mapping[str, str], batch:
     seconds = state.batch_s if batch else state.cold_s
     stat = "mean" if batch else state.cold_stat
     flags = (("source_mean",) if stat == "mean" else ()) + (("rounded_source",) if state.rounded else ())
+    flags += tuple(f for f in state.math.get("flags", "").split(",") if f in MATH_FLAGS)
     unit = "nv/batch/time/gpu/mean" if batch else f"nv/cold/time/gpu/{stat}"
     return SourceRow(shape=shape, dtype=dtype, seconds=seconds, source_dtype=source_dtype, flags=flags,
                      samples_s=() if batch else state.samples_s, family="nvbench", where=state.where, mode=mode,
                      error=None if seconds is not None else f"no {unit} value",
                      extra={"source_value": seconds, "source_unit": f"s ({unit})",
-                            "source_samples": state.sample_size, **state.timing})
+                            "source_samples": state.sample_size, **state.timing,
+                            **{k: v for k, v in state.math.items() if k in MATH_KEYS}})
 
 
 def _load(path: Path) -> tuple[list[State], dict[str, Any], Counter, str]:
@@ -271,6 +278,10 @@ def _as_exported(dev: SourceDevice, origin: Mapping[str, Any] | None) -> SourceD
     notes = [f"{counted(sum(timings.values()) - timings[(timer, cache)], 'state')} timed otherwise "
               f"({', '.join(f'{t}/{c}' for t, c in timings if (t, c) != (timer, cache))}): read as {timer}/{cache}"
               ] if len(timings) > 1 else []
+    peak = carried_peak(origin.get("peak"), f"{dev.provenance.get('source_file')!r}: device {origin['label']!r}")
+    if peak is None:
+        notes.append("the export carries no peak (written before mfu-sweep kept it in meta.mfu_sweep): the peak is "
+                     "the spec table's for its chip, not the sweep's own (a CPU's estimate, an fp32-as-tf32 basis)")
     rows = tuple(replace(r, extra={k: v for k, v in r.extra.items() if k not in ("timer", "cache")}) for r in dev.rows)
     prov = {**dev.provenance, "timing_method": f"mfu-sweep's own samples ({timer} timer, cache {cache}), exported with "
             "export --format nvbench and read back", "notes": [*dev.provenance.get("notes", []), *notes],
@@ -278,7 +289,34 @@ def _as_exported(dev: SourceDevice, origin: Mapping[str, Any] | None) -> SourceD
                                       "cache": cache, "run_id": origin.get("run_id")},
             "unknown": [u for u in dev.provenance.get("unknown", []) if "GEMM library" not in u]}
     return replace(dev, key=str(origin["label"]), rows=rows, timer=timer, cache=cache or "unknown",
-                   chip=origin.get("chip") or None, provenance=prov)
+                   chip=origin.get("chip") or None, provenance=prov, peak=peak)
+
+
+def carried_peak(block: Any, where: str) -> Peak | None:
+    """The peak block an export carries (``Peak.to_json``'s form), checked; None where it carries none.
+
+    Raises :class:`SourceError` naming ``where`` and the field for a block that is no peak: each TFLOP/s
+    above 0 and finite, the bandwidth finite, the texts text, ``estimated`` and ``override`` true or false.
+    """
+    if block is None:
+        return None
+    maps = ("tflops", "dtype_basis", "overrides")
+    if not isinstance(block, Mapping) or not all(isinstance(block.get(k) or {}, Mapping) for k in maps):
+        raise SourceError(f"{where}: peak {str(block)[:60]!r} is not a peak block (an object with tflops)")
+    for dtype, value in (block.get("tflops") or {}).items():
+        if not number(value, where, f"peak tflops.{dtype}") > 0:
+            raise SourceError(f"{where}: peak tflops.{dtype} {value!r} is not above 0")
+    if block.get("memory_bandwidth_tbs") is not None:
+        number(block["memory_bandwidth_tbs"], where, "peak memory_bandwidth_tbs")
+    texts = {**{k: block.get(k) for k in ("chip", "source", "notes", "basis", "scope")},
+             **{f"dtype_basis.{k}": v for k, v in (block.get("dtype_basis") or {}).items()}}
+    bad = next(((k, v) for k, v in texts.items() if v is not None and not isinstance(v, str)), None)
+    if bad:
+        raise SourceError(f"{where}: peak {bad[0]} {bad[1]!r} is not text")
+    flag = next((k for k in ("estimated", "override") if not isinstance(block.get(k, False), bool)), None)
+    if flag:
+        raise SourceError(f"{where}: peak {flag} {block[flag]!r} is not true or false")
+    return Peak.from_json(block)
 
 
 def identity_of(details: Mapping[str, Any]) -> Identity:

@@ -55,6 +55,8 @@ class State:
     details: Mapping[str, Any] = field(default_factory=dict)
     timing: Mapping[str, str] = field(default_factory=dict)
     """How an mfu-sweep export measured the samples (its ``mfu-sweep/timing`` summary: timer, cache); empty else."""
+    math: Mapping[str, str] = field(default_factory=dict)
+    """An mfu-sweep export's record's math mode (its ``mfu-sweep/math`` summary: flags, mat_mul_precision ...)."""
 
 
 def is_csv(head: str) -> bool:

@@ -47,7 +47,7 @@ def assumed_peak(peak: Peak, flags: Iterable[tuple[str, tuple[str, ...]]]) -> Pe
 def annotate(rec: Record, peak: Peak, source_reason: str) -> Record:
     """Add ``tf32_peak_assumed``/``peak_basis`` and, above the peak, ``above_peak_reason`` to one record."""
     flags, extra = list(rec.flags), dict(rec.extra)
-    if peak.dtype_basis.get(rec.dtype):
+    if MAYBE_TF32 in flags and peak.dtype_basis.get(rec.dtype):  # another basis (fp8-rowwise's) is no tf32
         flags.append(ASSUMED)
         extra["peak_basis"] = RECORD_BASIS
     if "above_peak" in flags:
@@ -65,6 +65,7 @@ def above_peak_reason(rec: Record, peak: Peak, source_reason: str) -> str:
         return (f"an f32 dot at XLA's default precision may run on reduced-precision matrix units, and {chip} "
                 f"has no cited tf32 peak, so this MFU is against the fp32 peak ({value:g} TFLOP/s) and overstates "
                 f"the fraction of the peak that ran")
-    basis = "the assumed tf32 peak" if peak.dtype_basis.get(rec.dtype) else f"the cited {rec.dtype} peak"
+    assumed = MAYBE_TF32 in rec.flags and peak.dtype_basis.get(rec.dtype)
+    basis = "the assumed tf32 peak" if assumed else f"the cited {rec.dtype} peak"
     why = source_reason or "the source does not record clocks or kernels"
     return f"above {basis} of {chip} ({value:g} TFLOP/s): {why}"

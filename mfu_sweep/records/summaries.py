@@ -1,5 +1,5 @@
 """Views of result records: status counts and the one-line summary, why a sweep is incomplete, its compile
-summary, how a record was timed, and picking records by dtype and mode.
+summary, how a record was timed and what it says of its math mode, and picking records by dtype and mode.
 """
 
 from __future__ import annotations
@@ -74,6 +74,21 @@ def timing_of(sweep: Sweep, rec: Record) -> tuple[str, str, str]:
     """
     cache = rec.extra.get("cache") or sweep.settings.get("cache") or "unknown"
     return rec.timer, str(cache), rec.mode
+
+
+# What a record says of its math beyond its dtype: the flag that no peak re-derives (an XLA table's f32 dot
+# that may have run as TF32) and the math-mode extras of the XLA and Neuron backends.
+MATH_FLAGS = ("maybe_tf32",)
+MATH_KEYS = ("mat_mul_precision", "neuron_cc_flags", "neuronx_cc")
+
+
+def math_of(rec: Record) -> dict[str, str]:
+    """What ``rec`` says of its math mode, as text: ``flags`` (its :data:`MATH_FLAGS`, comma-joined) and each
+    :data:`MATH_KEYS` extra it holds; empty when it says nothing. The flags that follow from the peak
+    (``estimated_peak``, ``tf32_peak_assumed`` ...) are not in it: whoever holds the peak derives them."""
+    flags = ",".join(f for f in rec.flags if f in MATH_FLAGS)
+    out = {"flags": flags} if flags else {}
+    return out | {k: str(rec.extra[k]) for k in MATH_KEYS if rec.extra.get(k) is not None}
 
 
 def all_records(sweeps: Iterable[Sweep]) -> list[tuple[Sweep, Record]]:

@@ -20,12 +20,14 @@ The layout is nvbench's JSON file version 1.0.0 (``nvbench/json_printer.cu``; it
   (``<file>-bin/<i>.bin``, little-endian float32 seconds, tag ``nv/json/bin:nv/cold/sample_times``).
   With fewer than 5 samples the relative noise is null, as nvbench's readers expect for "not enough
   samples". Hidden ``mfu-sweep/...`` summaries add the shape's time as mfu-sweep reports it (median of
-  the passes' medians), its TFLOP/s and MFU, the passes, and how it was really timed;
+  the passes' medians), its TFLOP/s and MFU, the passes, how it was really timed and, where the record
+  says it, its math mode (``mfu-sweep/math``: ``maybe_tf32``, ``mat_mul_precision``, ``neuron_cc_flags``);
 - a shape with no usable record is a skipped state (``is_skipped``, ``skip_reason``: status and error).
 
 The times sit under nvbench's ``nv/cold/time/gpu/*`` tags whatever the device and timer (those are the
 tags nvbench's scripts compare); ``meta.mfu_sweep`` and each state's ``mfu-sweep/timing`` say how they
-were measured.
+were measured. ``meta.mfu_sweep.devices[].peak`` is each device's peak block as its sweep holds it (a CPU's
+estimate and its basis, an XLA table's fp32-as-tf32 basis ...), which ``import nvbench`` keeps.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from mfu_sweep import __version__
 from mfu_sweep.analysis.ground.series import shape_seconds, sweep_order, usable
 from mfu_sweep.gemm.shapes import Shape, format_groups
 from mfu_sweep.records.results import Record, Sweep, load_sweeps, write_json_atomic
+from mfu_sweep.records.summaries import math_of
 from mfu_sweep.util.outputs import OutputError, check_output_file, check_suffix
 
 JSON_VERSION = (1, 0, 0)  # the nvbench JSON file version written (nvbench's json_printer and reader agree on it)
@@ -129,7 +132,11 @@ def _mfu_sweep_summaries(records: Sequence[Record], peak: float | None) -> list[
     cache = str(head.extra.get("cache") or "unknown")
     timing = [_named("timer", "string", head.timer), _named("cache", "string", cache),
               _named("passes", "int64", len(records))]
-    return [*out, _summary("mfu-sweep/timing", "Timing", "timing", "How mfu-sweep measured the samples", timing)]
+    out.append(_summary("mfu-sweep/timing", "Timing", "timing", "How mfu-sweep measured the samples", timing))
+    if math := math_of(head):
+        out.append(_summary("mfu-sweep/math", "Math", "math", "The record's math mode beyond its dtype",
+                            [_named(k, "string", v) for k, v in math.items()]))
+    return out
 
 
 DENSE = "none"  # the groups axis value of a dense shape in a benchmark that also has grouped ones
@@ -231,7 +238,7 @@ def nvbench_document(sweeps: Sequence[Sweep], sidecar: str, argv: Sequence[str] 
 def _provenance(device_id: int, sweep: Sweep) -> dict[str, Any]:
     return {"id": device_id, "label": sweep.label, "chip": sweep.device.get("chip"),
             "backend": sweep.device.get("backend"), "host": sweep.run.get("host"), "run_id": sweep.run.get("id"),
-            "source": sweep.source or None}
+            "source": sweep.source or None, "peak": sweep.peak.to_json()}
 
 
 def _state(device_id: int, shape: Shape, dtype: str, mode: str, records: Sequence[Record], peak: float | None,
