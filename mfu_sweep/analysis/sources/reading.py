@@ -53,7 +53,7 @@ def digest_file(path: str, cache: DigestCache | None, known: Seen | None = None)
     """One file's digest, from the cache or from the file (then stored). ``known``: the stat index's entry for
     the file; when the file still stats as it says, its digest is looked up without reading the file."""
     try:
-        running = journal_path(path).exists()  # a running sweep's journal: never cached
+        running = os.path.exists(journal_path(path))  # a running sweep's journal: never cached
         now = None if cache is None or running or not USABLE else stat_now(path)
         if known is not None and now is not None and known.trusted(now[0]):
             data = cache.get(known.key)  # type: ignore[union-attr]
