@@ -350,9 +350,9 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     than the margin, else 0, with one "gate:" line; --fail-on ambiguous also
     fails a device that some band cannot show within the margin. Ranking many
     files, compare reads them on every core and caches what the ranking needs
-    of each file (per-shape medians, keyed by the file's content) in
-    $XDG_CACHE_HOME/mfu-sweep, so a gate over unchanged files rereads none of
-    them (--no-cache: read every file).
+    of each (by content, and by stat as git does) in $XDG_CACHE_HOME/mfu-sweep:
+    a gate over unchanged files opens none, a file changed in any way (its
+    ctime moves) is read again (--no-cache: read every file).
 
     With --metric mfu (the default), a pair or leaderboard entry whose series
     has no peak for its dtype (a chip with no spec entry) is skipped with one

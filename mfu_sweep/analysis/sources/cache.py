@@ -4,18 +4,21 @@ Where: ``$XDG_CACHE_HOME/mfu-sweep/digests/`` (``~/.cache/mfu-sweep/digests/`` w
 unset), one small JSON file per digest (:mod:`mfu_sweep.analysis.sources.digest`), under a folder named
 for the cache's *namespace* and a two-character fan-out.
 
-Never stale. An entry is found by the SHA-256 of the result file's bytes, read in full every time (a file
-changed in any byte, under any name or date, is another entry), inside a namespace made of the tool's
+Never stale. An entry is found by the SHA-256 of the result file's bytes (a file changed in any byte, under
+any name or date, is another entry), inside a namespace made of the tool's
 version, the digest format and a hash of the source of the modules that decide what a digest holds and
 which files pass (reading, validation, the schema, series, medians, digests): a checkout whose code
 differs reads and writes another namespace. A file read together with a journal (a running sweep) is
-never cached. An entry that does not decode (cut short by a crash: entries are replaced at once but not
+never cached. The hash is that of the bytes read now, or the one the stat index
+(:mod:`mfu_sweep.analysis.sources.file_index`) recorded for a file whose device, inode, size, mtime and ctime
+are all as they were when it was read (and which had not changed in the 2 s before): such a file is not
+opened. An entry that does not decode (cut short by a crash: entries are replaced at once but not
 synced) is a miss and is written again.
 
 Bounded. After a run that wrote entries, the cache is trimmed to :data:`MAX_BYTES` (``MFU_SWEEP_CACHE_MB``
 overrides), oldest first by modification time; a hit refreshes its entry's time, so what the last runs
 read stays. A cache that cannot be written (read-only home, full disk) is read where it can be and
-otherwise skipped: results never depend on it. ``compare --no-cache`` neither reads nor writes it.
+otherwise skipped: results never depend on it. ``compare --no-cache`` neither reads nor writes it, nor the stat index.
 """
 
 from __future__ import annotations
@@ -95,9 +98,10 @@ class DigestCache:
 
     def get(self, key: str) -> bytes | None:
         """The entry's bytes (its time refreshed), or None."""
-        path = self.path(key)
+        path = os.path.join(self.folder, key[:2], f"{key}.json")  # self.path(key), without pathlib's cost
         try:
-            data = path.read_bytes()
+            with open(path, "rb") as fh:
+                data = fh.read()
         except OSError:
             return None
         try:
@@ -107,21 +111,13 @@ class DigestCache:
         return data
 
     def put(self, key: str, data: bytes) -> bool:
-        """Write an entry whole or not at all (a temporary file renamed over it); False when it cannot be."""
-        path = self.path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, path)
-            except BaseException:
-                _unlink(tmp)
-                raise
-        except OSError:
-            return False
-        return True
+        """Write an entry whole or not at all; False when it cannot be."""
+        return write_whole(self.path(key), data)
+
+    @property
+    def index(self) -> Path:
+        """The stat index beside the digests (:mod:`mfu_sweep.analysis.sources.file_index`): ``root/index``."""
+        return self.folder.parent.parent / "index"
 
     def trim(self, limit: int | None = None) -> int:
         """Delete the oldest entries of the whole cache (every namespace) until it holds at most ``limit``
@@ -137,6 +133,23 @@ class DigestCache:
                 total -= size
                 removed += 1
         return removed
+
+
+def write_whole(path: Path, data: bytes) -> bool:
+    """Write ``data`` whole or not at all (a temporary file renamed over ``path``); False when it cannot be."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            _unlink(tmp)
+            raise
+    except OSError:
+        return False
+    return True
 
 
 def _entries(root: Path) -> Iterable[tuple[float, int, str]]:
