@@ -310,17 +310,17 @@ def gate(paths: Paths, fail_on: str = "slower", metric: str = "tflops", margin: 
     """
     from mfu_sweep.analysis.fleet.gate import device_failure, fleets_and_boards
     from mfu_sweep.analysis.fleet.gate import gate as judge
-    from mfu_sweep.analysis.fleet.leaderboard import many_devices
+    from mfu_sweep.analysis.fleet.leaderboard import many_devices, ranking_settings
     from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling
 
-    rank_kw = {k: options.pop(k) for k in ("alpha", "min_run") if k in options}
+    settings = ranking_settings(margin=margin, **{k: options.pop(k) for k in ("alpha", "min_run") if k in options})
     sweeps = load(paths, **options)
     check_pooling(sweeps)
     series = group_series(sweeps)
     skipped: list[str] = []
     fleets, boards, notes = fleets_and_boards(series, metric, baseline, baseline is not None or many_devices(series),
-                                              skipped, margin=margin, **rank_kw)
+                                              skipped, settings)
     verdict = judge(fleets, boards, fail_on)
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for board in [f.board for f in fleets] + list(boards):

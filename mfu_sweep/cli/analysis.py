@@ -17,6 +17,9 @@ from typing import Any
 
 import click
 
+from mfu_sweep.analysis.fleet.gate import fleets_and_boards
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, VerdictSettings
+from mfu_sweep.cli import board as ranked
 from mfu_sweep.cli import contended
 from mfu_sweep.cli.common import (
     domain_errors,
@@ -374,7 +377,6 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     from mfu_sweep.analysis.fleet.spread import replicate_spreads
     from mfu_sweep.analysis.ground.series import group_series
     from mfu_sweep.analysis.sources.runs import check_pooling, label_collisions, pick_runs
-    from mfu_sweep.cli import board as ranked
     from mfu_sweep.records.contention import contention_reason
     from mfu_sweep.records.summaries import filter_sweeps
 
@@ -396,13 +398,12 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
     refs = tuple(group_series(load_files([path])) for path in calibrate) if calibrate else None
     ranking = ranked.use_board(series, baseline, pairwise, label_a, label_b)
     skipped: list[str] = []
-    fleets, boards, notes = (ranked.fleets_and_boards(series, metric, baseline, ranking, skipped, alpha=alpha,
-                                                      min_run=min_run, margin=margin) if whole else ([], [], []))
+    settings = VerdictSettings(alpha, margin, min_run, seed, not no_fit, fit_n_boot)
+    fleets, boards, notes = (fleets_and_boards(series, metric, baseline, ranking, skipped, settings)
+                             if whole else ([], [], []))
     verdict = ranked.gate_of(fleets, boards, fail_on)
-    comps = [] if ranking and not pairwise else _pairs(
-        sweeps, metric, baseline or label_a, label_b, hints, seed=seed, alpha=alpha, min_run=min_run,
-        margin=margin, use_fit=not no_fit, fit_n_boot=fit_n_boot, on_no_peak=lambda exc: skipped.append(str(exc)),
-        **({"calibration": refs} if refs else {}))
+    comps = [] if ranking and not pairwise else _pairs(sweeps, metric, baseline or label_a, label_b, hints, settings,
+                                                       skipped, refs)
     if skipped and not (comps or fleets or boards):
         raise click.ClickException(f"nothing to compare: {counted(len(skipped), 'pair')} skipped, a series has no peak "
                                    f"for MFU (first: {skipped[0]})")
@@ -428,8 +429,7 @@ def compare(files: tuple[str, ...], metric: str, label_a: str | None, label_b: s
         click.echo(json.dumps(out, indent=1))
         ranked.finish_gate(verdict, err=True)
         return
-    speed = _speed(sweeps, comps, metric, seed=seed, alpha=alpha, min_run=min_run,
-                   **({"calibration": refs} if refs else {}))
+    speed = _speed(sweeps, comps, metric, settings, refs)
     for line in _pair_lines(comps, speed):  # the gist first, one line per pair (MFU and speed); the details follow
         click.echo(line)
     for line in skipped + layouts:
@@ -456,31 +456,31 @@ def _pair_lines(comps: Sequence[Any], speed: Sequence[Any]) -> list[str]:
 
 
 def _pairs(sweeps: Sequence[Any], metric: str, a: str | None, b: str | None, hints: Sequence[str],
-           **kw: Any) -> list[Any]:
-    """``compare_all`` of the pairs, a comparison that cannot be made as one line (imported here: the fleet
-    gate never pairs, and the pairwise verdicts bring the fits and scipy.optimize with them)."""
+           settings: VerdictSettings, skipped: list[str], refs: Any) -> list[Any]:
+    """``compare_all`` of the pairs, no-peak ones noted in ``skipped`` (imported here: the fleet gate never pairs)."""
     from mfu_sweep.analysis.verdicts.compare import CompareError, compare_all
 
     try:
-        return compare_all(sweeps, metric, a, b, **kw)
+        return compare_all(sweeps, metric, a, b, settings, on_no_peak=lambda exc: skipped.append(str(exc)),
+                           calibration=refs)
     except CompareError as exc:
         raise click.ClickException(f"{exc}; {hints[0] if hints else _compare_fix(str(exc))}") from None
 
 
-def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, **kw: Any) -> list[Any]:
-    """With ``--metric mfu``, the same pairs compared in TFLOP/s (data only), so the opening line says both."""
+def _speed(sweeps: Sequence[Any], comps: Sequence[Any], metric: str, settings: VerdictSettings, refs: Any) -> list:
+    """With ``--metric mfu``, the same pairs in TFLOP/s (data only, default margin): the opening line says both."""
     if metric != "mfu" or not comps:
         return []
     from mfu_sweep.analysis.ground.series import SeriesKey, group_series
-    from mfu_sweep.analysis.verdicts.compare import CompareError, compare_series
+    from mfu_sweep.analysis.verdicts.pair import CompareError, compare_pair
 
-    series = group_series(sweeps)
-    out = []
+    series, out = group_series(sweeps), []
+    data_only = VerdictSettings(settings.alpha, DEFAULT_MARGIN, settings.min_run, settings.seed, use_fit=False)
     for c in comps:
         a, b = SeriesKey(c.a, c.dtype, c.mode), SeriesKey(c.b, c.dtype, c.mode)
         if a in series and b in series:  # across dtypes or modes (--a/--b selectors) the keys differ: MFU only
             try:
-                out.append(compare_series(series[a], series[b], "tflops", use_fit=False, **kw))
+                out.append(compare_pair(series[a], series[b], "tflops", data_only, calibration=refs))
             except CompareError:
                 continue
     return out

@@ -20,13 +20,12 @@ from typing import Any
 
 import click
 
-from mfu_sweep.analysis.fleet.gate import fleets_and_boards
 from mfu_sweep.analysis.fleet.leaderboard import HANDFUL, REST, Leaderboard, many_devices
 from mfu_sweep.analysis.fleet.view import fleets_json
 from mfu_sweep.analysis.verdicts.margin import lead_words
 
-__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleet_inputs", "fleets_and_boards",
-           "gate_of", "use_board"]
+__all__ = ["HANDFUL", "boards_json", "device_lines", "echo_boards", "finish_gate", "fleet_inputs", "gate_of",
+           "use_board"]
 
 def fleet_inputs(files: Sequence[str], exclude: bool, baseline: str | None, use_cache: bool = True
                  ) -> tuple[list[Any], dict[Any, Any], list[str]] | None:

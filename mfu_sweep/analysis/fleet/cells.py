@@ -34,7 +34,7 @@ import numpy as np
 
 from mfu_sweep.analysis.fleet.evidence import MEDIAN_SE, Band, _Evidence, _exp, t_ppf, t_sf
 from mfu_sweep.analysis.verdicts.evidence import apply_min_run, holm, runs_of
-from mfu_sweep.analysis.verdicts.margin import lead_words, log_margin
+from mfu_sweep.analysis.verdicts.margin import lead_words
 
 
 @dataclass(frozen=True)
@@ -179,12 +179,13 @@ def _band_rows(ev: _Evidence, skip: int | None) -> tuple[list[tuple[str, int, in
     return rows, mean[dev, band], np.sqrt(ev.var[dev] / n), ev.dof[dev].astype(float)
 
 
-def _band_cells(ev: _Evidence, alpha: float, skip: int | None, margin: float = 0.0,
+def _band_cells(ev: _Evidence, alpha: float, skip: int | None, delta: float = 0.0,
                 metric: str = "tflops") -> list[BandCell]:
+    """The cells of every device and band; ``delta`` is the margin on the log scale
+    (:func:`~mfu_sweep.analysis.verdicts.margin.log_margin`)."""
     rows, est, se, dof = _band_rows(ev, skip)
     if not rows:
         return []
-    delta = log_margin(margin)
     p = lead_p(est, se, dof, delta)
     adj, adj_same = holm(p), holm(same_p(est, se, dof, delta))
     half = t_ppf(1 - alpha / 2, dof) * se
@@ -245,7 +246,7 @@ def median_se(sd: np.ndarray, count: np.ndarray) -> np.ndarray:
         return sd * np.where(count >= 3, MEDIAN_SE, 1.0) / np.sqrt(count)
 
 
-def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, margin: float = 0.0) -> list[Run]:
+def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, delta: float = 0.0) -> list[Run]:
     """Runs per device from per-FLOP-count tests beyond the margin, Holm-corrected over every device and count.
 
     The run rule is the pairwise verdicts' (:func:`mfu_sweep.analysis.verdicts.evidence.apply_min_run`).
@@ -254,7 +255,7 @@ def _runs(ev: _Evidence, alpha: float, min_run: int, skip: int | None, margin: f
     valid = count > 0
     if skip is not None:
         valid[skip] = False
-    p = lead_p(med, median_se(np.sqrt(ev.var)[:, None], count), ev.dof[:, None], log_margin(margin))
+    p = lead_p(med, median_se(np.sqrt(ev.var)[:, None], count), ev.dof[:, None], delta)
     adj = np.ones_like(p)
     adj[valid] = holm(p[valid])
     verdict = np.where(valid & (adj < alpha), np.sign(np.nan_to_num(med)), 0).astype(int)

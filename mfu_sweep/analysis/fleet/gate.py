@@ -21,7 +21,7 @@ from typing import Any
 from mfu_sweep.analysis.fleet.leaderboard import REST, Leaderboard, leaderboards
 from mfu_sweep.analysis.fleet.view import FleetView, replicate_fleets
 from mfu_sweep.analysis.ground.series import Series, SeriesKey, with_peak
-from mfu_sweep.analysis.verdicts.margin import margin_words
+from mfu_sweep.analysis.verdicts.margin import VerdictSettings, margin_words
 
 FAIL_ON = ("slower", "ambiguous")
 MOST_NAMED = 5
@@ -137,14 +137,15 @@ def gate(fleets: Sequence[FleetView], boards: Sequence[Leaderboard], fail_on: st
 
 
 def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline: str | None = None,
-                      boards_too: bool = True, skipped: list[str] | None = None, **kw: Any
+                      boards_too: bool = True, skipped: list[str] | None = None,
+                      settings: VerdictSettings = VerdictSettings()
                       ) -> tuple[list[FleetView], list[Leaderboard], list[str]]:
     """Fleet views of the replicate runs in ``series``, and (when ``boards_too``) the leaderboards against the rest
     or ``baseline``, with their notes: what :func:`gate` judges (``compare --fail-on`` and ``mfu_sweep.api.gate``).
 
     With ``skipped`` (a list), MFU leaderboards leave out series without a peak and append a note each (the
-    baseline is kept, so that its lack of a peak stays an error). Keyword arguments (``alpha``, ``min_run``,
-    ``margin``) go to :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
+    baseline is kept, so that its lack of a peak stays an error). ``settings`` (``alpha``, ``min_run``,
+    ``margin``) rank both, :func:`~mfu_sweep.analysis.fleet.leaderboard.leaderboards` and
     :func:`~mfu_sweep.analysis.fleet.view.replicate_fleets`.
     """
     from mfu_sweep.util.allocator import paused_gc
@@ -157,5 +158,5 @@ def fleets_and_boards(series: Mapping[SeriesKey, Series], metric: str, baseline:
             if skipped is not None:
                 ranked, left_out = with_peak(series, metric, keep=baseline)
                 skipped += left_out
-            boards, notes = leaderboards(ranked, metric, reference=baseline or REST, **kw)
-        return replicate_fleets(series, boards=boards, **kw), boards, notes
+            boards, notes = leaderboards(ranked, metric, settings, reference=baseline or REST)
+        return replicate_fleets(series, "tflops", settings, boards=boards), boards, notes

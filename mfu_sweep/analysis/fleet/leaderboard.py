@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
@@ -44,13 +44,13 @@ from mfu_sweep.analysis.fleet.evidence import (
 )
 from mfu_sweep.analysis.ground.series import Series, SeriesKey
 from mfu_sweep.analysis.sources.medians import Z95
-from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, check_margin, lead_words, margin_words
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, MarginError, VerdictSettings, lead_words, margin_words
 from mfu_sweep.util.text import counted
 
 __all__ = ["HANDFUL", "LN_TERA", "MAD_EFFICIENCY", "MAD_TO_SIGMA", "MEDIAN_SE", "METRICS", "REST", "Z95", "Band",
            "BandBoard", "BandCell", "Grid", "Leaderboard", "LeaderboardError", "Profile", "Run", "ShapeEvidence",
-           "align", "flop_bands", "leaderboard", "leaderboards", "many_devices", "profile", "rest_median",
-           "shape_evidence"]
+           "align", "flop_bands", "leaderboard", "leaderboards", "many_devices", "profile", "rank", "ranking_settings",
+           "rest_median", "shape_evidence"]
 
 # More devices than this in one dtype and mode, and the analysis ranks them instead of comparing every pair.
 HANDFUL = 4
@@ -171,7 +171,7 @@ def _few(items: Sequence[tuple[str, float]], most: int) -> str:
     return text + (f" +{len(items) - most} more" if len(items) > most else "")
 
 
-def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int, margin: float) -> None:
+def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int) -> None:
     if len({(s.dtype, s.mode) for s in series}) > 1:
         raise LeaderboardError("a leaderboard ranks series of one dtype and mode; got "
                                + ", ".join(sorted({f'{s.dtype} {s.mode}' for s in series})))
@@ -184,8 +184,13 @@ def _check(series: Sequence[Series], reference: str, alpha: float, min_run: int,
         raise LeaderboardError(f"no series labelled {reference!r} to be the baseline (have: {', '.join(labels)})")
     if not 0 < alpha < 1 or min_run < 1:
         raise LeaderboardError(f"need 0 < alpha < 1 and min_run >= 1 (got {alpha}, {min_run})")
+
+
+def ranking_settings(settings: VerdictSettings | None = None, **kw: Any) -> VerdictSettings:
+    """``settings`` (the defaults when None) with the keywords ``alpha``, ``min_run`` and ``margin`` of a call put
+    in: what a leaderboard is ranked with; a margin outside [0, 50%] is a :class:`LeaderboardError`."""
     try:
-        check_margin(margin)
+        return replace(settings or VerdictSettings(), **kw)
     except MarginError as exc:
         raise LeaderboardError(str(exc)) from None
 
@@ -212,13 +217,21 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
 
     Cost is linear in the number of devices.
     """
+    return rank(series, metric, ranking_settings(alpha=alpha, min_run=min_run, margin=margin), reference=reference,
+                per_decade=per_decade)
+
+
+def rank(series: Sequence[Series], metric: str, settings: VerdictSettings, *, reference: str = REST,
+         per_decade: int = 1) -> Leaderboard:
+    """:func:`leaderboard` with its ``alpha``, ``min_run`` and ``margin`` given as one :class:`VerdictSettings`."""
     series = sorted(series, key=lambda s: s.label)
-    _check(series, reference, alpha, min_run, margin)
+    alpha, min_run, margin = settings.alpha, settings.min_run, settings.margin
+    _check(series, reference, alpha, min_run)
     who = "another device" if reference == REST else f"the baseline {reference}"
     grid = align([profile(s, metric) for s in series])
     ev = _evidence(grid, reference, per_decade)
     skip = grid.labels.index(reference) if reference != REST else None
-    cells = _band_cells(ev, alpha, skip, margin, metric)
+    cells = _band_cells(ev, alpha, skip, settings.delta, metric)
     tested = ev.tested  # over the shapes each device measured (its predicted values are not its results)
     measured = np.isfinite(tested).any(axis=1)
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -239,7 +252,7 @@ def leaderboard(series: Sequence[Series], metric: str = "mfu", *, reference: str
     return Leaderboard(
         dtype=series[0].dtype, mode=series[0].mode, metric=metric, reference=reference, alpha=alpha,
         min_run=min_run, labels=grid.labels, bands=ev.bands, cells=tuple(cells), boards=_boards(cells, ev.bands),
-        runs=tuple(_runs(ev, alpha, min_run, skip, margin)), overall=overall,
+        runs=tuple(_runs(ev, alpha, min_run, skip, settings.delta)), overall=overall,
         evidence=EvidenceMap(ev, skip),
         notes=tuple(notes), margin=margin,
     )
@@ -253,13 +266,15 @@ def many_devices(series: Iterable[SeriesKey]) -> bool:
     return max(sizes.values(), default=0) > HANDFUL
 
 
-def leaderboards(series: Mapping[SeriesKey, Series], metric: str = "mfu", *, reference: str = REST,
-                 **kw: Any) -> tuple[list[Leaderboard], list[str]]:
+def leaderboards(series: Mapping[SeriesKey, Series], metric: str = "mfu", settings: VerdictSettings | None = None,
+                 *, reference: str = REST, **kw: Any) -> tuple[list[Leaderboard], list[str]]:
     """One :func:`leaderboard` per (dtype, mode) with at least two devices; notes for the groups left out.
 
     With a baseline ``reference``, groups the baseline did not measure are left out (a note each);
-    a baseline found in no group is an error.
+    a baseline found in no group is an error. ``settings`` (or the keywords ``alpha``, ``min_run`` and ``margin``:
+    :func:`ranking_settings`) rank every group.
     """
+    settings = ranking_settings(settings, **kw)
     groups: dict[tuple[str, str], list[Series]] = {}
     for key in sorted(series):
         groups.setdefault((key.dtype, key.mode), []).append(series[key])
@@ -273,5 +288,5 @@ def leaderboards(series: Mapping[SeriesKey, Series], metric: str = "mfu", *, ref
         elif len(group) < 2:
             notes.append(f"{dtype} {mode}: only {group[0].label}, nothing to rank")
         else:
-            boards.append(leaderboard(group, metric, reference=reference, **kw))
+            boards.append(rank(group, metric, settings, reference=reference))
     return boards, notes

@@ -25,10 +25,10 @@ from typing import Any
 
 from mfu_sweep.analysis.fleet.cells import lead_words
 from mfu_sweep.analysis.fleet.evidence import EvidenceMap
-from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, leaderboard
+from mfu_sweep.analysis.fleet.leaderboard import REST, Band, Leaderboard, Run, rank, ranking_settings
 from mfu_sweep.analysis.fleet.spread import RANK_SUFFIX
 from mfu_sweep.analysis.ground.series import Series, SeriesKey
-from mfu_sweep.analysis.verdicts.margin import margin_words
+from mfu_sweep.analysis.verdicts.margin import VerdictSettings, margin_words
 from mfu_sweep.util.text import counted, format_flops
 
 
@@ -174,15 +174,15 @@ def _health(board: Leaderboard, label: str) -> DeviceHealth:
 
 
 def fleet_view(series: Sequence[Series], label: str | None = None, metric: str = "tflops", *,
-               board: Leaderboard | None = None, **kw: Any) -> FleetView:
+               board: Leaderboard | None = None, settings: VerdictSettings | None = None, **kw: Any) -> FleetView:
     """The fleet view of ``series`` (one per device, one dtype and mode).
 
     ``label`` names the fleet (default: the common base label of ``.r<rank>`` labels, else the first);
     ``metric`` defaults to TFLOP/s (devices of one chip share a peak, and it works without one);
-    ``board`` reuses a leaderboard of exactly these series against the rest; other keyword
-    arguments go to :func:`mfu_sweep.analysis.fleet.leaderboard.leaderboard` (not ``reference``).
+    ``board`` reuses a leaderboard of exactly these series against the rest; ``settings`` (or the keywords
+    ``alpha``, ``min_run`` and ``margin``: :func:`~mfu_sweep.analysis.fleet.leaderboard.ranking_settings`) rank them.
     """
-    board = board or leaderboard(series, metric, reference=REST, **kw)
+    board = board or rank(series, metric, ranking_settings(settings, **kw), reference=REST)
     health = sorted((_health(board, lbl) for lbl in board.devices if lbl in board.overall),
                     key=lambda h: (h.mean_ratio, h.label))
     if label is None:
@@ -196,14 +196,17 @@ def _same(board: Leaderboard, group: Sequence[Series]) -> bool:
             and set(board.labels) == {s.label for s in group})
 
 
-def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops", *,
-                     boards: Sequence[Leaderboard] = (), **kw: Any) -> list[FleetView]:
+def replicate_fleets(series: Mapping[SeriesKey, Series], metric: str = "tflops",
+                     settings: VerdictSettings | None = None, *, boards: Sequence[Leaderboard] = (), **kw: Any
+                     ) -> list[FleetView]:
     """One :func:`fleet_view` per base label, dtype and mode with at least two ``.r<rank>`` series.
 
-    A leaderboard in ``boards`` of exactly one group's series against the rest is reused (with its metric).
+    A leaderboard in ``boards`` of exactly one group's series against the rest is reused (with its metric);
+    ``settings`` and the keywords are :func:`fleet_view`'s.
     """
-    return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None), **kw)
-            for (base, _, _), group in replicate_groups(series).items()]
+    settings = ranking_settings(settings, **kw)
+    return [fleet_view(group, base, metric, board=next((b for b in boards if _same(b, group)), None),
+                       settings=settings) for (base, _, _), group in replicate_groups(series).items()]
 
 
 def fleets_json(fleets: Sequence[FleetView], boards: Sequence[Leaderboard]) -> list[dict[str, Any]]:

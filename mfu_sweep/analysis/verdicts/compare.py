@@ -59,14 +59,15 @@ from mfu_sweep.analysis.verdicts.comparison import (
     point_weights,
 )
 from mfu_sweep.analysis.verdicts.evidence import holm
-from mfu_sweep.analysis.verdicts.pair import check_pair, compare_series
+from mfu_sweep.analysis.verdicts.margin import VerdictSettings
+from mfu_sweep.analysis.verdicts.pair import Refs, check_pair, compare_pair, compare_series
 from mfu_sweep.records.results import Sweep
 from mfu_sweep.util.text import SI, counted, format_flops
 
 # The public names of comparing, in one place for notebooks and the other stages.
 __all__ = [
     "METRICS", "SI", "CompareError", "ComparePoint", "Comparison", "Crossover", "LeadSummary", "NoPeakError",
-    "NoSharedShapesError", "Segment",
+    "NoSharedShapesError", "Segment", "VerdictSettings",
     "compare_across", "compare_all", "compare_groups", "compare_pairs", "compare_series", "compile_pairs",
     "format_flops", "holm", "layouts_left_out", "metric_name", "parse_selector", "point_weights",
 ]
@@ -134,29 +135,37 @@ def _as_view(s: Series, differ_dtype: bool, differ_mode: bool, view: tuple[str, 
     return replace(s, key=SeriesKey(f"{s.label} {suffix}", view[0], view[1]), peak=peak)
 
 
-def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu", *,
-                   fits: Mapping[SeriesKey, RooflineFit | None] | None = None, **kw: Any) -> Comparison:
+def compare_across(sweeps: Iterable[Sweep], a: str, b: str, metric: str = "mfu",
+                   settings: VerdictSettings | None = None, *,
+                   fits: Mapping[SeriesKey, RooflineFit | None] | None = None, calibration: Refs | None = None,
+                   **kw: Any) -> Comparison:
     """Compare two series that differ in dtype and/or mode, e.g. ``cpu/fp32/eager`` vs ``cpu/fp32/compile``.
 
     The same machinery as :func:`compare_series` answers "where does compiling pay?" or
     "where does bf16 beat fp32?"; MFU compares each side against its own dtype's peak.
-    ``fits`` (keyed by the series' own keys) are reused instead of fitting again.
+    ``fits`` (keyed by the series' own keys) are reused instead of fitting again; ``settings`` (or the keywords
+    of :func:`compare_series`: :func:`verdict_settings`) compare them.
     """
+    settings = verdict_settings(settings, **kw)
     series = group_series(sweeps)
     sa = _select(series, a, (None, None))
     sb = _select(series, b, (sa.dtype if "/" not in b else None, sa.mode if b.count("/") < 2 else None))
-    if fits:
-        kw = {"fit_a": fits.get(sa.key), "fit_b": fits.get(sb.key), **kw}
+    fit_a, fit_b = (fits.get(sa.key), fits.get(sb.key)) if fits else (None, None)
     differ_dtype, differ_mode = sa.dtype != sb.dtype, sa.mode != sb.mode
     if not (differ_dtype or differ_mode):
-        return compare_series(sa, sb, metric, **kw)
+        return compare_pair(sa, sb, metric, settings, fit_a, fit_b, calibration)
     view = (f"{sa.dtype}|{sb.dtype}" if differ_dtype else sa.dtype, f"{sa.mode}|{sb.mode}" if differ_mode else sa.mode)
     va, vb = _as_view(sa, differ_dtype, differ_mode, view), _as_view(sb, differ_dtype, differ_mode, view)
-    check_pair(va, vb, metric)
-    return compare_series(va, vb, metric, **kw)
+    return compare_pair(va, vb, metric, settings, fit_a, fit_b, calibration)
 
 
 OnError = Callable[[CompareError], None]
+
+
+def verdict_settings(settings: VerdictSettings | None, **kw: Any) -> VerdictSettings:
+    """``settings`` (the defaults when None) with the keywords of a call (``seed``, ``alpha``, ``min_run``,
+    ``use_fit``, ``fit_n_boot``, ``margin``) put in: how every pair of a call is compared."""
+    return replace(settings or VerdictSettings(), **kw)
 
 
 def layouts_left_out(series: Mapping[SeriesKey, Series], a: str | None = None, b: str | None = None) -> list[str]:
@@ -204,37 +213,39 @@ def _comparable(a: Series, b: Series, metric: str, on_error: OnError | None, on_
 
 
 def _fits_for(series: Mapping[SeriesKey, Series], keys: Iterable[SeriesKey],
-              given: Mapping[SeriesKey, RooflineFit | None], kw: Mapping[str, Any]
+              given: Mapping[SeriesKey, RooflineFit | None], settings: VerdictSettings
               ) -> dict[SeriesKey, RooflineFit | None]:
     """``given``, plus a fit of every series in ``keys`` it lacks (none when ``use_fit=False``)."""
     fits = dict(given)
-    if kw.get("use_fit", True):
+    if settings.use_fit:
         for key in sorted(set(keys) - set(fits)):
-            fits[key] = fit_series(series[key], seed=kw.get("seed", 0), n_boot=kw.get("fit_n_boot", 200))
+            fits[key] = fit_series(series[key], seed=settings.seed, n_boot=settings.fit_n_boot)
     return fits
 
 
 def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: str | None = None,
-                   b: str | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
-                   on_error: OnError | None = None, on_skip: OnError | None = None,
-                   on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
+                   b: str | None = None, settings: VerdictSettings | None = None, *,
+                   fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
+                   on_skip: OnError | None = None, on_no_peak: OnError | None = None,
+                   calibration: Refs | None = None, **kw: Any) -> list[Comparison]:
     """:func:`compare_all` for series already grouped (``mfu_sweep.analysis.ground.series.group_series``).
 
     Pairs come sorted by (first key, second key); ``a`` and ``b`` pick pairs by label
     (``a`` becomes the first series of its pairs). See :func:`compare_all` for
-    ``fits``, ``on_error``, ``on_skip`` and the other keyword arguments.
+    ``settings``, ``fits``, ``on_error``, ``on_skip`` and the other keyword arguments.
     """
+    settings = verdict_settings(settings, **kw)
     on_skip = on_skip or on_no_peak
     pairs = _pairs(series, a, b)
     if not pairs and on_error is None:
         raise CompareError(_no_pairs_message(series, a, b))
     pairs = [(x, y) for x, y in pairs if _comparable(series[x], series[y], metric, on_error, on_skip)]
-    fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, kw)
+    fits = _fits_for(series, {k for pair in pairs for k in pair}, fits or {}, settings)
     out: list[Comparison] = []
     apart: list[NoSharedShapesError] = []
     for x, y in pairs:
         try:
-            out.append(compare_series(series[x], series[y], metric, fit_a=fits.get(x), fit_b=fits.get(y), **kw))
+            out.append(compare_pair(series[x], series[y], metric, settings, fits.get(x), fits.get(y), calibration))
         except NoSharedShapesError as exc:
             if on_error is not None:
                 on_error(exc)
@@ -254,9 +265,10 @@ def compare_groups(series: Mapping[SeriesKey, Series], metric: str = "mfu", a: s
     return out
 
 
-def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None, *,
-                fits: Mapping[SeriesKey, RooflineFit | None] | None = None, on_error: OnError | None = None,
-                on_skip: OnError | None = None, on_no_peak: OnError | None = None, **kw: Any) -> list[Comparison]:
+def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = None, b: str | None = None,
+                settings: VerdictSettings | None = None, *, fits: Mapping[SeriesKey, RooflineFit | None] | None = None,
+                on_error: OnError | None = None, on_skip: OnError | None = None, on_no_peak: OnError | None = None,
+                calibration: Refs | None = None, **kw: Any) -> list[Comparison]:
     """Compare every pair of series with the same dtype and mode (or only the pairs with ``a`` and/or ``b``).
 
     Parameters
@@ -288,9 +300,11 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
         ``on_error`` or are raised; with ``on_error`` every error goes there.
     on_no_peak:
         The same as ``on_skip`` (the name the ``compare`` command passes).
-    **kw:
-        Passed to :func:`compare_series` (``seed``, ``alpha``, ``min_run``,
-        ``use_fit``, ``fit_n_boot``).
+    settings, **kw:
+        How every pair is compared: a :class:`VerdictSettings`, and any of its fields as keywords over it
+        (``seed``, ``alpha``, ``min_run``, ``use_fit``, ``fit_n_boot``, ``margin``; see :func:`compare_series`).
+    calibration:
+        :func:`compare_series`'s, for every pair.
 
     Raises
     ------
@@ -303,9 +317,10 @@ def compare_all(sweeps: Iterable[Sweep], metric: str = "mfu", a: str | None = No
     if any(x is not None and "/" in x for x in (a, b)):
         if a is None or b is None:
             raise CompareError("a series selector with /DTYPE or /MODE needs both --a and --b")
-        return [compare_across(sweeps, a, b, metric, fits=fits, **kw)]
-    return compare_groups(group_series(sweeps), metric, a, b, fits=fits, on_error=on_error, on_skip=on_skip,
-                          on_no_peak=on_no_peak, **kw)
+        return [compare_across(sweeps, a, b, metric, verdict_settings(settings, **kw), fits=fits,
+                               calibration=calibration)]
+    return compare_groups(group_series(sweeps), metric, a, b, verdict_settings(settings, **kw), fits=fits,
+                          on_error=on_error, on_skip=on_skip, on_no_peak=on_no_peak, calibration=calibration)
 
 
 def compare_pairs(series: Mapping[SeriesKey, Series], fits: Mapping[SeriesKey, RooflineFit], metric: str = "mfu",

@@ -1,4 +1,5 @@
-"""The practical-equivalence margin every verdict shares: ``compare``'s bands, the fleet view, the leaderboards.
+"""The practical-equivalence margin every verdict shares: ``compare``'s bands, the fleet view, the leaderboards;
+and :class:`VerdictSettings`, the margin with the other settings of a verdict, chosen once and handed down.
 
 A difference smaller than the margin is never called a lead: a band is *a faster* or *b faster* only when
 the ratio a/b is beyond ``1 +- margin`` with confidence, *the same* when it is within ``1 +- margin`` with
@@ -9,6 +10,7 @@ One constant and one validation, here, so every view reads "the same within 2%" 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 DEFAULT_MARGIN = 0.02  # 2%: below what one pass can tell from a whole-sweep offset between two runs
 MAX_MARGIN = 0.5
@@ -55,3 +57,26 @@ def lead_words(metric: str) -> tuple[str, str]:
 def margin_words(margin: float) -> str:
     """``0.02 -> "2%"``, ``0.015 -> "1.5%"``."""
     return f"{margin * 100:.3g}%"
+
+
+@dataclass(frozen=True)
+class VerdictSettings:
+    """How a ``compare`` asks for its verdicts, chosen once and handed down by name to the leaderboards, the fleet
+    view and every pair: the family-wise error ``alpha``, the practical-equivalence ``margin`` (checked here, so
+    :class:`MarginError` on a bad one), ``min_run`` (the leaderboards' runs, ``refine``'s leanings), and the pairs'
+    fitted rooflines (``use_fit``, ``fit_n_boot`` bootstrap resamples, ``seed``)."""
+
+    alpha: float = 0.05
+    margin: float = DEFAULT_MARGIN
+    min_run: int = 2
+    seed: int = 0
+    use_fit: bool = True
+    fit_n_boot: int = 200
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "margin", check_margin(self.margin))
+
+    @property
+    def delta(self) -> float:
+        """The margin on the log-ratio scale the tests use (:func:`log_margin`)."""
+        return math.log1p(self.margin)

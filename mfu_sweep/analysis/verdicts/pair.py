@@ -23,7 +23,7 @@ from mfu_sweep.analysis.verdicts.comparison import (
 from mfu_sweep.analysis.verdicts.curves import PassCurve, _Raw, pass_curve
 from mfu_sweep.analysis.verdicts.evidence import ONE_PASS_LIMIT, choose_method
 from mfu_sweep.analysis.verdicts.fit_crossings import fit_crossovers, merge, supported, unsupported_note
-from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, check_margin
+from mfu_sweep.analysis.verdicts.margin import DEFAULT_MARGIN, VerdictSettings
 from mfu_sweep.analysis.verdicts.matching import Matching, left_out_in, match_shapes, measured_in, terms_of
 from mfu_sweep.analysis.verdicts.timing import band_calibration, pick_reference, timing_json, timing_note
 from mfu_sweep.gemm.dtypes import DTYPES, fp8_format
@@ -68,12 +68,12 @@ def _peak_notes(a: Series, b: Series, metric: str) -> list[str]:
             + [n for s in (a, b) for n in s.notes])
 
 
-def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | None, use_fit: bool,
-          seed: int, fit_n_boot: int) -> tuple[RooflineFit | None, RooflineFit | None, list[str]]:
-    if not use_fit:
+def _fits(a: Series, b: Series, fit_a: RooflineFit | None, fit_b: RooflineFit | None, settings: VerdictSettings
+          ) -> tuple[RooflineFit | None, RooflineFit | None, list[str]]:
+    if not settings.use_fit:
         return None, None, []
-    fit_a = fit_a or fit_series(a, seed=seed, n_boot=fit_n_boot)
-    fit_b = fit_b or fit_series(b, seed=seed, n_boot=fit_n_boot)
+    fit_a = fit_a or fit_series(a, seed=settings.seed, n_boot=settings.fit_n_boot)
+    fit_b = fit_b or fit_series(b, seed=settings.seed, n_boot=settings.fit_n_boot)
     notes = [f"no fit crossovers: {why_unfittable(s) or f'no fit for {s.key}'}"
              for s, f in ((a, fit_a), (b, fit_b)) if f is None]
     return fit_a, fit_b, notes
@@ -115,7 +115,16 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
         Bands, segments, crossovers (data, then fit), the per-shape points and notes.
     """
     check_pair(a, b, metric)
-    margin = check_margin(margin)
+    settings = VerdictSettings(alpha=alpha, margin=margin, min_run=min_run, seed=seed, use_fit=use_fit,
+                               fit_n_boot=fit_n_boot)
+    return compare_pair(a, b, metric, settings, fit_a, fit_b, calibration)
+
+
+def compare_pair(a: Series, b: Series, metric: str, settings: VerdictSettings, fit_a: RooflineFit | None = None,
+                 fit_b: RooflineFit | None = None, calibration: Refs | None = None) -> Comparison:
+    """:func:`compare_series` with its settings given as one :class:`VerdictSettings` (checked when it was made)."""
+    check_pair(a, b, metric)
+    alpha, min_run, margin = settings.alpha, settings.min_run, settings.margin
     if min_run < 1 or not 0 < alpha < 1:
         raise CompareError(f"need min_run >= 1 and 0 < alpha < 1 (got {min_run}, {alpha})")
     ca, cb = pass_curve(a, metric), pass_curve(b, metric)
@@ -126,10 +135,10 @@ def compare_series(a: Series, b: Series, metric: str = "mfu", *, seed: int = 0,
                                   f"{_nothing_to_test(a, b, ca, cb)}")
     note = timing_note(a, b, calibration is not None)
     notes = _peak_notes(a, b, metric) + _pass_notes(ca, cb) + ([note] if note else []) + _model_notes(matching, a, b)
-    fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, use_fit, seed, fit_n_boot)
+    fa, fb, fit_notes = _fits(a, b, fit_a, fit_b, settings)
     timing = timing_json(a, b)
     common = dict(a=a.label, b=b.label, dtype=a.dtype, mode=a.mode, metric=metric, alpha=alpha,
-                  seed=seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)), margin=margin)
+                  seed=settings.seed, min_run=min_run, passes=(len(ca.passes), len(cb.passes)), margin=margin)
     flops = [r.flops for r in raw]
     method = choose_method(np.column_stack([r.values_a for r in raw]), np.column_stack([r.values_b for r in raw]))
     edges = method_edges(flops, method == "runs")
