@@ -2,13 +2,14 @@
 
 Accuracy: for each model (about 20M and 100M parameters, Hugging Face LlamaForCausalLM from a config, random
 weights) and each step kind (train, infer), R rounds, each round one tool run per series (eager, compile cold,
-compile warm: `mfu-sweep steps --model hf:CONFIG --repeats 1`) and, right after it, the same three runs by an
-independent timer: this script's own worker (`--worker`), plain torch and transformers in a fresh process,
-`time.perf_counter` around each step, its own private inductor cache (cold: empty; warm: primed by its cold run
-of the round). The independent side imports nothing of mfu_sweep. Per series it reports the tool's and the
-independent first step and steady step (medians over the rounds), their ratio against the goals (first
-within 20%, steady within 10%), and how many of the independent runs fall inside the tool's 95% interval
-from its R runs (a t interval of the mean of log times; goal: at least 2 of 3).
+compile warm: `mfu-sweep steps --model hf:CONFIG --repeats 1`) and the same three runs by an independent
+timer (the tool first in even rounds, the independent side first in odd ones): this script's own worker
+(`--worker`), plain torch and transformers in a fresh process, `time.perf_counter` around each step, its
+own private inductor cache (cold: empty; warm: primed by its cold run of the round). The independent side
+imports nothing of mfu_sweep. Per series it reports the tool's and the independent first step and steady
+step (medians over the rounds), their ratio against the goals (first within 20%, steady within 10%), and how
+many of the independent runs fall inside the tool's 95% interval from its R runs (a t interval of the mean
+of log times; goal: at least 2 of 3).
 
 Cost: the tool's measurement of the 20M model (train; eager and compile, cold and warm, 3 runs) against a
 cold GEMM sweep of the same GEMMs (`sweep --shapes <its llm: family> --mode eager --mode compile
@@ -126,9 +127,22 @@ def t_interval(values: list[float]) -> tuple[float, float]:
 
 
 def _round(config: Path, kind: str, steps: int, warmup: int, work: Path, r: int) -> dict:
-    """One round: the tool's three series, then the independent runs of the same three (interleaved by round)."""
-    runs = tool(config, kind, steps, warmup, work / f"tool-{config.stem}-{kind}-{r}.json")
-    got: dict = {}
+    """One round: the tool's three series and the independent runs of the same three, the tool first in even
+    rounds and last in odd ones (ABBA: neither side always runs first, after the other's compile)."""
+    if r % 2:
+        mine = _independent_round(config, kind, steps, work)
+        runs = tool(config, kind, steps, warmup, work / f"tool-{config.stem}-{kind}-{r}.json")
+    else:
+        runs = tool(config, kind, steps, warmup, work / f"tool-{config.stem}-{kind}-{r}.json")
+        mine = _independent_round(config, kind, steps, work)
+    return {name: {"tool": runs[name]["steps_s"], "tool_status": runs[name]["status"], "indep": mine[name]}
+            for name in mine}
+
+
+def _independent_round(config: Path, kind: str, steps: int, work: Path) -> dict[str, list[float]]:
+    """The independent side's three series: eager, compile with an empty cache, compile with the cache that cold
+    run primed."""
+    got: dict[str, list[float]] = {}
     primed = None
     for series in SERIES:
         name = " ".join(filter(None, series))
@@ -136,10 +150,9 @@ def _round(config: Path, kind: str, steps: int, warmup: int, work: Path, r: int)
         if series[1] == "warm" and primed is not None:
             shutil.rmtree(cache)
             shutil.copytree(primed, cache)
-        mine = independent(config, kind, series[0], steps, cache)
+        got[name] = independent(config, kind, series[0], steps, cache)
         if series[1] == "cold":
             primed = cache
-        got[name] = {"tool": runs[name]["steps_s"], "tool_status": runs[name]["status"], "indep": mine}
     return got
 
 

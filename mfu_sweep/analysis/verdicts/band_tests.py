@@ -1,7 +1,7 @@
 """The statistics of one FLOP band (numpy/scipy only): the signed-rank test and its exact null, the drift
-factor, the Hodges-Lehmann effect, the band mean with the shape as a random effect, and the variance that
-pass offsets and drift within a pass add to it. :mod:`mfu_sweep.analysis.verdicts.bands` turns them into
-verdicts."""
+factor, the Hodges-Lehmann effect, the band mean with the shape as a random effect and each shape's run-to-run
+variance. :mod:`mfu_sweep.analysis.verdicts.bands` turns them into verdicts; the variance that pass offsets and
+drift within a pass add to a band mean is the runs test's own (:mod:`mfu_sweep.analysis.verdicts.run_test`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from mfu_sweep.analysis.verdicts.evidence import RunSide, run_covariance, run_side
+from mfu_sweep.analysis.verdicts.evidence import run_side
 
 EXACT_MAX = 30  # exact sign-flip distribution of the signed-rank statistic up to this many shapes
 HL_MAX = 3000  # Hodges-Lehmann from all Walsh averages up to this many shapes, else the median
@@ -136,38 +136,6 @@ def hodges_lehmann(d: np.ndarray, alpha: float, drift: float = 1.0, most: int = 
     lo = float(walsh[k]) if 0 <= k < m else -math.inf
     hi = float(walsh[m - 1 - k]) if 0 <= k < m else math.inf
     return float(np.median(walsh)), lo, hi
-
-
-# -- the common-offset test ------------------------------------------------------------------
-
-
-def _correlated(sides: tuple[RunSide, RunSide], run_var: tuple[np.ndarray, np.ndarray], start: int,
-                stop: int, used: np.ndarray | None = None) -> list[tuple[float, float]]:
-    """Variance of a band's mean log ratio beyond independent shapes, as parts ``(var, df)``: the correlation
-    of neighbouring shapes within a pass (drift through passes in FLOP order) and pass-level offsets.
-
-    Both come from :func:`mfu_sweep.analysis.verdicts.evidence.run_side`, estimated over all shapes of each series
-    (its autocorrelation of pass deviations and its pass offsets), so a band of few shapes measured in two
-    passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance), 0 for
-    points of the band the mean does not use (``used`` False).
-    """
-    a, b = sides
-    cov = run_covariance(a.var / a.n_runs, b.var / b.n_runs, a.rho, b.rho)[start:stop, start:stop]
-    w = 1.0 / run_var[0][start:stop]
-    if used is not None:
-        w = np.where(used, w, 0.0)
-    u = w / w.sum()
-    excess = float(u @ cov @ u - np.sum(u**2 * np.diag(cov)))
-    df = float(np.mean(np.minimum(a.df[start:stop], b.df[start:stop])))
-    parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]
-    return [(v, d) for v, d in parts if np.isfinite(v) and v > 0]
-
-
-def _satterthwaite(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
-    """Sum of variances and its Satterthwaite df (inf when no part has finite df)."""
-    var = sum(v for v, _ in parts)
-    denom = sum(v**2 / df for v, df in parts if math.isfinite(df) and v > 0)
-    return var, (var**2 / denom if denom > 0 else math.inf)
 
 
 def common_p(mean: float, parts: Sequence[tuple[float, float]]) -> tuple[float | None, float]:

@@ -39,14 +39,13 @@ import numpy as np
 from scipy.stats import t as student_t
 
 from mfu_sweep.analysis.verdicts.band_tests import (
-    _correlated,
-    _satterthwaite,
     common_p,
     hodges_lehmann,
     invert,
     random_effects,
     signed_rank_p,
 )
+from mfu_sweep.analysis.verdicts.evidence import RunSide, run_covariance
 
 Shifted = Callable[[float], tuple[float, int]]  # shift -> (two-sided p, sign) of the test of d - shift
 Interval = Callable[[float], tuple[float, float]]  # level -> the test's two-sided interval at that level
@@ -160,6 +159,35 @@ def shapes_test(x: np.ndarray, alpha: float, drift: float, cal: tuple[float, flo
     p_common = shifted(0.0)[0] if cal is not None else None
     return RunTest(est, lo, hi, float(p0[0]), p_common, shifted, EvidenceSplit(len(x), 0),
                    lambda level: invert(shifted, level, est))
+
+
+def _correlated(sides: tuple[RunSide, RunSide], run_var: tuple[np.ndarray, np.ndarray], start: int,
+                stop: int, used: np.ndarray | None = None) -> list[tuple[float, float]]:
+    """Variance of a band's mean log ratio beyond independent shapes, as parts ``(var, df)``: the correlation
+    of neighbouring shapes within a pass (drift through passes in FLOP order) and pass-level offsets.
+
+    Both come from :func:`mfu_sweep.analysis.verdicts.evidence.run_side`, estimated over all shapes of each series
+    (its autocorrelation of pass deviations and its pass offsets), so a band of few shapes measured in two
+    passes does not rest on one degree of freedom; weights are the band mean's (inverse run variance), 0 for
+    points of the band the mean does not use (``used`` False).
+    """
+    a, b = sides
+    cov = run_covariance(a.var / a.n_runs, b.var / b.n_runs, a.rho, b.rho)[start:stop, start:stop]
+    w = 1.0 / run_var[0][start:stop]
+    if used is not None:
+        w = np.where(used, w, 0.0)
+    u = w / w.sum()
+    excess = float(u @ cov @ u - np.sum(u**2 * np.diag(cov)))
+    df = float(np.mean(np.minimum(a.df[start:stop], b.df[start:stop])))
+    parts = [(max(excess, 0.0), max(df, 1.0)), (a.common, a.common_df), (b.common, b.common_df)]
+    return [(v, d) for v, d in parts if np.isfinite(v) and v > 0]
+
+
+def _satterthwaite(parts: Sequence[tuple[float, float]]) -> tuple[float, float]:
+    """Sum of variances and its Satterthwaite df (inf when no part has finite df)."""
+    var = sum(v for v, _ in parts)
+    denom = sum(v**2 / df for v, df in parts if math.isfinite(df) and v > 0)
+    return var, (var**2 / denom if denom > 0 else math.inf)
 
 
 def runs_test(x: np.ndarray, run_var: tuple[np.ndarray, np.ndarray], s: int, e: int, sides: tuple,
