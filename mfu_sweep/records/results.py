@@ -439,11 +439,12 @@ def check_file(path: str | Path) -> tuple[list[str], list[Sweep]]:
 
 def _without_own_name(problem: str, path: str) -> str:
     """``problem`` less the file's name at its start: ``f: ...`` (ResultError), ``'f': ...`` or
-    ``'f' is ...`` (InputError; the last becomes ``it is ...``)."""
+    ``'f' is ...`` (InputError; the last becomes ``it is ...``). Any other start stays whole, such as
+    ``'-' (standard input) runs past ...``, where the name says what the input was."""
     for name in (path, repr(path)):
         if problem.startswith(name + ": "):
             return problem[len(name) + 2:]
-    return "it" + problem[len(repr(path)):] if problem.startswith(repr(path) + " ") else problem
+    return "it" + problem[len(repr(path)):] if problem.startswith(repr(path) + " is ") else problem
 
 
 def _findings(data: Mapping[str, Any]) -> checks.Findings:
