@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cputime import busy_loops  # noqa: E402
 from fidelity import load, tool_run  # noqa: E402
 
 VARIANTS = {"passive": {}, "spin1e4": {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "10000"},
@@ -67,7 +67,7 @@ def main() -> None:
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         idle = phase(args.pairs, Path(tmp), "idle")
-        loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+        loops = busy_loops(2 * (os.cpu_count() or 1))
         time.sleep(2)
         try:
             busy = phase(args.pairs, Path(tmp), "busy")

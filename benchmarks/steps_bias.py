@@ -47,17 +47,13 @@ def indep_run(config: Path, kind: str, session: bool) -> list[float]:
     return json.loads(done.stdout.strip().splitlines()[-1])["steps_s"]
 
 
-def steady(steps_s: list[float]) -> float:
-    return statistics.median(steps_s[1 + WARMUP:])
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kind", choices=("train", "infer"), default="infer")
     ap.add_argument("--pairs", type=int, default=4)
     args = ap.parse_args()
     sys.path.insert(0, str(HERE))
-    from steps_accuracy import MODELS
+    from steps_accuracy import MODELS, steady
 
     with tempfile.TemporaryDirectory(prefix="steps-bias-") as tmp:
         config = Path(tmp) / "20m.json"
@@ -67,8 +63,9 @@ def main() -> None:
             for side in SIDES if p % 2 == 0 else tuple(reversed(SIDES)):
                 s = tool_run(config, args.kind, Path(tmp) / "t.json") if side == "tool" else \
                     indep_run(config, args.kind, session=side == "indep-session")
-                got[side].append(steady(s))
-                print(f"pair {p} {side:14} steady {steady(s) * 1e3:8.2f} ms  first {s[0] * 1e3:8.2f} ms", flush=True)
+                got[side].append(steady(s, WARMUP))
+                print(f"pair {p} {side:14} steady {got[side][-1] * 1e3:8.2f} ms  first {s[0] * 1e3:8.2f} ms",
+                      flush=True)
     for side, values in got.items():
         print(f"{side:14} median {statistics.median(values) * 1e3:.2f} ms  runs "
               + ", ".join(f"{v * 1e3:.2f}" for v in values))
